@@ -1,0 +1,78 @@
+"""Execution paths: plug-ins behind one small interface and a registry.
+
+A path applies each Function node of a built graph its own way; `run_graph` does the
+rest. A path that cannot run a feature says so with `unsupported(spec)`, and the
+harness counts that reason instead of passing the example silently.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from harness.build import BuiltGraph
+from harness.run import RunResult
+from harness.spec import GraphSpec
+
+
+class Path(Protocol):
+    name: str
+    #: results are expected bit-identical to eager (same forward/backward code runs)
+    exact_vs_eager: bool
+
+    def available(self) -> str | None:
+        """None when the path can run here, else why not (with the fix)."""
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        """None when the path can run this spec, else a short stable reason."""
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        """Run the graph; errors of torch or the Functions end up in the result."""
+
+
+_REGISTRY: dict[str, Path] = {}
+
+
+class UnknownPathError(ValueError):
+    pass
+
+
+def register(path: Path) -> Path:
+    _REGISTRY[path.name] = path
+    return path
+
+
+def get(name: str) -> Path:
+    _load_builtin_paths()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownPathError(
+            f"unknown path {name!r}; valid paths: {', '.join(names())}.") from None
+
+
+def names() -> list[str]:
+    _load_builtin_paths()
+    return list(_REGISTRY)
+
+
+def parse(text: str) -> list[Path]:
+    """'eager,owned' -> paths; an unknown name lists the valid ones."""
+    return [get(n.strip()) for n in text.split(",") if n.strip()]
+
+
+def available_names() -> list[str]:
+    return [n for n in names() if _REGISTRY[n].available() is None]
+
+
+def run_path(path: Path, built: BuiltGraph) -> RunResult:
+    reason = path.unsupported(built.spec)
+    if reason is not None:
+        return RunResult(path.name, status="unsupported", reason=reason)
+    return path.run(built)
+
+
+def _load_builtin_paths() -> None:
+    from harness.paths import eager  # noqa: F401  (registers itself)
+
+
+__all__ = ["Path", "UnknownPathError", "available_names", "get", "names", "parse", "register", "run_path"]

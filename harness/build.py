@@ -1,0 +1,336 @@
+"""Spec -> real `torch.autograd.Function` classes, input tensors, and the math oracle.
+
+Forward, backward and jvp of a generated Function are all derived here from one
+`FunctionSpec`, so they are correct by construction; `math_apply` evaluates the same
+op sequence with plain autograd (no custom Function), which is the independent oracle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from harness.spec import FunctionSpec, GraphSpec, OutputSpec
+
+# --- ops and their derivatives -------------------------------------------------------
+
+
+def _op(name: str, x: torch.Tensor) -> torch.Tensor:
+    if name == "linear":
+        return x
+    if name == "sin":
+        return torch.sin(x)
+    if name == "square":
+        return x * x
+    if name == "tanh":
+        return torch.tanh(x)
+    raise AssertionError(f"unknown op {name!r}")
+
+
+def _derivative(name: str, x: torch.Tensor) -> torch.Tensor:
+    """d op / dx at x (for the nonlinear ops; linear is the constant 1)."""
+    if name == "sin":
+        return torch.cos(x)
+    if name == "square":
+        return 2 * x
+    if name == "tanh":
+        return 1 - torch.tanh(x) ** 2
+    raise AssertionError(f"no derivative tensor for op {name!r}")
+
+
+def _computed(out: OutputSpec, args: Sequence[Any], shape, dtype, device) -> torch.Tensor:
+    y = torch.full(shape, out.bias, dtype=dtype, device=device)
+    for t in out.terms:
+        y = y + t.coeff * _op(t.op, args[t.slot])
+    return y
+
+
+def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device) -> list[Any]:
+    """The forward's values, in output order; dirty inputs are updated in place."""
+    results: list[Any] = []
+    for out in spec.outputs:
+        if out.kind == "compute":
+            results.append(_computed(out, args, shape, dtype, device))
+        elif out.kind == "input":
+            results.append(args[out.slot])
+        elif out.kind == "view":
+            results.append(args[out.slot].view_as(args[out.slot]))
+        elif out.kind == "dirty":
+            results.append(args[out.slot].mul_(out.coeff))
+        else:
+            results.append(out.value)
+    return results
+
+
+# --- the generated Function ----------------------------------------------------------
+
+
+class GeneratedFunction(torch.autograd.Function):
+    """Base of every generated Function; `spec`, `shape`, `dtype`, `device` are set per class."""
+
+    spec: FunctionSpec
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+
+
+def _term_coeffs(spec: FunctionSpec) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(t.coeff for t in o.terms) for o in spec.outputs)
+
+
+def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs: Sequence[Any]) -> None:
+    """Everything a forward tells ctx, shared by old-style forward and setup_context."""
+    spec = cls.spec
+    if not spec.materialize_grads:
+        ctx.set_materialize_grads(False)
+    dirty = [args[o.slot] for o in spec.outputs if o.kind == "dirty"]
+    if dirty:
+        ctx.mark_dirty(*dirty)
+    nondiff = [outputs[k] for k, o in enumerate(spec.outputs) if o.non_differentiable]
+    if nondiff:
+        ctx.mark_non_differentiable(*nondiff)
+    if spec.ctx_state:
+        ctx.term_coeffs = _term_coeffs(spec)
+    if spec.needs_input_grad == "saved":
+        ctx.needs_input_grad_at_forward = tuple(ctx.needs_input_grad)
+    nonlinear = [args[s] for s in spec.nonlinear_slots]
+    saved: list[torch.Tensor] = []
+    if "inputs" in spec.save:
+        saved += nonlinear
+    if "intermediates" in spec.save:
+        saved += [_derivative(t.op, args[t.slot]) for o in spec.outputs for t in o.terms
+                  if t.op != "linear"]
+    if "outputs" in spec.save:
+        saved += [outputs[k] for k in spec.tensor_outputs]
+    if saved:
+        ctx.save_for_backward(*saved)
+    if spec.jvp and nonlinear:
+        ctx.save_for_forward(*nonlinear)
+
+
+def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
+    """(input by slot, derivative tensors in term order) from ctx.saved_tensors."""
+    spec = cls.spec
+    saved = list(ctx.saved_tensors)
+    by_slot: dict[int, torch.Tensor] = {}
+    if "inputs" in spec.save:
+        for s in spec.nonlinear_slots:
+            by_slot[s] = saved.pop(0)
+    derivs: list[torch.Tensor] = []
+    if "intermediates" in spec.save:
+        n = sum(1 for o in spec.outputs for t in o.terms if t.op != "linear")
+        derivs, saved = saved[:n], saved[n:]
+    if "outputs" in spec.save:
+        for out in saved:  # saved outputs are unpacked (version checks) and sanity-checked
+            if tuple(out.shape) != cls.shape:
+                raise AssertionError(f"saved output has shape {tuple(out.shape)}, expected {cls.shape}")
+    return by_slot, derivs
+
+
+def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
+    spec = cls.spec
+    by_slot, derivs = _unpack_saved(cls, ctx)
+    coeffs = ctx.term_coeffs if spec.ctx_state else _term_coeffs(spec)
+    needs = tuple(ctx.needs_input_grad)
+    if spec.needs_input_grad == "saved" and needs != ctx.needs_input_grad_at_forward:
+        raise AssertionError(
+            f"needs_input_grad changed between forward {ctx.needs_input_grad_at_forward} and backward {needs}")
+    acc: dict[int, torch.Tensor] = {}
+
+    def add(slot: int, g: torch.Tensor) -> None:
+        acc[slot] = g if slot not in acc else acc[slot] + g
+
+    d = 0
+    for k, out in enumerate(spec.outputs):
+        g = grads[k]
+        nonlinear_terms = [t for t in out.terms if t.op != "linear"]
+        if g is None or out.kind == "const" or out.non_differentiable:
+            d += len(nonlinear_terms) if out.kind == "compute" else 0
+            continue
+        if out.kind == "compute":
+            for t, c in zip(out.terms, coeffs[k]):
+                if t.op == "linear":
+                    add(t.slot, g * c)
+                else:
+                    deriv = by_slot.get(t.slot)
+                    deriv = _derivative(t.op, deriv) if deriv is not None else derivs[d]
+                    d += 1
+                    add(t.slot, g * c * deriv)
+        elif out.kind in ("input", "view"):
+            add(out.slot, g)
+        elif out.kind == "dirty":
+            add(out.slot, g * out.coeff)
+    result: list[Any] = []
+    for slot, arg in enumerate(spec.args):
+        if arg.ref is None or (spec.needs_input_grad != "ignore" and not needs[slot]):
+            result.append(None)
+        elif slot in acc:
+            result.append(acc[slot])
+        else:
+            result.append(torch.zeros(cls.shape, dtype=cls.dtype, device=cls.device)
+                          if spec.unused_grad == "zeros" else None)
+    return _break(cls, result)
+
+
+def _break(cls: type[GeneratedFunction], result: list[Any]) -> Any:
+    """Deliberate error cases: make the gradients wrong in the way the spec asks."""
+    spec = cls.spec
+    if spec.error == "grad_count":
+        return tuple(result[:-1])
+    if spec.error == "grad_shape":
+        wrong = tuple(s + 1 if s != 1 else s for s in cls.shape)
+        slot = spec.tensor_slots[0]
+        result[slot] = torch.zeros(wrong, dtype=cls.dtype, device=cls.device)
+    if spec.error == "grad_for_nontensor":
+        slot = next(i for i, a in enumerate(spec.args) if a.ref is None)
+        result[slot] = torch.zeros(cls.shape, dtype=cls.dtype, device=cls.device)
+    return tuple(result)
+
+
+def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
+    spec = cls.spec
+    xs = dict(zip(spec.nonlinear_slots, ctx.saved_tensors)) if spec.nonlinear_slots else {}
+    results: list[Any] = []
+    for out in spec.outputs:
+        if out.kind == "const" or out.non_differentiable:
+            results.append(None)
+        elif out.kind == "compute":
+            t_out = torch.zeros(cls.shape, dtype=cls.dtype, device=cls.device)
+            for t in out.terms:
+                tx = tangents[t.slot]
+                if tx is None:
+                    continue
+                t_out = t_out + t.coeff * (tx if t.op == "linear" else _derivative(t.op, xs[t.slot]) * tx)
+            results.append(t_out)
+        elif out.kind in ("input", "view"):
+            tx = tangents[out.slot]
+            results.append(None if tx is None else tx.view_as(tx))  # torch requires a view here
+        else:  # dirty: the tangent is updated in place, like the primal
+            tx = tangents[out.slot]
+            results.append(None if tx is None else tx.mul_(out.coeff))
+    return tuple(results) if spec.tuple_output else results[0]
+
+
+def make_function(spec: FunctionSpec, name: str, shape: tuple[int, ...], dtype: torch.dtype,
+                  device: torch.device) -> type[GeneratedFunction]:
+    """One Function class for one spec; its methods are derived from the spec."""
+
+    def run_forward(args: Sequence[Any]) -> list[Any]:
+        return _raw_outputs(spec, args, shape, dtype, device)
+
+    def finish(outputs: list[Any]) -> Any:
+        return tuple(outputs) if spec.tuple_output else outputs[0]
+
+    def backward(ctx: Any, *grads: Any) -> Any:
+        return _backward(cls, ctx, *grads)
+
+    if spec.once_differentiable:
+        backward = once_differentiable(backward)
+    body: dict[str, Any] = {"spec": spec, "shape": shape, "dtype": dtype, "device": device,
+                            "backward": staticmethod(backward), "__module__": __name__}
+    if spec.style == "old":
+        def forward_old(ctx: Any, *args: Any) -> Any:
+            outputs = run_forward(args)
+            _setup(cls, ctx, args, outputs)
+            return finish(outputs)
+        body["forward"] = staticmethod(forward_old)
+    else:
+        def forward_new(*args: Any) -> Any:
+            return finish(run_forward(args))
+
+        def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+            outputs = list(output) if spec.tuple_output else [output]
+            _setup(cls, ctx, inputs, outputs)
+        body["forward"] = staticmethod(forward_new)
+        body["setup_context"] = staticmethod(setup_context)
+        body["generate_vmap_rule"] = spec.vmap
+    if spec.jvp:
+        body["jvp"] = staticmethod(lambda ctx, *tangents: _jvp(cls, ctx, *tangents))
+    cls = type(name, (GeneratedFunction,), body)
+    return cls
+
+
+# --- the math oracle -------------------------------------------------------------------
+
+
+def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device) -> Any:
+    """The same op sequence as the generated forward, by plain autograd.
+
+    A custom Function's differentiable outputs require grad whenever any tensor input
+    does; adding 0 * (those inputs) reproduces that, so hooks and autograd.grad see the
+    same structure. Gradients through it are exact zeros.
+    """
+    grad_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    anchor = sum(0 * a.sum() for a in grad_inputs) if grad_inputs and torch.is_grad_enabled() else None
+    outputs: list[Any] = []
+    for out, y in zip(spec.outputs, _raw_outputs(spec, args, shape, dtype, device)):
+        if out.kind == "const":
+            outputs.append(y)
+        elif out.non_differentiable:
+            outputs.append(y.detach())
+        elif anchor is not None:
+            outputs.append(y + anchor)
+        else:
+            outputs.append(y.view_as(y))  # a new tensor object, like a custom Function's output
+    return tuple(outputs) if spec.tuple_output else outputs[0]
+
+
+# --- graph inputs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuiltGraph:
+    spec: GraphSpec
+    functions: tuple[type[GeneratedFunction], ...]
+    device: torch.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return getattr(torch, self.spec.dtype)
+
+    def make_leaves(self, generator_offset: int = 0) -> list[torch.Tensor]:
+        """Fresh leaf tensors; the same spec and seed give identical values."""
+        gen = torch.Generator().manual_seed(self.spec.seed + generator_offset)
+        leaves = []
+        for leaf in self.spec.leaves:
+            shape = ((leaf.views,) if leaf.views else ()) + tuple(self.spec.shape)
+            leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, self.dtype, self.device, gen))
+        return leaves
+
+    def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
+        """Deterministic loss weights, one per differentiable value."""
+        gen = torch.Generator().manual_seed(self.spec.seed + offset)
+        return [_uniform(tuple(self.spec.shape), self.dtype, gen).to(self.device) for _ in range(count)]
+
+
+def _uniform(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    return torch.rand(shape, dtype=dtype, generator=gen) * 2 - 1
+
+
+def _leaf_tensor(shape, layout: str, requires_grad: bool, dtype, device, gen) -> torch.Tensor:
+    if layout == "transposed" and len(shape) >= 2:
+        swapped = shape[:-2] + (shape[-1], shape[-2])
+        t = _uniform(swapped, dtype, gen).to(device).transpose(-1, -2)
+    elif layout == "strided" and len(shape) >= 1:
+        wide = shape[:-1] + (2 * shape[-1],)
+        t = _uniform(wide, dtype, gen).to(device)[..., ::2]
+    else:
+        t = _uniform(shape, dtype, gen).to(device)
+    return t.detach().requires_grad_(requires_grad)
+
+
+def build(spec: GraphSpec, device: str | torch.device = "cpu") -> BuiltGraph:
+    device = torch.device(device)
+    dtype = getattr(torch, spec.dtype)
+    functions = tuple(
+        make_function(fn, f"F{n}", tuple(spec.shape), dtype, device) for n, fn in enumerate(spec.functions)
+    )
+    return BuiltGraph(spec, functions, device)
+
+
+Applier = Callable[[int, type[GeneratedFunction], Sequence[Any]], Any]
+
+__all__ = ["Applier", "BuiltGraph", "GeneratedFunction", "build", "make_function", "math_apply"]

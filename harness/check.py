@@ -1,0 +1,109 @@
+"""One example through every selected path, judged against eager and the math oracle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from harness import paths as path_registry
+from harness.build import build
+from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare, magnitude
+from harness.oracles.math import completed, error_is_expected, run_math
+from harness.paths import Path
+from harness.run import RunResult
+from harness.spec import GraphSpec
+
+
+@dataclass
+class PathOutcome:
+    path: str
+    status: str  # ok | failed | unsupported
+    reason: str = ""  # unsupported: why; failed: a one-line summary
+    mismatches: list[Mismatch] = field(default_factory=list)
+    result: RunResult | None = None
+
+
+@dataclass
+class Verdict:
+    spec: GraphSpec
+    device: str
+    outcomes: dict[str, PathOutcome]
+
+    @property
+    def failed(self) -> list[PathOutcome]:
+        return [o for o in self.outcomes.values() if o.status == "failed"]
+
+    def report(self) -> str:
+        lines = []
+        for o in self.failed:
+            lines.append(f"[{o.path}] {o.reason}")
+            lines += [f"    {m}" for m in o.mismatches]
+        return "\n".join(lines) or "all paths agree"
+
+
+def check(spec: GraphSpec, paths: list[Path], device: str = "cpu") -> Verdict:
+    """Run `spec` on the math oracle and each path; compare everything.
+
+    Eager is always run as the reference for other paths, and is itself judged
+    against the math oracle.
+    """
+    built = build(spec, device)
+    math = run_math(built)
+    tol = Tolerance.for_graph(spec, magnitude(math))
+    eager_path = path_registry.get("eager")
+    eager = eager_path.run(built)
+    outcomes: dict[str, PathOutcome] = {}
+    for path in paths:
+        result = eager if path.name == "eager" else path_registry.run_path(path, built)
+        if result.status == "unsupported":
+            outcomes[path.name] = PathOutcome(path.name, "unsupported", result.reason, result=result)
+            continue
+        mismatches = _against_math(spec, math, result, tol)
+        if path.name != "eager":
+            mismatches += _against_eager(eager, result, EXACT if path.exact_vs_eager else tol)
+        status = "failed" if mismatches else "ok"
+        summary = "; ".join(dict.fromkeys(_summary(m) for m in mismatches))
+        outcomes[path.name] = PathOutcome(path.name, status, summary, mismatches, result)
+    return Verdict(spec, device, outcomes)
+
+
+def _summary(m: Mismatch) -> str:
+    return f"differs from {m.against} at {m.checkpoint}"
+
+
+def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tolerance) -> list[Mismatch]:
+    if result.status == "error" and not error_is_expected(spec, result):
+        return [Mismatch(result.path, "math", result.error_checkpoint, "error",
+                         f"raised {result.describe_error()}")]
+    if result.status == "error":  # the deliberate error: what ran before it must still agree
+        return compare(completed(math_like(math, result)), completed(result), tol, none_is_zero=True)
+    return compare(_without_node_hooks(spec, math), _without_node_hooks(spec, result), tol, none_is_zero=True)
+
+
+def math_like(math: RunResult, result: RunResult) -> RunResult:
+    """The math result cut at the checkpoint where `result` stopped."""
+    return replace(math, status=result.status, error_checkpoint=result.error_checkpoint, error=result.error)
+
+
+def _without_node_hooks(spec: GraphSpec, result: RunResult) -> RunResult:
+    """Node pre/post hook firings depend on graph structure (one custom node versus
+    several plain ones), so they are compared between paths but not with math."""
+    skip = {f"hook{h}" for h, hook in enumerate(spec.hooks) if hook.kind in ("pre", "post")}
+    values = {c: {r: v for r, v in roles.items() if r not in skip} for c, roles in result.values.items()}
+    return replace(result, values=values)
+
+
+def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance) -> list[Mismatch]:
+    if eager.status == "error" or result.status == "error":
+        if eager.status == "error" and result.status == "error":
+            if eager.error_checkpoint != result.error_checkpoint or type(eager.error) is not type(result.error):
+                return [Mismatch(result.path, "eager", result.error_checkpoint, "error",
+                                 f"raised {result.describe_error()}; eager raised {eager.describe_error()}")]
+            return compare(completed(eager), completed(result), tol)
+        who, what = (result, "eager ran without error") if result.status == "error" else (
+            eager, f"{result.path} ran without error")
+        return [Mismatch(result.path, "eager", who.error_checkpoint, "error",
+                         f"{who.path} raised {who.describe_error()}; {what}")]
+    return compare(eager, result, tol)
+
+
+__all__ = ["PathOutcome", "Verdict", "check"]

@@ -1,0 +1,266 @@
+"""Run a built graph with one way of applying its Functions and record what happened.
+
+The same runner serves every path and the math oracle: only the `Applier` (how one
+Function node is applied) differs, so hooks, losses and backward modes are identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+import torch.autograd.forward_ad as fwAD
+
+from harness.build import Applier, BuiltGraph
+
+CHECKPOINTS = ("forward", "forward_ad", "backward", "double_backward")
+
+
+@dataclass
+class RunResult:
+    """Raw observations of one run, grouped by checkpoint, then by role.
+
+    Roles: "out:f0.1" (a Function output), "grad:x0" (.grad of a leaf), "agrad:x0"
+    (autograd.grad), "grad2:x0" (.grad after a second, retained backward), "dgrad:x0"
+    (double backward), "retained:f0.1", "tangent:f0.1", "hook3" (what hook 3 saw).
+    """
+
+    path: str
+    status: str = "ok"  # ok | unsupported | error
+    reason: str = ""  # unsupported: why
+    error: BaseException | None = None
+    error_checkpoint: str = ""
+    tensors: dict[str, dict[str, torch.Tensor | None]] = field(default_factory=dict)
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def put(self, checkpoint: str, role: str, value: Any) -> None:
+        if value is None or isinstance(value, torch.Tensor):
+            self.tensors.setdefault(checkpoint, {})[role] = None if value is None else value.detach()
+        else:
+            self.values.setdefault(checkpoint, {})[role] = value
+
+    def describe_error(self) -> str:
+        return f"{type(self.error).__name__} at {self.error_checkpoint}: {self.error}"
+
+
+class _Stop(Exception):
+    """Internal: a checkpoint raised; the run ends there."""
+
+
+@contextlib.contextmanager
+def _checkpoint(result: RunResult, name: str) -> Iterator[None]:
+    # Errors raised by torch or by the generated Functions are observations of the
+    # path under test. The runner's own bookkeeping stays outside these blocks.
+    try:
+        yield
+    except (RuntimeError, TypeError, ValueError, AssertionError, IndexError, NotImplementedError) as e:
+        result.status, result.error, result.error_checkpoint = "error", e, name
+        raise _Stop from e
+
+
+def function_output_refs(built: BuiltGraph) -> list[str]:
+    return [r for r in built.spec.value_refs() if r.startswith("f")]
+
+
+def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
+            consts: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
+    """Apply every Function in order; returns every tensor value by ref."""
+    spec = built.spec
+    values: dict[str, torch.Tensor] = {}
+    for i, leaf in enumerate(spec.leaves):
+        if leaf.views:
+            values.update({f"x{i}[{j}]": leaves[i][j] for j in range(leaf.views)})
+        else:
+            values[f"x{i}"] = leaves[i]
+    for n, (fn, cls) in enumerate(zip(spec.functions, built.functions)):
+        args = [a.const if a.ref is None else values[a.ref].clone() if a.clone else values[a.ref]
+                for a in fn.args]
+        out = applier(n, cls, args)
+        outs = out if fn.tuple_output else (out,)
+        if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
+            raise RuntimeError(f"Function {n} returned {type(out).__name__} of the wrong arity")
+        for k, o in enumerate(outs):
+            if isinstance(o, torch.Tensor):
+                values[f"f{n}.{k}"] = o
+            elif consts is not None:
+                consts[f"f{n}.{k}"] = o
+    return values
+
+
+def _traced_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
+                    consts: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The forward recorded by torch.jit.trace, then run from the trace."""
+    refs = function_output_refs(built)
+
+    def fn(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        values = forward(built, applier, xs, consts)
+        return tuple(values[r] for r in refs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TracerWarnings about constants are expected here
+        traced = torch.jit.trace(fn, tuple(leaves), check_trace=False, strict=False)
+        outs = traced(*leaves)
+    values = {r: v for r, v in forward(built, _no_functions, leaves).items() if r.startswith("x")}
+    values.update(zip(refs, outs if isinstance(outs, tuple) else (outs,)))
+    return values
+
+
+def _no_functions(n: int, cls: Any, args: Sequence[Any]) -> Any:
+    raise AssertionError("unreachable: called only for leaf values")
+
+
+def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
+                   result: RunResult) -> Callable[[], None]:
+    """Register the spec's hooks; returns a function that records what they saw."""
+    seen: dict[str, list[Any]] = {}
+    retained: list[str] = []
+    for h, hook in enumerate(built.spec.hooks):
+        key = f"hook{h}"
+        seen[key] = []
+        if hook.kind == "saved_tensors":
+            continue
+        target = leaves[int(hook.target[1:])] if hook.kind == "post_accumulate" else values[hook.target]
+        if not target.requires_grad:
+            seen[key].append("skipped: does not require grad")
+            continue
+        if hook.kind == "tensor":
+            target.register_hook(lambda g, rec=seen[key]: (rec.append("fired"), g * 2)[1])
+        elif hook.kind == "retain_grad":
+            target.retain_grad()
+            retained.append(hook.target)
+        elif hook.kind in ("pre", "post"):
+            node = target.grad_fn
+            if node is None:
+                seen[key].append("skipped: leaf")
+            elif hook.kind == "pre":
+                node.register_prehook(lambda gO, rec=seen[key]: rec.append("fired"))
+            else:
+                node.register_hook(lambda gI, gO, rec=seen[key]: rec.append("fired"))
+        elif hook.kind == "post_accumulate":
+            target.register_post_accumulate_grad_hook(
+                lambda p, rec=seen[key]: rec.append(p.grad.detach().clone()))
+
+    def record(checkpoint: str) -> None:
+        for key, events in seen.items():
+            tensors = [e for e in events if isinstance(e, torch.Tensor)]
+            for i, t in enumerate(tensors):
+                result.put(checkpoint, f"{key}.grad{i}", t)
+            result.put(checkpoint, key, tuple(e for e in events if isinstance(e, str)))
+        for ref in retained:
+            result.put(checkpoint, f"retained:{ref}", values[ref].grad)
+    return record
+
+
+@contextlib.contextmanager
+def _saved_tensor_hooks(built: BuiltGraph) -> Iterator[None]:
+    if any(h.kind == "saved_tensors" for h in built.spec.hooks):
+        # pack into a list and back: exercises the hook path without changing values
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: [t], lambda p: p[0]):
+            yield
+    else:
+        yield
+
+
+def run_graph(built: BuiltGraph, applier: Applier, path: str,
+              around: Callable[[], contextlib.AbstractContextManager] | None = None) -> RunResult:
+    """Forward, hooks, backward (per the spec's mode) and forward AD; see RunResult.
+
+    `around` (optional) wraps the backward phase, e.g. in compiled autograd.
+    """
+    result = RunResult(path)
+    try:
+        _run(built, applier, result, around or contextlib.nullcontext)
+    except _Stop:
+        pass
+    return result
+
+
+def _run(built: BuiltGraph, applier: Applier, result: RunResult,
+         around: Callable[[], contextlib.AbstractContextManager]) -> None:
+    spec = built.spec
+    leaves = built.make_leaves()
+    consts: dict[str, Any] = {}
+    with _checkpoint(result, "forward"), torch.enable_grad(), _saved_tensor_hooks(built):
+        values = (_traced_forward if spec.trace else forward)(built, applier, leaves, consts)
+    for ref in function_output_refs(built):
+        result.put("forward", f"out:{ref}", values[ref])
+        result.put("forward", f"requires_grad:{ref}", values[ref].requires_grad)
+    for ref, value in consts.items():
+        result.put("forward", f"const:{ref}", value)
+    record_hooks = _install_hooks(built, values, leaves, result)
+    if spec.forward_ad:
+        _forward_ad(built, applier, result)
+    if spec.backward != "none":
+        with around():
+            _backward(built, values, leaves, result)
+        record_hooks("backward")
+
+
+def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | None:
+    refs = [r for r in function_output_refs(built) if values[r].requires_grad]
+    if not refs:
+        return None
+    weights = built.weights(len(function_output_refs(built)))
+    by_ref = dict(zip(function_output_refs(built), weights))
+    return sum((values[r] * by_ref[r]).sum() for r in refs)  # type: ignore[return-value]
+
+
+def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
+              result: RunResult) -> None:
+    spec = built.spec
+    grad_leaves = [(f"x{i}", t) for i, t in enumerate(leaves) if t.requires_grad]
+    with torch.enable_grad():
+        loss = _loss(built, values)
+    if loss is None or not grad_leaves:
+        result.put("backward", "skipped", "nothing requires grad")
+        return
+    mode = spec.backward
+    with _checkpoint(result, "backward"):
+        if mode in ("backward", "retain"):
+            loss.backward(retain_graph=mode == "retain")
+        elif mode == "grad":
+            grads = torch.autograd.grad(loss, [t for _, t in grad_leaves], allow_unused=True)
+            for (name, _), g in zip(grad_leaves, grads):
+                result.put("backward", f"agrad:{name}", g)
+        else:  # double
+            grads = torch.autograd.grad(loss, [t for _, t in grad_leaves], allow_unused=True, create_graph=True)
+            for (name, _), g in zip(grad_leaves, grads):
+                result.put("backward", f"agrad:{name}", g)
+    for name, t in grad_leaves:
+        result.put("backward", f"grad:{name}", t.grad if t.grad is None else t.grad.clone())
+    if mode == "retain":
+        with _checkpoint(result, "backward"):
+            loss.backward()
+        for name, t in grad_leaves:
+            result.put("backward", f"grad2:{name}", t.grad)
+    if mode == "double":
+        weights = built.weights(len(grads), offset=2_000_003)
+        terms = [(g * w).sum() for g, w in zip(grads, weights) if g is not None and g.requires_grad]
+        if not terms:
+            result.put("double_backward", "skipped", "first-order gradients do not require grad")
+            return
+        with _checkpoint(result, "double_backward"):
+            second = torch.autograd.grad(sum(terms), [t for _, t in grad_leaves], allow_unused=True)
+        for (name, _), g in zip(grad_leaves, second):
+            result.put("double_backward", f"dgrad:{name}", g)
+
+
+def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
+    leaves = built.make_leaves()
+    with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
+        duals = [fwAD.make_dual(leaf, t) for leaf, t in zip(leaves, _leaf_tangents(built, leaves))]
+        values = forward(built, applier, duals)
+        for ref in function_output_refs(built):
+            result.put("forward_ad", f"tangent:{ref}", fwAD.unpack_dual(values[ref]).tangent)
+
+
+def _leaf_tangents(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(built.spec.seed + 3_000_017)
+    return [(torch.rand(tuple(leaf.shape), dtype=leaf.dtype, generator=gen) * 2 - 1).to(leaf.device)
+            for leaf in leaves]
+
+
+__all__ = ["CHECKPOINTS", "RunResult", "forward", "function_output_refs", "run_graph"]

@@ -1,0 +1,359 @@
+"""Plain-data specs of custom-Function graphs.
+
+A spec is frozen, hashable, has a readable repr and a lossless JSON round trip. It
+says *what* a graph computes; `harness.build` turns it into real
+`torch.autograd.Function` classes and input tensors.
+
+Values in a graph are named by strings:
+  "x3"     leaf 3
+  "x3[1]"  view 1 of leaf 3 (a leaf with `views=k` has shape (k, *shape))
+  "f2.0"   tensor output 0 of Function 2 (Functions only read values made before them)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+OPS = ("linear", "sin", "square", "tanh")
+NONLINEAR_OPS = ("sin", "square", "tanh")
+OUTPUT_KINDS = ("compute", "input", "view", "dirty", "const")
+SAVE_KINDS = ("inputs", "outputs", "intermediates")
+STYLES = ("old", "setup_context")
+NEEDS_INPUT_GRAD_MODES = ("ignore", "read", "saved")
+UNUSED_GRAD_MODES = ("none", "zeros")
+ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
+LAYOUTS = ("contiguous", "strided", "transposed")
+DTYPES = ("float32", "float64")
+BACKWARD_MODES = ("none", "backward", "grad", "retain", "double")
+HOOK_KINDS = ("tensor", "retain_grad", "pre", "post", "post_accumulate", "saved_tensors")
+
+_REF = re.compile(r"^(?:x(\d+)(?:\[(\d+)\])?|f(\d+)\.(\d+))$")
+
+
+class SpecError(ValueError):
+    """An invalid spec: the message names the field and the value."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """coeff * op(input[slot]), one summand of a computed output."""
+
+    slot: int
+    op: str = "linear"
+    coeff: float = 1.0
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One output of a Function.
+
+    compute: bias + sum of terms (a fresh tensor); input: input[slot] returned as-is;
+    view: a view of input[slot]; dirty: input[slot] scaled in place by `coeff` and
+    marked dirty; const: the non-tensor `value`.
+    """
+
+    kind: str = "compute"
+    terms: tuple[Term, ...] = ()
+    bias: float = 0.0
+    slot: int = -1
+    coeff: float = 1.0
+    non_differentiable: bool = False
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A positional argument: a tensor value by reference, or a non-tensor constant.
+
+    `clone` feeds a fresh clone of the value (what a dirty slot needs, so the in-place
+    update touches nothing else in the graph).
+    """
+
+    ref: str | None = None
+    clone: bool = False
+    const: Any = None
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    args: tuple[Arg, ...] = ()
+    outputs: tuple[OutputSpec, ...] = (OutputSpec(kind="const", value=0),)
+    tuple_output: bool = True
+    style: str = "old"
+    save: tuple[str, ...] = ()
+    materialize_grads: bool = True
+    needs_input_grad: str = "ignore"
+    unused_grad: str = "none"
+    once_differentiable: bool = False
+    jvp: bool = False
+    vmap: bool = False
+    ctx_state: bool = False
+    error: str | None = None
+
+    @property
+    def tensor_slots(self) -> tuple[int, ...]:
+        return tuple(i for i, a in enumerate(self.args) if a.ref is not None)
+
+    @property
+    def tensor_outputs(self) -> tuple[int, ...]:
+        return tuple(k for k, o in enumerate(self.outputs) if o.kind != "const")
+
+    @property
+    def nonlinear_slots(self) -> tuple[int, ...]:
+        """Slots whose derivative needs the input value (sorted, unique)."""
+        return tuple(sorted({t.slot for o in self.outputs for t in o.terms if t.op in NONLINEAR_OPS}))
+
+
+@dataclass(frozen=True)
+class LeafSpec:
+    requires_grad: bool = True
+    layout: str = "contiguous"
+    views: int = 0
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """A hook on a value ("tensor", "retain_grad", "pre", "post"), on a leaf
+    ("post_accumulate"), or around the whole forward ("saved_tensors", target None)."""
+
+    kind: str
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    shape: tuple[int, ...] = (3,)
+    dtype: str = "float64"
+    leaves: tuple[LeafSpec, ...] = ()
+    functions: tuple[FunctionSpec, ...] = ()
+    backward: str = "backward"
+    forward_ad: bool = False
+    trace: bool = False
+    hooks: tuple[HookSpec, ...] = ()
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    # --- JSON round trip -------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(_to_plain(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "GraphSpec":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"spec is not valid JSON ({e}); fix the file or regenerate it.") from None
+        return _from_plain(cls, data, "graph")
+
+    # --- derived facts ---------------------------------------------------------
+    def value_refs(self) -> tuple[str, ...]:
+        """Every tensor value, in creation order."""
+        refs: list[str] = []
+        for i, leaf in enumerate(self.leaves):
+            refs += [f"x{i}[{j}]" for j in range(leaf.views)] if leaf.views else [f"x{i}"]
+        for n, fn in enumerate(self.functions):
+            refs += [f"f{n}.{k}" for k in fn.tensor_outputs]
+        return tuple(refs)
+
+    def non_differentiable_refs(self) -> frozenset[str]:
+        return frozenset(
+            f"f{n}.{k}"
+            for n, fn in enumerate(self.functions)
+            for k, o in enumerate(fn.outputs)
+            if o.non_differentiable
+        )
+
+
+# --- validation -------------------------------------------------------------------
+
+
+def _check(cond: bool, where: str, value: Any, why: str) -> None:
+    if not cond:
+        raise SpecError(f"{where}={value!r} is invalid: {why}.")
+
+
+def _parse_ref(ref: str) -> tuple[str, int, int]:
+    m = _REF.match(ref)
+    if not m:
+        raise SpecError(f"ref={ref!r} is invalid: use 'x<leaf>', 'x<leaf>[<view>]' or 'f<function>.<output>'.")
+    if m.group(1) is not None:
+        return "x", int(m.group(1)), -1 if m.group(2) is None else int(m.group(2))
+    return "f", int(m.group(3)), int(m.group(4))
+
+
+def validate(g: GraphSpec) -> None:
+    _check(g.dtype in DTYPES, "dtype", g.dtype, f"choose one of {DTYPES}")
+    _check(all(isinstance(d, int) and d >= 0 for d in g.shape), "shape", g.shape, "sizes are ints >= 0")
+    _check(g.backward in BACKWARD_MODES, "backward", g.backward, f"choose one of {BACKWARD_MODES}")
+    for i, leaf in enumerate(g.leaves):
+        w = f"leaves[{i}]"
+        _check(leaf.layout in LAYOUTS, f"{w}.layout", leaf.layout, f"choose one of {LAYOUTS}")
+        _check(leaf.views >= 0, f"{w}.views", leaf.views, "must be >= 0")
+        _check(leaf.layout != "transposed" or len(g.shape) >= 2, f"{w}.layout", leaf.layout,
+               "a transposed leaf needs a shape with 2 or more dims")
+    known = set(g.value_refs())
+    made: set[str] = {r for r in known if r.startswith("x")}
+    for n, fn in enumerate(g.functions):
+        _validate_function(fn, f"functions[{n}]", made)
+        _check(fn.error != "grad_shape" or any(d != 1 for d in g.shape), f"functions[{n}].error", fn.error,
+               f"a wrong-shaped gradient cannot be made for shape {g.shape} (every size 1 broadcasts)")
+        made |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+    if g.backward == "double":
+        _check(not any(fn.once_differentiable or "intermediates" in fn.save and "inputs" not in fn.save
+                       and fn.nonlinear_slots for fn in g.functions),
+               "backward", g.backward,
+               "double backward needs every Function differentiable twice (no once_differentiable, "
+               "nonlinear derivatives from saved inputs)")
+    if g.forward_ad:
+        _check(all(fn.jvp for fn in g.functions), "forward_ad", True, "every Function needs a jvp")
+    for h, hook in enumerate(g.hooks):
+        w = f"hooks[{h}]"
+        _check(hook.kind in HOOK_KINDS, f"{w}.kind", hook.kind, f"choose one of {HOOK_KINDS}")
+        if hook.kind == "saved_tensors":
+            _check(hook.target is None, f"{w}.target", hook.target, "saved_tensors hooks wrap the forward")
+        else:
+            _check(hook.target in known, f"{w}.target", hook.target, "not a tensor value of this graph")
+        if hook.kind == "post_accumulate":
+            _check(hook.target is not None and re.fullmatch(r"x\d+", hook.target) is not None, f"{w}.target",
+                   hook.target, "post-accumulate-grad hooks go on whole leaves")
+
+
+def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
+    _check(fn.style in STYLES, f"{w}.style", fn.style, f"choose one of {STYLES}")
+    _check(all(s in SAVE_KINDS for s in fn.save) and tuple(sorted(set(fn.save))) == fn.save,
+           f"{w}.save", fn.save, f"a sorted subset of {SAVE_KINDS}")
+    _check(fn.needs_input_grad in NEEDS_INPUT_GRAD_MODES, f"{w}.needs_input_grad", fn.needs_input_grad,
+           f"choose one of {NEEDS_INPUT_GRAD_MODES}")
+    _check(fn.unused_grad in UNUSED_GRAD_MODES, f"{w}.unused_grad", fn.unused_grad,
+           f"choose one of {UNUSED_GRAD_MODES}")
+    _check(fn.error is None or fn.error in ERROR_CASES, f"{w}.error", fn.error, f"None or one of {ERROR_CASES}")
+    _check(not fn.vmap or fn.style == "setup_context", f"{w}.vmap", fn.vmap,
+           "generate_vmap_rule needs setup_context style")
+    _check(len(fn.outputs) >= 1, f"{w}.outputs", fn.outputs, "a Function returns at least one output")
+    _check(fn.tuple_output or len(fn.outputs) == 1, f"{w}.tuple_output", fn.tuple_output,
+           "a single (non-tuple) return needs exactly one output")
+    for a, arg in enumerate(fn.args):
+        if arg.ref is None:
+            _check(not arg.clone, f"{w}.args[{a}].clone", arg.clone, "only tensor arguments can be cloned")
+        else:
+            _parse_ref(arg.ref)
+            _check(arg.ref in made, f"{w}.args[{a}].ref", arg.ref, "refers to no earlier value")
+    tensor_slots = set(fn.tensor_slots)
+    dirty = [o.slot for o in fn.outputs if o.kind == "dirty"]
+    _check(len(dirty) == len(set(dirty)), f"{w}.outputs", dirty, "an input is marked dirty at most once")
+    aliased = [o.slot for o in fn.outputs if o.kind in ("input", "view")]
+    _check(not set(dirty) & set(aliased), f"{w}.outputs", dirty, "a dirty input is not also returned as a view")
+    for k, out in enumerate(fn.outputs):
+        ow = f"{w}.outputs[{k}]"
+        _check(out.kind in OUTPUT_KINDS, f"{ow}.kind", out.kind, f"choose one of {OUTPUT_KINDS}")
+        _check(not out.non_differentiable or out.kind == "compute", f"{ow}.non_differentiable",
+               out.non_differentiable, "only computed outputs are marked non-differentiable")
+        if out.kind == "compute":
+            for t in out.terms:
+                _check(t.op in OPS, f"{ow}.terms.op", t.op, f"choose one of {OPS}")
+                _check(t.slot in tensor_slots, f"{ow}.terms.slot", t.slot, "not a tensor argument")
+                _check(t.slot not in dirty, f"{ow}.terms.slot", t.slot,
+                       "a dirty input is not read by computed outputs")
+        elif out.kind in ("input", "view", "dirty"):
+            _check(out.slot in tensor_slots, f"{ow}.slot", out.slot, "not a tensor argument")
+        if out.kind == "dirty":
+            _check(fn.args[out.slot].clone, f"{ow}.slot", out.slot, "a dirty input must be a clone (clone=True)")
+    if fn.error == "grad_for_nontensor":
+        _check(len(tensor_slots) < len(fn.args), f"{w}.error", fn.error, "needs a non-tensor argument")
+    if fn.error is not None:
+        _check(len(tensor_slots) > 0, f"{w}.error", fn.error, "needs a tensor argument")
+    if fn.nonlinear_slots:
+        _check("inputs" in fn.save or "intermediates" in fn.save, f"{w}.save", fn.save,
+               "nonlinear terms need saved inputs or intermediates for their derivative")
+
+
+# --- plain data <-> dataclasses ------------------------------------------------------
+
+
+def _to_plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return {"tuple": [_to_plain(v) for v in obj]} if _is_const_tuple(obj) else [_to_plain(v) for v in obj]
+    return obj
+
+
+def _is_const_tuple(obj: tuple) -> bool:
+    # Constants may be tuples (non-tensor arguments); tag them so they come back as tuples.
+    return getattr(obj, "_const", False)
+
+
+class ConstTuple(tuple):
+    """A tuple-valued non-tensor constant; tagged in JSON so it round-trips."""
+
+    _const = True
+
+    def __repr__(self) -> str:
+        return f"ConstTuple({tuple(self)!r})"
+
+
+_NESTED = {
+    GraphSpec: {"leaves": LeafSpec, "functions": FunctionSpec, "hooks": HookSpec},
+    FunctionSpec: {"args": Arg, "outputs": OutputSpec},
+    OutputSpec: {"terms": Term},
+}
+_CONST_FIELDS = {(Arg, "const"), (OutputSpec, "value")}
+
+
+def _from_plain(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}={data!r} is invalid: expected an object with fields of {cls.__name__}.")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise SpecError(f"{where}.{unknown[0]} is an unknown field of {cls.__name__}; valid: {sorted(names)}.")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        w = f"{where}.{name}"
+        if name in _NESTED.get(cls, {}):
+            if not isinstance(value, list):
+                raise SpecError(f"{w}={value!r} is invalid: expected a list.")
+            kwargs[name] = tuple(_from_plain(_NESTED[cls][name], v, f"{w}[{i}]") for i, v in enumerate(value))
+        elif (cls, name) in _CONST_FIELDS:
+            kwargs[name] = _const_from_plain(value, w)
+        elif isinstance(value, list):
+            kwargs[name] = tuple(value)
+        else:
+            kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise SpecError(f"{where} is invalid: {e}.") from None
+
+
+def _const_from_plain(value: Any, where: str) -> Any:
+    if isinstance(value, dict) and set(value) == {"tuple"}:
+        return ConstTuple(_const_from_plain(v, where) for v in value["tuple"])
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise SpecError(f"{where}={value!r} is invalid: constants are None, numbers, strings or tagged tuples.")
+
+
+def load_spec(path: str) -> GraphSpec:
+    """Read a spec file; any problem is one SpecError sentence naming the file."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise SpecError(f"cannot read spec file {path!r} ({e.strerror}); check the path.") from None
+    try:
+        return GraphSpec.from_json(text)
+    except SpecError as e:
+        raise SpecError(f"{path}: {e}") from None
+
+
+__all__ = [
+    "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "SpecError", "Term", "load_spec", "validate",
+]
