@@ -69,12 +69,7 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
             consts: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
     """Apply every Function in order; returns every tensor value by ref."""
     spec = built.spec
-    values: dict[str, torch.Tensor] = {}
-    for i, leaf in enumerate(spec.leaves):
-        if leaf.views:
-            values.update({f"x{i}[{j}]": leaves[i][j] for j in range(leaf.views)})
-        else:
-            values[f"x{i}"] = leaves[i]
+    values = leaf_values(built, leaves)
     for n, (fn, cls) in enumerate(zip(spec.functions, built.functions)):
         args = [a.const if a.ref is None else values[a.ref].clone() if a.clone else values[a.ref]
                 for a in fn.args]
@@ -87,6 +82,17 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
                 values[f"f{n}.{k}"] = o
             elif consts is not None:
                 consts[f"f{n}.{k}"] = o
+    return values
+
+
+def leaf_values(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Leaves by ref, and the views "x<i>[<j>]" of leaves that have views."""
+    values: dict[str, torch.Tensor] = {}
+    for i, leaf in enumerate(built.spec.leaves):
+        if leaf.views:
+            values.update({f"x{i}[{j}]": leaves[i][j] for j in range(leaf.views)})
+        else:
+            values[f"x{i}"] = leaves[i]
     return values
 
 
@@ -103,13 +109,9 @@ def _traced_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.
         warnings.simplefilter("ignore")  # TracerWarnings about constants are expected here
         traced = torch.jit.trace(fn, tuple(leaves), check_trace=False, strict=False)
         outs = traced(*leaves)
-    values = {r: v for r, v in forward(built, _no_functions, leaves).items() if r.startswith("x")}
+    values = leaf_values(built, leaves)
     values.update(zip(refs, outs if isinstance(outs, tuple) else (outs,)))
     return values
-
-
-def _no_functions(n: int, cls: Any, args: Sequence[Any]) -> Any:
-    raise AssertionError("unreachable: called only for leaf values")
 
 
 def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
@@ -127,7 +129,7 @@ def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: S
             seen[key].append("skipped: does not require grad")
             continue
         if hook.kind == "tensor":
-            target.register_hook(lambda g, rec=seen[key]: (rec.append("fired"), g * 2)[1])
+            target.register_hook(lambda g, rec=seen[key]: (rec.append("fired"), None if g is None else g * 2)[1])
         elif hook.kind == "retain_grad":
             target.retain_grad()
             retained.append(hook.target)
@@ -141,7 +143,7 @@ def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: S
                 node.register_hook(lambda gI, gO, rec=seen[key]: rec.append("fired"))
         elif hook.kind == "post_accumulate":
             target.register_post_accumulate_grad_hook(
-                lambda p, rec=seen[key]: rec.append(p.grad.detach().clone()))
+                lambda p, rec=seen[key]: rec.append("grad None" if p.grad is None else p.grad.detach().clone()))
 
     def record(checkpoint: str) -> None:
         for key, events in seen.items():
@@ -239,8 +241,9 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
     if mode == "double":
         weights = built.weights(len(grads), offset=2_000_003)
         terms = [(g * w).sum() for g, w in zip(grads, weights) if g is not None and g.requires_grad]
-        if not terms:
-            result.put("double_backward", "skipped", "first-order gradients do not require grad")
+        if not terms:  # the first-order gradients are constants: no second-order ones
+            for name, _ in grad_leaves:
+                result.put("double_backward", f"dgrad:{name}", None)
             return
         with _checkpoint(result, "double_backward"):
             second = torch.autograd.grad(sum(terms), [t for _, t in grad_leaves], allow_unused=True)

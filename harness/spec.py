@@ -210,6 +210,11 @@ def validate(g: GraphSpec) -> None:
                "backward", g.backward,
                "double backward needs every Function differentiable twice (no once_differentiable, "
                "nonlinear derivatives from saved inputs)")
+    if g.trace:
+        _check(not any(o.kind == "dirty" for fn in g.functions for o in fn.outputs), "trace", g.trace,
+               "torch.jit.trace does not support mark_dirty in custom Functions ('inplace ... not supported in the JIT')")
+        _check(not any(o.kind == "const" for fn in g.functions for o in fn.outputs), "trace", g.trace,
+               "a traced custom Function must return only tensors (the trace types every output as Tensor)")
     if g.forward_ad:
         _check(all(fn.jvp for fn in g.functions), "forward_ad", True, "every Function needs a jvp")
     for h, hook in enumerate(g.hooks):
@@ -268,6 +273,16 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
         _check(len(tensor_slots) < len(fn.args), f"{w}.error", fn.error, "needs a non-tensor argument")
     if fn.error is not None:
         _check(len(tensor_slots) > 0, f"{w}.error", fn.error, "needs a tensor argument")
+    if fn.style == "setup_context" and any(o.kind == "dirty" for o in fn.outputs):
+        _check("outputs" not in fn.save, f"{w}.save", fn.save,
+               "torch refuses to save a dirty input returned as-is when setup_context is overridden")
+    if fn.style == "setup_context" and any(o.kind == "input" for o in fn.outputs):
+        _check(set(fn.save) <= {"intermediates"}, f"{w}.save", fn.save,
+               "torch refuses to save an input that is returned as-is when setup_context is overridden "
+               "(save intermediates only, or return a view)")
+        _check(not (fn.jvp and fn.nonlinear_slots), f"{w}.jvp", fn.jvp,
+               "a jvp needs save_for_forward of inputs, which torch refuses for an input returned as-is "
+               "when setup_context is overridden (return a view)")
     if fn.nonlinear_slots:
         _check("inputs" in fn.save or "intermediates" in fn.save, f"{w}.save", fn.save,
                "nonlinear terms need saved inputs or intermediates for their derivative")

@@ -1,0 +1,306 @@
+"""The process callgrind runs: import torch once, then count many regions.
+
+    python -m harness.counting.worker SPEC.json OUT.json
+
+SPEC (written by `harness.counting.callgrind`) lists cases and regions in order. For
+each region the worker prepares everything outside collection (inputs, argument tuples,
+the graphs a backward region consumes), runs the region's loop a few times to warm it
+(the same code object, so interpreter specialisation and lazy torch state settle), then
+switches collection on around `reps` repetitions and dumps the stats under the region's
+label. Loop-only regions (the same loops with the counted call removed) let the parent
+subtract loop and toggle overhead exactly.
+
+OUT records, per region, whether it was dumped, unsupported (with the reason) or raised
+(the workload's own error, recorded so the batch goes on); errors of the worker itself
+propagate.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import gc
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+class RegionUnsupported(Exception):
+    """This region cannot run here; the message is the reason."""
+
+
+# --- collection control -----------------------------------------------------------------
+
+
+class ClientRequests:
+    """Callgrind client requests through the small C helper built by the parent.
+
+    Instrumentation starts only after torch is imported (valgrind runs with
+    --instr-atstart=no), which makes start-up several times faster, and every dump is
+    labelled, so dump files map to regions by name.
+    """
+
+    def __init__(self, library: str) -> None:
+        lib = ctypes.CDLL(library)
+        for name in ("cg_start_instrumentation", "cg_toggle_collect", "cg_nop", "cg_dump_stats_at"):
+            getattr(lib, name).restype = None
+        lib.cg_dump_stats_at.argtypes = [ctypes.c_char_p]
+        lib.cg_running_on_valgrind.restype = ctypes.c_int
+        self.under_valgrind = bool(lib.cg_running_on_valgrind())
+        self.start_instrumentation: Callable[[], None] = lib.cg_start_instrumentation
+        self.start: Callable[[], Any] = lib.cg_toggle_collect
+        self.stop: Callable[[], Any] = lib.cg_toggle_collect
+        # Same kind of callable as start/stop, so warm-up specialises the same call sites.
+        self.nop: Callable[[], Any] = lib.cg_nop
+        self._dump = lib.cg_dump_stats_at
+
+    def dump(self, label: str) -> None:
+        self._dump(label.encode())
+
+
+class TorchToggles:
+    """Fallback without a C compiler: torch's own toggles (instrumented from the start)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.under_valgrind = bool(torch._C._valgrind_supported_platform())
+        self.start_instrumentation: Callable[[], None] = lambda: None
+        self.start = torch._C._valgrind_toggle
+        self.stop = torch._C._valgrind_toggle_and_dump_stats  # dumps unlabelled, in order
+        self.nop = torch._C._valgrind_supported_platform
+
+    def dump(self, label: str) -> None:
+        pass
+
+
+# --- the counted loops ------------------------------------------------------------------
+# Each pair differs only by the counted call; the parent subtracts the loop-only region.
+
+
+def _forward_region(call: Callable[..., Any], args: tuple[Any, ...], outs: list[Any],
+                    start: Callable[[], Any], stop: Callable[[], Any]) -> None:
+    start()
+    for i in range(len(outs)):
+        outs[i] = call(*args)  # outputs stay alive: their teardown is not part of apply
+    stop()
+
+
+def _forward_loop_region(call: Callable[..., Any], args: tuple[Any, ...], outs: list[Any],
+                         start: Callable[[], Any], stop: Callable[[], Any]) -> None:
+    start()
+    for i in range(len(outs)):
+        outs[i] = args
+    stop()
+
+
+def _backward_region(run_backward: Callable[..., Any], items: list[tuple[Any, Any]],
+                     start: Callable[[], Any], stop: Callable[[], Any]) -> None:
+    start()
+    for outputs, grads in items:
+        run_backward(outputs, grads, False, False, (), True, True)
+    stop()
+
+
+def _backward_loop_region(run_backward: Callable[..., Any], items: list[tuple[Any, Any]],
+                          start: Callable[[], Any], stop: Callable[[], Any]) -> None:
+    start()
+    for outputs, grads in items:
+        pass
+    stop()
+
+
+# --- paths --------------------------------------------------------------------------------
+
+
+class Paths:
+    """How each path applies one Function, directly and as a graph applier."""
+
+    def __init__(self, native_module: Any, native_reason: str | None) -> None:
+        self._native = native_module
+        self._native_reason = native_reason
+
+    def _native_apply(self, path: str) -> Callable[..., Any]:
+        if self._native is None:
+            raise RegionUnsupported(self._native_reason or "harness.native is not available")
+        return self._native.apply
+
+    def direct(self, path: str, cls: type) -> Callable[..., Any]:
+        if path == "eager":
+            return cls.apply
+        return functools.partial(self._native_apply(path), cls, holder=path)
+
+    def applier(self, path: str) -> Callable[[int, type, Sequence[Any]], Any]:
+        if path == "eager":
+            return lambda n, cls, args: cls.apply(*args)
+        native_apply = self._native_apply(path)
+        return lambda n, cls, args: native_apply(cls, *args, holder=path)
+
+
+def _unsupported_reason(native: Any, error: BaseException) -> str | None:
+    unsupported = getattr(native, "Unsupported", None) if native is not None else None
+    if isinstance(error, RegionUnsupported) or (unsupported is not None and isinstance(error, unsupported)):
+        return str(error) or type(error).__name__
+    return None
+
+
+# --- regions ------------------------------------------------------------------------------
+
+
+def _call_and_args(workload: Any, path: str, paths: Paths) -> tuple[Callable[..., Any], Callable[[], tuple]]:
+    if workload.function is not None:
+        return paths.direct(path, workload.function), workload.make_inputs
+    call = functools.partial(workload.graph, paths.applier(path))
+    return call, lambda: (workload.make_inputs(),)
+
+
+def _differentiable(outputs: Any) -> tuple[Any, ...]:
+    import torch
+
+    flat = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    return tuple(o for o in flat if isinstance(o, torch.Tensor) and o.requires_grad)
+
+
+class Counter:
+    def __init__(self, control: Any, reps: int, warmup: int) -> None:
+        import torch
+
+        self.control = control
+        self.reps = reps
+        self.warmup = warmup
+        self.run_backward = torch.autograd.Variable._execution_engine.run_backward
+
+    def forward(self, call: Callable[..., Any], args: tuple, label: str, loop_only: bool = False) -> None:
+        region = _forward_loop_region if loop_only else _forward_region
+        warm: list[Any] = [None] * self.warmup
+        counted: list[Any] = [None] * self.reps
+        c = self.control
+        region(call, args, warm, c.nop, c.nop)
+        region(call, args, counted, c.start, c.stop)
+        c.dump(label)
+
+    def backward(self, call: Callable[..., Any] | None, make_args: Callable[[], tuple] | None,
+                 label: str) -> None:
+        import torch
+
+        if call is None or make_args is None:  # loop-only
+            region, items = _backward_loop_region, [((), ())] * (self.warmup + self.reps)
+            keep: list[Any] = []
+        else:
+            region, items, keep = _backward_region, [], []
+            for _ in range(self.warmup + self.reps):
+                args = make_args()
+                outputs = _differentiable(call(*args))
+                if not outputs:
+                    raise RegionUnsupported("no differentiable outputs to backward through")
+                items.append((outputs, tuple(torch.ones_like(o) for o in outputs)))
+                keep.append(args)
+        warm, counted = items[:self.warmup], items[self.warmup:]
+        c = self.control
+        region(self.run_backward, warm, c.nop, c.nop)
+        region(self.run_backward, counted, c.start, c.stop)
+        c.dump(label)
+        del keep
+
+
+def _run_region(counter: Counter, region: dict[str, Any], workloads: dict[int, Any],
+                paths: Paths, native: Any) -> dict[str, Any]:
+    phase, label = region["phase"], region["label"]
+    record: dict[str, Any] = {"label": label}
+    if phase == "forward-loop":
+        counter.forward(None, (), label, loop_only=True)  # type: ignore[arg-type]
+        return {**record, "status": "dumped"}
+    if phase == "backward-loop":
+        counter.backward(None, None, label)
+        return {**record, "status": "dumped"}
+    workload = workloads[region["case"]]
+    if isinstance(workload, BaseException):
+        return {**record, "status": "error", "reason": _describe(workload)}
+    try:
+        call, make_args = _call_and_args(workload, region["path"], paths)
+        if phase == "forward":
+            counter.forward(call, make_args(), label)
+        else:
+            counter.backward(call, make_args, label)
+    except Exception as e:
+        reason = _unsupported_reason(native, e)
+        if reason is not None:
+            return {**record, "status": "unsupported", "reason": reason}
+        return {**record, "status": "error", "reason": _describe(e)}
+    return {**record, "status": "dumped"}
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _input_count(workload: Any) -> int | None:
+    if isinstance(workload, BaseException):
+        return None
+    inputs = workload.make_inputs()
+    return len(inputs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 2:
+        print("usage: python -m harness.counting.worker SPEC.json OUT.json", file=sys.stderr)
+        return 2
+    spec_path, out_path = argv
+    with open(spec_path) as f:
+        spec = json.load(f)
+
+    import torch
+
+    from harness.counting.callgrind import load_native
+    from harness.counting.cases import CaseSpec, resolve_factory
+
+    torch.set_num_threads(1)
+    control_spec = spec["control"]
+    control = (ClientRequests(control_spec["library"]) if control_spec["kind"] == "client"
+               else TorchToggles())
+    native, native_reason = load_native(spec["paths"])
+    paths = Paths(native, native_reason)
+
+    workloads: dict[int, Any] = {}
+    for index, plain in enumerate(spec["cases"]):
+        case = CaseSpec.from_plain(plain)
+        try:
+            workloads[index] = resolve_factory(case.factory)(**case.params)
+        except Exception as e:  # a bad factory fails its own regions, not the batch
+            workloads[index] = e
+    inputs = {index: _input_count(w) for index, w in workloads.items()}
+
+    counter = Counter(control, spec["reps"], spec["warmup"])
+    # Nothing below creates cycles; a collection inside a region would be counted.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    ready = time.time()
+    control.start_instrumentation()
+    records = []
+    for region in spec["regions"]:
+        t0 = time.perf_counter()
+        record = _run_region(counter, region, workloads, paths, native)
+        record["seconds"] = time.perf_counter() - t0
+        records.append(record)
+    finished = time.time()
+
+    result = {
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "pid": os.getpid(),
+        "under_valgrind": control.under_valgrind,
+        "ready_at": ready,
+        "finished_at": finished,
+        "inputs": {str(k): v for k, v in inputs.items()},
+        "regions": records,
+    }
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

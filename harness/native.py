@@ -1,0 +1,288 @@
+"""Facade over the harness's native ``torch.autograd.Function.apply``.
+
+The C++ sources in ``native/`` re-implement torch's ``Function.apply`` (after
+``THPFunction_apply`` in ``torch/csrc/autograd/python_function.cpp``) once,
+templated on how tensor inputs are held while the Function runs:
+
+``owned``
+    an owned ``variable_list`` (one TensorImpl refcount bump per tensor input),
+    the design before PyTorch's July 2026 change;
+``borrowed``
+    ``c10::SmallVector<const at::Tensor*, 24>`` handles passed as ``ArrayRef``,
+    with an owned list built only where ownership is required (the user ``jvp``
+    callback; on torch < 2.14 also ``_wrap_outputs``, which has no ``ArrayRef``
+    overload there).
+
+The extension is compiled on first use with ``torch.utils.cpp_extension.load``
+into a cache directory keyed by torch version, Python ABI and a hash of the
+sources, so one checkout serves several torch versions::
+
+    ${HARNESS_NATIVE_CACHE:-~/.cache/autograd-function-harness/native}/<torch>-<python>-<hash>/
+
+Importing this module is cheap: nothing is built or loaded until first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import shutil
+import sys
+import sysconfig
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+__all__ = [
+    "HOLDERS",
+    "NativeBuildError",
+    "NativeInfo",
+    "Unsupported",
+    "apply",
+    "build",
+    "cache_dir",
+    "info",
+    "node_use_count",
+    "weak_use_count",
+]
+
+HOLDERS: tuple[str, ...] = ("owned", "borrowed")
+
+_NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
+_SOURCES = ("bindings.cpp", "apply.cpp", "node.cpp")
+_MODULE_NAME = "_harness_native"
+_EXTRA_CFLAGS = ("-O2",)
+_CACHE_ENV = "HARNESS_NATIVE_CACHE"
+_BUILT_MARKER = "BUILT"
+
+
+class Unsupported(Exception):
+    """The native path cannot run this faithfully; ``reason`` is short and stable.
+
+    Reasons: ``"tracing"`` (``torch.jit.trace``), ``"functorch transform"``
+    (``torch.func``/vmap), ``"compiled autograd"`` (backward under compiled
+    autograd), ``"boxed_grads_call"``, ``"clear_saved_tensors_on_access"``,
+    ``"set_output_grad_dtype"``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NativeBuildError(RuntimeError):
+    """The native extension cannot be built here (missing compiler, headers, ...)."""
+
+
+@dataclass(frozen=True)
+class NativeInfo:
+    """What the loaded extension was built against."""
+
+    torch_version: str
+    path: Path
+    #: borrowed hands ``ArrayRef<const Variable*>`` to ``_wrap_outputs`` (torch >= 2.14)
+    borrowed_uses_arrayref: bool
+
+
+_lock = threading.Lock()
+_ext: ModuleType | None = None
+_apply_fns: dict[str, Callable[[type, tuple[Any, ...]], Any]] = {}
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _source_files() -> list[Path]:
+    return sorted(p for p in _NATIVE_DIR.iterdir() if p.suffix in {".cpp", ".h"})
+
+
+def _source_hash() -> str:
+    digest = hashlib.sha256()
+    digest.update(" ".join(_EXTRA_CFLAGS).encode())
+    for path in _source_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    """The build directory for this torch version, Python and source tree."""
+    base = os.environ.get(_CACHE_ENV)
+    root = Path(base) if base else Path.home() / ".cache" / "autograd-function-harness" / "native"
+    return root / f"{torch.__version__}-{sys.implementation.cache_tag}-{_source_hash()}"
+
+
+def _library_path(directory: Path) -> Path:
+    return directory / f"{_MODULE_NAME}.so"
+
+
+def _check_toolchain() -> None:
+    """Raise NativeBuildError naming what is missing, and the fix."""
+    if not (_NATIVE_DIR / _SOURCES[0]).is_file():
+        raise NativeBuildError(
+            f"the native sources are missing from {_NATIVE_DIR}; "
+            "use harness from a source checkout (pip install -e .)"
+        )
+    from torch.utils import cpp_extension
+
+    compiler = cpp_extension.get_cxx_compiler()
+    if shutil.which(compiler) is None:
+        raise NativeBuildError(
+            f"no C++ compiler found (looked for {compiler!r}); "
+            "install one (e.g. apt-get install g++) or point CXX at it"
+        )
+    if not cpp_extension.is_ninja_available():
+        raise NativeBuildError("ninja is not installed; install it with `pip install ninja`")
+    python_h = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not python_h.is_file():
+        raise NativeBuildError(
+            f"the Python headers are missing ({python_h}); install the python3-dev package "
+            "for this interpreter"
+        )
+    header = Path(torch.__file__).parent / "include/torch/csrc/autograd/custom_function.h"
+    if not header.is_file():
+        raise NativeBuildError(
+            f"torch {torch.__version__} ships no C++ headers ({header} is missing); "
+            "install a torch wheel that includes them"
+        )
+
+
+def _version_define() -> str:
+    # Spelled as character codes so no shell or preprocessor can mangle it.
+    codes = ",".join(str(ord(c)) for c in torch.__version__)
+    return f"-DHARNESS_TORCH_VERSION_CHARS={codes}"
+
+
+def _compile(directory: Path, verbose: bool) -> ModuleType:
+    _check_toolchain()
+    from torch.utils import cpp_extension
+
+    directory.mkdir(parents=True, exist_ok=True)
+    module = cpp_extension.load(
+        name=_MODULE_NAME,
+        sources=[str(_NATIVE_DIR / name) for name in _SOURCES],
+        extra_cflags=[*_EXTRA_CFLAGS, _version_define()],
+        build_directory=str(directory),
+        verbose=verbose,
+    )
+    (directory / _BUILT_MARKER).write_text(torch.__version__ + "\n")
+    return module
+
+
+def _import(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import the native extension from {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _load(verbose: bool) -> ModuleType:
+    directory = cache_dir()
+    library = _library_path(directory)
+    if (directory / _BUILT_MARKER).is_file() and library.is_file():
+        module = _import(library)
+    else:
+        module = _compile(directory, verbose)
+    if module.TORCH_VERSION != torch.__version__:
+        raise ImportError(
+            f"the native extension at {library} was built for torch {module.TORCH_VERSION} "
+            f"but torch {torch.__version__} is imported; delete {directory} and rebuild with "
+            "`python -m harness build-native`"
+        )
+    module._register_unsupported_type(Unsupported)
+    return module
+
+
+def _extension(verbose: bool = False) -> ModuleType:
+    global _ext
+    if _ext is None:
+        with _lock:
+            if _ext is None:
+                module = _load(verbose)
+                _apply_fns.update(
+                    owned=module.apply_owned,
+                    borrowed=module.apply_borrowed,
+                )
+                _ext = module
+    return _ext
+
+
+def build(verbose: bool = False) -> Path:
+    """Build (if needed) and load the extension; return the shared library's path."""
+    _extension(verbose)
+    return _library_path(cache_dir())
+
+
+def info() -> NativeInfo:
+    """Build/load the extension and describe it."""
+    ext = _extension()
+    return NativeInfo(
+        torch_version=ext.TORCH_VERSION,
+        path=_library_path(cache_dir()),
+        borrowed_uses_arrayref=bool(ext.BORROWED_USES_ARRAYREF),
+    )
+
+
+# --------------------------------------------------------------------------- apply
+
+_BASE_SETUP_CONTEXT = torch.autograd.function._SingleLevelFunction.setup_context
+
+
+def _bind_default_args(function_cls: type, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Like Function.apply: with setup_context, forward's defaults become inputs."""
+    if function_cls.setup_context is _BASE_SETUP_CONTEXT:  # type: ignore[attr-defined]
+        return args
+    forward = function_cls.forward  # type: ignore[attr-defined]
+    if getattr(forward, "__defaults__", None) is None and not getattr(
+        forward, "__kwdefaults__", None
+    ):
+        return args
+    bound = inspect.signature(forward).bind(*args)
+    bound.apply_defaults()
+    return bound.args
+
+
+def apply(function_cls: type, *args: Any, holder: str) -> Any:
+    """Run ``function_cls.apply(*args)`` through the native path with ``holder``.
+
+    Returns what ``function_cls.apply(*args)`` returns. Raises Unsupported for
+    what the native path cannot run faithfully.
+    """
+    fn = _apply_fns.get(holder)
+    if fn is None:
+        if holder not in HOLDERS:
+            raise ValueError(f"unknown holder {holder!r}; expected one of: {', '.join(HOLDERS)}")
+        _extension()
+        fn = _apply_fns[holder]
+    return fn(function_cls, _bind_default_args(function_cls, args))
+
+
+# --------------------------------------------------------------------------- probes
+
+
+def weak_use_count(tensor: torch.Tensor) -> int:
+    """The TensorImpl weak count, as ``c10::intrusive_ptr`` defines it.
+
+    That is the number of ``weak_intrusive_ptr``s (e.g. ``torch._C._WeakTensorRef``)
+    plus one while any strong reference exists: a fresh tensor reads 1, and 0
+    never shows from Python (a live tensor is strongly held). The probe adds
+    no reference of its own.
+    """
+    return int(_extension().weak_use_count(tensor))
+
+
+def node_use_count(tensor: torch.Tensor) -> int:
+    """Strong refcount of ``tensor.grad_fn``'s autograd Node; 0 if it has none.
+
+    Counts every owner: each output tensor whose grad_fn it is, edges from later
+    nodes, and a live Python ``grad_fn`` wrapper object. The probe adds none.
+    """
+    return int(_extension().node_use_count(tensor))
