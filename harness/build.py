@@ -7,6 +7,7 @@ op sequence with plain autograd (no custom Function), which is the independent o
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -14,6 +15,11 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from harness.spec import FunctionSpec, GraphSpec, OutputSpec
+
+#: A deliberate bug for self-tests ("wrong_backward", "wrong_jvp"): proves the harness
+#: reports what it should. Set by tests and by reproducers of such failures, never by default.
+FAULTS = ("wrong_backward", "wrong_jvp")
+FAULT: str | None = os.environ.get("HARNESS_INJECT_FAULT") or None
 
 # --- ops and their derivatives -------------------------------------------------------
 
@@ -172,6 +178,9 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
         else:
             result.append(torch.zeros(cls.shape, dtype=cls.dtype, device=cls.device)
                           if spec.unused_grad == "zeros" else None)
+    if FAULT == "wrong_backward" and acc:
+        slot = min(acc)
+        result[slot] = result[slot] * 1.5 if result[slot] is not None else None
     return _break(cls, result)
 
 
@@ -211,6 +220,9 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
         else:  # dirty: the tangent is updated in place, like the primal
             tx = tangents[out.slot]
             results.append(None if tx is None else tx.mul_(out.coeff))
+    if FAULT == "wrong_jvp":
+        results = [r * 1.5 if isinstance(r, torch.Tensor) and o.kind == "compute" else r
+                   for r, o in zip(results, spec.outputs)]
     return tuple(results) if spec.tuple_output else results[0]
 
 

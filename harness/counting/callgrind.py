@@ -29,7 +29,7 @@ from typing import Any, Iterable, Sequence
 from harness.counting.cases import PATHS, PHASES, CaseError, CaseSpec
 
 DEFAULT_REPS = 50
-DEFAULT_WARMUP = 3
+DEFAULT_WARMUP = 64  # at least the counted reps are always warmed (see worker.Counter)
 NATIVE_PATHS = ("owned", "borrowed")
 
 # Client requests the worker needs (torch exposes only the toggles). Built per run with
@@ -51,6 +51,10 @@ FIXED_ENV = {
     "TORCH_NUM_THREADS": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
+    # A large malloc thread cache (and no trimming or dynamic mmap threshold) makes
+    # allocation cost independent of what earlier regions left behind.
+    "GLIBC_TUNABLES": "glibc.malloc.tcache_count=65535:glibc.malloc.trim_threshold=1073741824"
+                      ":glibc.malloc.mmap_threshold=1073741824",
 }
 # Settings that change what torch runs; the worker must not inherit them.
 DROPPED_ENV = ("TORCH_LOGS", "TORCHDYNAMO_VERBOSE", "PYTORCH_JIT", "TORCH_COMPILE_DEBUG",

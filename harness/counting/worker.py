@@ -163,45 +163,66 @@ def _differentiable(outputs: Any) -> tuple[Any, ...]:
 
 
 class Counter:
+    """Runs one region: prepare, warm, count, dump.
+
+    Warm-up runs at least as many repetitions as are counted, through the same loop
+    code, and frees what it made before counting: Python's specialising interpreter
+    then settles on this case's types, and malloc's thread cache (enlarged through
+    GLIBC_TUNABLES by the parent) holds enough freed blocks of every size the region
+    allocates, so its cost does not depend on which regions ran before.
+    """
+
     def __init__(self, control: Any, reps: int, warmup: int) -> None:
         import torch
 
         self.control = control
         self.reps = reps
-        self.warmup = warmup
+        self.warmup = max(warmup, reps)
         self.run_backward = torch.autograd.Variable._execution_engine.run_backward
 
     def forward(self, call: Callable[..., Any], args: tuple, label: str, loop_only: bool = False) -> None:
         region = _forward_loop_region if loop_only else _forward_region
-        warm: list[Any] = [None] * self.warmup
-        counted: list[Any] = [None] * self.reps
         c = self.control
+        warm: list[Any] = [None] * self.warmup
         region(call, args, warm, c.nop, c.nop)
+        del warm
+        counted: list[Any] = [None] * self.reps
         region(call, args, counted, c.start, c.stop)
         c.dump(label)
 
     def backward(self, call: Callable[..., Any] | None, make_args: Callable[[], tuple] | None,
                  label: str) -> None:
-        import torch
-
-        if call is None or make_args is None:  # loop-only
-            region, items = _backward_loop_region, [((), ())] * (self.warmup + self.reps)
+        if call is None or make_args is None:
+            region, warm, counted = _backward_loop_region, [((), ())] * self.warmup, [((), ())] * self.reps
             keep: list[Any] = []
         else:
-            region, items, keep = _backward_region, [], []
-            for _ in range(self.warmup + self.reps):
-                args = make_args()
-                outputs = _differentiable(call(*args))
-                if not outputs:
-                    raise RegionUnsupported("no differentiable outputs to backward through")
-                items.append((outputs, tuple(torch.ones_like(o) for o in outputs)))
-                keep.append(args)
-        warm, counted = items[:self.warmup], items[self.warmup:]
+            region = _backward_region
+            warm, warm_keep = self._graphs(call, make_args, self.warmup)
+            counted, keep = self._graphs(call, make_args, self.reps)
         c = self.control
         region(self.run_backward, warm, c.nop, c.nop)
+        del warm  # frees the warm graphs (and their inputs) before counting
+        if call is not None:
+            del warm_keep
         region(self.run_backward, counted, c.start, c.stop)
         c.dump(label)
         del keep
+
+    @staticmethod
+    def _graphs(call: Callable[..., Any], make_args: Callable[[], tuple],
+                count: int) -> tuple[list[tuple[Any, Any]], list[Any]]:
+        """`count` fresh graphs: (differentiable outputs, their grads), and their inputs."""
+        import torch
+
+        items, inputs = [], []
+        for _ in range(count):
+            args = make_args()
+            outputs = _differentiable(call(*args))
+            if not outputs:
+                raise RegionUnsupported("no differentiable outputs to backward through")
+            items.append((outputs, tuple(torch.ones_like(o) for o in outputs)))
+            inputs.append(args)
+        return items, inputs
 
 
 def _run_region(counter: Counter, region: dict[str, Any], workloads: dict[int, Any],

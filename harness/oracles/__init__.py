@@ -1,0 +1,1 @@
+"""Oracles: the comparator with its tolerances, the math oracle and gradcheck."""

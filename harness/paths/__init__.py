@@ -7,6 +7,7 @@ harness counts that reason instead of passing the example silently.
 
 from __future__ import annotations
 
+import importlib
 from typing import Protocol
 
 from harness.build import BuiltGraph
@@ -30,6 +31,10 @@ class Path(Protocol):
 
 
 _REGISTRY: dict[str, Path] = {}
+#: built-in paths, imported on first use so `import harness` stays light
+_BUILTIN = {
+    "eager": "harness.paths.eager",
+}
 
 
 class UnknownPathError(ValueError):
@@ -42,7 +47,8 @@ def register(path: Path) -> Path:
 
 
 def get(name: str) -> Path:
-    _load_builtin_paths()
+    if name not in _REGISTRY and name in _BUILTIN:
+        importlib.import_module(_BUILTIN[name])  # registers itself
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -51,8 +57,7 @@ def get(name: str) -> Path:
 
 
 def names() -> list[str]:
-    _load_builtin_paths()
-    return list(_REGISTRY)
+    return list(dict.fromkeys([*_BUILTIN, *_REGISTRY]))
 
 
 def parse(text: str) -> list[Path]:
@@ -61,7 +66,7 @@ def parse(text: str) -> list[Path]:
 
 
 def available_names() -> list[str]:
-    return [n for n in names() if _REGISTRY[n].available() is None]
+    return [n for n in names() if get(n).available() is None]
 
 
 def run_path(path: Path, built: BuiltGraph) -> RunResult:
@@ -69,10 +74,6 @@ def run_path(path: Path, built: BuiltGraph) -> RunResult:
     if reason is not None:
         return RunResult(path.name, status="unsupported", reason=reason)
     return path.run(built)
-
-
-def _load_builtin_paths() -> None:
-    from harness.paths import eager  # noqa: F401  (registers itself)
 
 
 __all__ = ["Path", "UnknownPathError", "available_names", "get", "names", "parse", "register", "run_path"]

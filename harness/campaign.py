@@ -1,0 +1,166 @@
+"""The fuzz loop: draw graphs, check every path, count outcomes, shrink and write failures.
+
+Hypothesis drives generation in batches until the time budget is spent. A failing
+example is recorded (not raised) so the campaign goes on; afterwards each distinct
+failure signature is shrunk with `hypothesis.find` and written as a reproducer.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis.errors import FlakyFailure, NoSuchExample
+
+from harness.check import Verdict, check
+from harness.paths import Path as ExecPath
+from harness.repro import write_reproducer
+from harness.spec import GraphSpec
+from strategies import graphs
+
+BATCH = 25
+
+
+@dataclass
+class PathCounts:
+    ok: int = 0
+    failed: int = 0
+    unsupported: collections.Counter = field(default_factory=collections.Counter)
+    known: collections.Counter = field(default_factory=collections.Counter)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "failed": self.failed, "unsupported": dict(self.unsupported),
+                "known": dict(self.known)}
+
+
+@dataclass
+class Failure:
+    signature: str
+    spec: GraphSpec
+    report: str
+    count: int = 1
+    reproducer: str | None = None
+
+
+@dataclass
+class CampaignResult:
+    paths: list[str]
+    device: str
+    examples: int = 0
+    seconds: float = 0.0
+    counts: dict[str, PathCounts] = field(default_factory=dict)
+    failures: dict[str, Failure] = field(default_factory=dict)
+
+    def add(self, verdict: Verdict) -> None:
+        self.examples += 1
+        for name, outcome in verdict.outcomes.items():
+            c = self.counts.setdefault(name, PathCounts())
+            if outcome.status == "ok":
+                c.ok += 1
+            elif outcome.status == "unsupported":
+                c.unsupported[outcome.reason] += 1
+            elif outcome.status == "known":
+                c.known[outcome.reason] += 1
+            else:
+                c.failed += 1
+                sig = signature(verdict, name)
+                if sig in self.failures:
+                    self.failures[sig].count += 1
+                else:
+                    self.failures[sig] = Failure(sig, verdict.spec, verdict.report())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "torch": torch.__version__,
+            "device": self.device,
+            "examples": self.examples,
+            "seconds": round(self.seconds, 3),
+            "examples_per_second": round(self.examples / self.seconds, 2) if self.seconds else 0.0,
+            "paths": {name: self.counts.get(name, PathCounts()).as_json() for name in self.paths},
+            "failures": [{"signature": f.signature, "count": f.count, "reproducer": f.reproducer,
+                          "report": f.report} for f in self.failures.values()],
+        }
+
+    def summary(self) -> str:
+        rate = self.examples / self.seconds if self.seconds else 0.0
+        lines = [f"torch {torch.__version__} on {self.device}: {self.examples} examples in "
+                 f"{self.seconds:.1f} s ({rate:.1f} examples/s)", "",
+                 f"{'path':<10} {'ok':>7} {'failed':>7} {'known':>7} {'unsupported':>12}"]
+        for name in self.paths:
+            c = self.counts.get(name, PathCounts())
+            lines.append(f"{name:<10} {c.ok:>7} {c.failed:>7} {sum(c.known.values()):>7} "
+                         f"{sum(c.unsupported.values()):>12}")
+            for reason, n in sorted(c.unsupported.items()):
+                lines.append(f"{'':<10}   unsupported: {reason} ({n})")
+            for issue, n in sorted(c.known.items()):
+                lines.append(f"{'':<10}   known torch issue: {issue} ({n})")
+        if self.failures:
+            lines += ["", f"{len(self.failures)} distinct failure(s):"]
+            for f in self.failures.values():
+                lines.append(f"  x{f.count} {f.signature}")
+                if f.reproducer:
+                    lines.append(f"     reproducer: {f.reproducer}")
+        else:
+            lines += ["", "no failures"]
+        return "\n".join(lines)
+
+
+def signature(verdict: Verdict, path: str) -> str:
+    """What kind of failure this is, without the example's particulars (for dedup)."""
+    outcome = verdict.outcomes[path]
+    m = outcome.mismatches[0]
+    detail = re.sub(r"[-+]?\d[\d.e+-]*", "N", m.detail.split("\n")[0])[:160]
+    role = m.role.split(":")[0]
+    return f"{path} vs {m.against} at {m.checkpoint} {role}: {detail}"
+
+
+def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
+                 out_dir: str | Path = "failures", database: Any = None, shrink_examples: int = 200,
+                 max_examples: int | None = None) -> CampaignResult:
+    result = CampaignResult([p.name for p in paths], device)
+    start = time.perf_counter()
+    deadline = start + budget_s
+
+    @settings(max_examples=BATCH, deadline=None, database=database, derandomize=False,
+              phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(graphs())
+    def one_batch(spec: GraphSpec) -> None:
+        if time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
+            result.add(check(spec, paths, device))
+
+    while time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
+        one_batch()
+    result.seconds = time.perf_counter() - start
+    for i, failure in enumerate(result.failures.values()):
+        failure.spec = _shrink(failure, paths, device, shrink_examples)
+        path = Path(out_dir) / f"failure_{i}.py"
+        verdict = check(failure.spec, paths, device)
+        write_reproducer(failure.spec, [p.name for p in paths], device, verdict.report(), path)
+        failure.reproducer = str(path)
+    return result
+
+
+def _shrink(failure: Failure, paths: list[ExecPath], device: str, max_examples: int) -> GraphSpec:
+    """A smaller spec that fails the same way, if Hypothesis finds one; else the original."""
+
+    def same_failure(spec: GraphSpec) -> bool:
+        verdict = check(spec, paths, device)
+        return any(signature(verdict, p) == failure.signature for p in verdict.outcomes
+                   if verdict.outcomes[p].status == "failed")
+
+    try:
+        found = find(graphs(), same_failure, settings=settings(
+            max_examples=max_examples, deadline=None, database=None,
+            suppress_health_check=list(HealthCheck)))
+    except (NoSuchExample, FlakyFailure):
+        return failure.spec
+    return found if len(found.to_json()) < len(failure.spec.to_json()) else failure.spec
+
+
+__all__ = ["CampaignResult", "run_campaign", "signature"]

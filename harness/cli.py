@@ -1,0 +1,104 @@
+"""Command line: argument parsing only. `python -m harness --help`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '5m', '8h', '1h30m' or plain seconds -> seconds."""
+    m = DURATION.match(text.strip())
+    if not text.strip() or not m or not any(m.groups()):
+        raise argparse.ArgumentTypeError(
+            f"--budget {text!r} is not a duration; use e.g. 90s, 5m, 8h or 1h30m.")
+    h, mins, s = m.groups()
+    return int(h or 0) * 3600 + int(mins or 0) * 60 + float(s or 0)
+
+
+def _paths(text: str | None):
+    from harness import paths
+
+    try:
+        selected = paths.parse(text) if text else [paths.get(n) for n in paths.available_names()]
+    except paths.UnknownPathError as e:
+        raise SystemExit(f"error: {e}") from None
+    for p in selected:
+        why = p.available()
+        if why is not None:
+            raise SystemExit(f"error: path {p.name!r} cannot run here: {why}")
+    return selected
+
+
+def _device(text: str) -> str:
+    import torch
+
+    if text == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("error: --device cuda needs a CUDA build of torch and a GPU; use --device cpu.")
+    return text
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from harness.campaign import run_campaign
+
+    paths = _paths(args.paths)
+    device = _device(args.device)
+    database = None
+    if args.database:
+        from hypothesis.database import DirectoryBasedExampleDatabase
+        database = DirectoryBasedExampleDatabase(args.database)
+    result = run_campaign(paths, budget_s=args.budget, device=device, out_dir=args.out,
+                          database=database, max_examples=args.max_examples)
+    print(result.summary())
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.as_json(), indent=2) + "\n")
+        print(f"\nsummary written to {args.json}")
+    return 1 if result.failures else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from harness.check import check
+    from harness.spec import SpecError, load_spec
+
+    try:
+        spec = load_spec(args.spec)
+    except SpecError as e:
+        raise SystemExit(f"error: {e}") from None
+    verdict = check(spec, _paths(args.paths), _device(args.device))
+    for outcome in verdict.outcomes.values():
+        print(f"{outcome.path}: {outcome.status} {outcome.reason}")
+    print(verdict.report())
+    return 1 if verdict.failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    fuzz = sub.add_parser("fuzz", help="a fuzz campaign over the selected paths")
+    fuzz.add_argument("--budget", type=parse_duration, default=60.0, help="time budget, e.g. 90s, 8h (default 60s)")
+    fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")
+    fuzz.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    fuzz.add_argument("--json", help="write a machine-readable summary to this file")
+    fuzz.add_argument("--out", default="failures", help="folder for reproducers (default: failures/)")
+    fuzz.add_argument("--database", help="Hypothesis example database folder shared by campaigns")
+    fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
+    fuzz.set_defaults(func=cmd_fuzz)
+
+    chk = sub.add_parser("check", help="check one spec file (JSON) on the selected paths")
+    chk.add_argument("spec")
+    chk.add_argument("--paths")
+    chk.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    chk.set_defaults(func=cmd_check)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "HOLDERS",
+    "NativeBuildError",
+    "NativeInfo",
+    "Unsupported",
+    "apply",
+    "build",
+    "cache_dir",
+    "info",
+    "node_use_count",
+    "weak_use_count",
+]
+
+HOLDERS: tuple[str, ...]
+
+class Unsupported(Exception):
+    reason: str
+    def __init__(self, reason: str) -> None: ...
+
+class NativeBuildError(RuntimeError): ...
+
+@dataclass(frozen=True)
+class NativeInfo:
+    torch_version: str
+    path: Path
+    borrowed_uses_arrayref: bool
+
+def cache_dir() -> Path: ...
+def build(verbose: bool = False) -> Path: ...
+def info() -> NativeInfo: ...
+def apply(function_cls: type, *args: Any, holder: str) -> Any: ...
+def weak_use_count(tensor: torch.Tensor) -> int: ...
+def node_use_count(tensor: torch.Tensor) -> int: ...

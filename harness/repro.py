@@ -1,0 +1,95 @@
+"""Write a failure as a standalone Python script that needs nothing but torch.
+
+The script carries the spec as JSON and the source of the harness modules that build
+and judge it (registered under their own names), so it runs anywhere torch runs, with
+no checkout. It exits 1 and prints the mismatches when the failure reproduces, 0 when
+it does not.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from harness import build as build_module
+from harness.spec import GraphSpec
+
+#: modules a reproducer needs, packages before their contents
+MODULES = (
+    "harness", "harness.spec", "harness.build", "harness.run", "harness.oracles",
+    "harness.oracles.compare", "harness.oracles.math", "harness.known_issues",
+    "harness.paths", "harness.paths.eager", "harness.check",
+)
+PACKAGES = {"harness", "harness.oracles", "harness.paths"}
+
+_TEMPLATE = '''\
+#!/usr/bin/env python3
+"""Reproducer written by the autograd.Function differential harness.
+
+{summary}
+
+Needs only torch (written with torch {torch}). Run: python {name}
+Exit status 1 means the failure reproduced; 0 means it did not.
+"""
+import sys
+import types
+
+SPEC = {spec!r}
+PATHS = {paths!r}
+DEVICE = {device!r}
+FAULT = {fault!r}  # a deliberate self-test bug, if the failure was seeded with one
+
+_SOURCES = {{
+{sources}
+}}
+
+
+def _install_harness() -> None:
+    for name, source in _SOURCES.items():
+        module = types.ModuleType(name)
+        module.__file__ = "<reproducer:" + name + ">"
+        if name in {packages!r}:
+            module.__path__ = []
+        sys.modules[name] = module
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+
+
+def main() -> int:
+    _install_harness()
+    from harness import build, check, paths
+    from harness.spec import GraphSpec
+
+    build.FAULT = FAULT
+    spec = GraphSpec.from_json(SPEC)
+    verdict = check.check(spec, [paths.get(name) for name in PATHS], DEVICE)
+    for outcome in verdict.outcomes.values():
+        print(f"{{outcome.path}}: {{outcome.status}} {{outcome.reason}}")
+    if verdict.failed:
+        print(verdict.report())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: str,
+                     destination: str | Path) -> Path:
+    import torch
+
+    destination = Path(destination)
+    sources = "\n".join(f"    {name!r}: {Path(importlib.import_module(name).__file__).read_text()!r},"
+                        for name in MODULES)
+    text = _TEMPLATE.format(
+        summary=summary.replace('"""', "'''"), torch=torch.__version__, name=destination.name,
+        spec=spec.to_json(), paths=list(paths), device=device, fault=build_module.FAULT,
+        sources=sources, packages=sorted(PACKAGES),
+    )
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.write_text(text)
+    return destination
+
+
+__all__ = ["write_reproducer"]
