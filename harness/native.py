@@ -191,14 +191,18 @@ def _load(verbose: bool) -> ModuleType:
         module = _import(library)
     else:
         module = _compile(directory, verbose)
+    _check_built_for_this_torch(module, library)
+    module._register_unsupported_type(Unsupported)
+    return module
+
+
+def _check_built_for_this_torch(module: ModuleType, library: Path) -> None:
     if module.TORCH_VERSION != torch.__version__:
         raise ImportError(
             f"the native extension at {library} was built for torch {module.TORCH_VERSION} "
-            f"but torch {torch.__version__} is imported; delete {directory} and rebuild with "
-            "`python -m harness build-native`"
+            f"but torch {torch.__version__} is imported; delete {library.parent} and rebuild "
+            "with `python -m harness build-native`"
         )
-    module._register_unsupported_type(Unsupported)
-    return module
 
 
 def _extension(verbose: bool = False) -> ModuleType:

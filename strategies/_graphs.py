@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -144,7 +146,8 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
 
 @st.composite
 def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, min_inputs: int = 0,
-           max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] = DTYPES) -> GraphSpec:
+           max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] = DTYPES,
+           max_elements: int | None = None) -> GraphSpec:
     """DAGs of custom Functions by construction: each Function reads leaves and the
     outputs of Functions drawn before it."""
     _check_bounds("functions", min_functions, max_functions)
@@ -153,7 +156,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
         raise InvalidArgument(f"max_leaves={max_leaves} must be >= 1")
     if not dtypes or not set(dtypes) <= set(DTYPES):
         raise InvalidArgument(f"dtypes={dtypes!r} must be a non-empty subset of {DTYPES}")
-    shape = draw(SHAPES)
+    if max_elements is not None and max_elements < 1:
+        raise InvalidArgument(f"max_elements={max_elements} must be >= 1")
+    shape = draw(SHAPES if max_elements is None else SHAPES.filter(lambda s: math.prod(s) <= max_elements))
     dtype = draw(st.sampled_from(dtypes))
     leaves = tuple(draw(st.lists(leaf_specs(ndim=len(shape)), min_size=1, max_size=max_leaves)))
     backward = draw(st.sampled_from(BACKWARD_MODES))

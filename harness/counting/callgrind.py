@@ -18,17 +18,20 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from harness.counting.cases import PATHS, PHASES, CaseError, CaseSpec
 
 DEFAULT_REPS = 50
+DEFAULT_CHUNKS = 5  # counted reps run in this many dumped chunks; the median chunk counts
 DEFAULT_WARMUP = 64  # at least the counted reps are always warmed (see worker.Counter)
 NATIVE_PATHS = ("owned", "borrowed")
 
@@ -145,36 +148,44 @@ class Measurement:
     torch: str
     valgrind: str
     python: str
-    control: str
     reps: int
+    chunks: int
     startup_seconds: float
     seconds_per_region: float
     regions: int
     results: list[dict[str, Any]] = field(default_factory=list)
+    #: how native paths were called: "extension" (its C entry) or "facade"; None if unused
+    native_entry: str | None = None
 
     def to_plain(self) -> dict[str, Any]:
         return {
             "torch": self.torch, "valgrind": self.valgrind, "python": self.python,
-            "control": self.control, "reps": self.reps,
+            "reps": self.reps, "chunks": self.chunks,
             "startup_seconds": round(self.startup_seconds, 2),
             "seconds_per_region": round(self.seconds_per_region, 3),
-            "regions": self.regions, "results": self.results,
+            "regions": self.regions, "native_entry": self.native_entry,
+            "results": self.results,
         }
 
 
-def build_client_requests(directory: str | os.PathLike[str]) -> tuple[str | None, str]:
-    """Compile the client-request helper; returns (library path, "") or (None, why not)."""
+def build_client_requests(directory: str | os.PathLike[str]) -> str:
+    """Compile the client-request helper into `directory`; returns the library's path."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        return None, "no C compiler (cc) found"
+        raise CountingError("no C compiler found (cc); instruction counting builds a small "
+                            "callgrind client-request helper: install one with `apt-get install gcc`")
     source = Path(directory, "cg_client_requests.c")
     library = Path(directory, "libcg_client_requests.so")
     source.write_text(CLIENT_REQUESTS_SOURCE)
     proc = subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(library), str(source)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        return None, f"{compiler} could not build the client-request helper: {proc.stderr.strip()[:300]}"
-    return str(library), ""
+        hint = ("valgrind's headers are missing: install them with `apt-get install valgrind` "
+                "(valgrind-devel on Fedora)" if "callgrind.h" in proc.stderr
+                else "see the compiler output above")
+        raise CountingError(f"{compiler} could not build the callgrind client-request helper "
+                            f"({proc.stderr.strip()[:300]}); {hint}")
+    return str(library)
 
 
 def load_native(paths: Sequence[str]) -> tuple[Any, str | None]:
@@ -184,14 +195,14 @@ def load_native(paths: Sequence[str]) -> tuple[Any, str | None]:
     if not any(p in NATIVE_PATHS for p in paths):
         return None, None
     try:
-        import harness.native as native
+        from harness import native
     except ImportError as e:
         return None, f"harness.native is not available ({type(e).__name__}: {e})"
     try:
         build = getattr(native, "build", None)
         if build is not None:
             build()
-    except Exception as e:  # NativeBuildError, or the compiler's own failure
+    except (RuntimeError, OSError, ImportError) as e:  # NativeBuildError is a RuntimeError
         return None, f"native build failed ({type(e).__name__}: {e})"
     return native, None
 
@@ -200,24 +211,33 @@ def _worker_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     env.update(FIXED_ENV)
     package_root = str(Path(__file__).resolve().parents[2])  # the directory holding harness/
-    extra = [package_root, os.getcwd(), env.get("PYTHONPATH", "")]
+    extra = [package_root, env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in extra if p)
     return env
 
 
-def _regions(cases: Sequence[CaseSpec], paths: Sequence[str], phases: Sequence[str],
-             skipped_paths: Iterable[str]) -> list[dict[str, Any]]:
-    skipped = set(skipped_paths)
-    regions = [{"phase": f"{phase}-loop"} for phase in phases]
-    for index, _case in enumerate(cases):
-        for path in paths:
-            if path in skipped:
-                continue
-            for phase in phases:
-                regions.append({"case": index, "path": path, "phase": phase})
+def _check_repetitions(reps: int, warmup: int, chunks: int) -> None:
+    if reps < 1 or warmup < 1 or chunks < 1 or reps % chunks:
+        raise CaseError(f"reps={reps}, warmup={warmup}, chunks={chunks}: all must be at least 1 "
+                        "and reps a multiple of chunks (e.g. reps=50, chunks=5)")
+
+
+def write_worker_spec(workdir: str | os.PathLike[str], cases: Sequence[CaseSpec],
+                      paths: Sequence[str], phases: Sequence[str], *, reps: int = DEFAULT_REPS,
+                      warmup: int = DEFAULT_WARMUP, chunks: int = DEFAULT_CHUNKS) -> dict[str, Any]:
+    """Build the client-request helper and write ``spec.json`` into `workdir` (the worker
+    runs there); loop-only regions come first. Returns the spec."""
+    _check_repetitions(reps, warmup, chunks)
+    library = Path(build_client_requests(workdir)).name
+    regions: list[dict[str, Any]] = [{"phase": f"{phase}-loop"} for phase in phases]
+    regions += [{"case": index, "path": path, "phase": phase}
+                for index in range(len(cases)) for path in paths for phase in phases]
     for i, region in enumerate(regions):
         region["label"] = f"r{i}"
-    return regions
+    spec = {"cases": [c.to_plain() for c in cases], "paths": list(paths), "reps": reps,
+            "warmup": warmup, "chunks": chunks, "client_requests": f"./{library}", "regions": regions}
+    Path(workdir, "spec.json").write_text(json.dumps(spec, indent=1))
+    return spec
 
 
 def _tail(path: Path, chars: int = 3000) -> str:
@@ -229,7 +249,8 @@ def _tail(path: Path, chars: int = 3000) -> str:
 
 def measure(cases: Sequence[CaseSpec], paths: Sequence[str] = ("eager",),
             phases: Sequence[str] = PHASES, *, reps: int = DEFAULT_REPS,
-            warmup: int = DEFAULT_WARMUP, timeout: float | None = None,
+            warmup: int = DEFAULT_WARMUP, chunks: int = DEFAULT_CHUNKS,
+            timeout: float | None = None,
             keep_dir: str | os.PathLike[str] | None = None) -> Measurement:
     """Count every (case, path, phase) in one callgrind process.
 
@@ -242,52 +263,82 @@ def measure(cases: Sequence[CaseSpec], paths: Sequence[str] = ("eager",),
     for phase in phases:
         if phase not in PHASES:
             raise CaseError(f"unknown phase {phase!r}; valid phases: {', '.join(PHASES)}")
-    if reps < 1 or warmup < 1:
-        raise CaseError(f"reps={reps} and warmup={warmup} must both be at least 1")
+    _check_repetitions(reps, warmup, chunks)
     valgrind = find_valgrind()
     _, native_reason = load_native(paths)
     skipped = NATIVE_PATHS if native_reason else ()
 
     if keep_dir is not None:
         Path(keep_dir).mkdir(parents=True, exist_ok=True)
-        return _measure_in(Path(keep_dir), valgrind, cases, paths, phases, reps, warmup,
+        return _measure_in(Path(keep_dir), valgrind, cases, paths, phases, reps, warmup, chunks,
                            timeout, native_reason, skipped)
     with tempfile.TemporaryDirectory(prefix="harness-callgrind-") as tmp:
-        return _measure_in(Path(tmp), valgrind, cases, paths, phases, reps, warmup, timeout,
-                           native_reason, skipped)
+        return _measure_in(Path(tmp), valgrind, cases, paths, phases, reps, warmup, chunks,
+                           timeout, native_reason, skipped)
 
 
 def _measure_in(workdir: Path, valgrind: str, cases: Sequence[CaseSpec], paths: Sequence[str],
-                phases: Sequence[str], reps: int, warmup: int, timeout: float | None,
+                phases: Sequence[str], reps: int, warmup: int, chunks: int, timeout: float | None,
                 native_reason: str | None, skipped: Sequence[str]) -> Measurement:
-    library, why_not = build_client_requests(workdir)
-    control = {"kind": "client", "library": library} if library else {"kind": "torch"}
-    regions = _regions(cases, paths, phases, skipped)
-    spec = {"cases": [c.to_plain() for c in cases],
-            "paths": [p for p in paths if p not in skipped], "reps": reps,
-            "warmup": warmup, "control": control, "regions": regions}
-    spec_path, out_path, log_path = workdir / "spec.json", workdir / "out.json", workdir / "valgrind.log"
-    spec_path.write_text(json.dumps(spec, indent=1))
+    runnable = [p for p in paths if p not in skipped]
+    regions = write_worker_spec(workdir, cases, runnable, phases, reps=reps, warmup=warmup,
+                                chunks=chunks)["regions"]
+    launched = time.time()
+    out = _run_worker(workdir, valgrind, timeout if timeout is not None else 300 + 10 * len(regions))
+    totals = _totals_by_label(workdir, out["regions"], chunks)
+    loop = {phase: totals[f"r{i}"] for i, phase in enumerate(phases)}
+    records = {r["label"]: r for r in out["regions"]}
+    results = []
+    for region in regions[len(phases):]:
+        record = records[region["label"]]
+        row = _row(cases[region["case"]], region["path"], region["phase"],
+                   out["inputs"][str(region["case"])], reps)
+        if record["status"] == "dumped":
+            per_rep = [(t - t0) / (reps // chunks)
+                       for t, t0 in zip(totals[region["label"]], loop[region["phase"]])]
+            median = statistics.median(per_rep)
+            row["instructions"] = round(median)
+            row["spread"] = round((max(per_rep) - min(per_rep)) / median, 4) if median else 0.0
+        else:
+            row[record["status"]] = record["reason"]
+        results.append(row)
+    for index, case in enumerate(cases):
+        for path in skipped:
+            if path in paths:
+                results += [{**_row(case, path, phase, out["inputs"][str(index)], reps),
+                             "unsupported": native_reason} for phase in phases]
+    order = {(c.scenario, c.name): i for i, c in enumerate(cases)}
+    results.sort(key=lambda r: (order[(r["scenario"], r["case"])], PATHS.index(r["path"]),
+                                PHASES.index(r["phase"])))
+    return Measurement(
+        torch=out["torch"], valgrind=valgrind_version(valgrind), python=out["python"], reps=reps,
+        chunks=chunks,
+        startup_seconds=out["ready_at"] - launched,
+        seconds_per_region=(out["finished_at"] - out["ready_at"]) / len(regions),
+        regions=len(regions), results=results, native_entry=out.get("native_entry"))
+
+
+def _run_worker(workdir: Path, valgrind: str, timeout: float) -> dict[str, Any]:
+    """Run the worker under callgrind in `workdir` (holding spec.json); returns out.json."""
     for old in workdir.glob("callgrind.out*"):
         old.unlink()
-
+    out_path, log_path = workdir / "out.json", workdir / "valgrind.log"
+    out_path.unlink(missing_ok=True)
     command = [
-        valgrind, "--tool=callgrind", "--quiet",
-        f"--instr-atstart={'no' if library else 'yes'}", "--collect-atstart=no",
+        valgrind, "--tool=callgrind", "--quiet", "--instr-atstart=no", "--collect-atstart=no",
         "--cache-sim=no", "--branch-sim=no", "--dump-instr=no", "--dump-line=no",
-        f"--callgrind-out-file={workdir / 'callgrind.out'}",
-        sys.executable, "-m", "harness.counting.worker", str(spec_path), str(out_path),
+        "--callgrind-out-file=callgrind.out",
+        # Relative names and -P (no cwd on sys.path): what the client process sees does
+        # not depend on where the run directory is, which keeps its heap layout identical.
+        sys.executable, "-P", "-m", "harness.counting.worker", "spec.json", out_path.name,
     ]
-    if timeout is None:
-        timeout = 300 + 10 * len(regions)
-    launched = time.time()
     with open(log_path, "w") as log:
         try:
             proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(),
-                                  timeout=timeout, cwd=workdir)
+                                  timeout=timeout, cwd=workdir, check=False)
         except subprocess.TimeoutExpired:
-            raise CountingError(f"callgrind ran past {timeout:.0f} s on {len(regions)} regions; "
-                                "count fewer cases or pass a larger timeout") from None
+            raise CountingError(f"callgrind ran past {timeout:.0f} s; count fewer cases or pass "
+                                "a larger timeout") from None
     if proc.returncode != 0 or not out_path.exists():
         raise CountingError(f"the callgrind worker exited with status {proc.returncode}; its "
                             f"output ends with:\n{_tail(log_path)}")
@@ -295,35 +346,7 @@ def _measure_in(workdir: Path, valgrind: str, cases: Sequence[CaseSpec], paths: 
     if not out["under_valgrind"]:
         raise CountingError("the worker did not see valgrind (RUNNING_ON_VALGRIND is 0); "
                             f"check that {valgrind} really is valgrind")
-
-    totals = _totals_by_label(workdir, out["regions"], labelled=bool(library))
-    loop = {phase: totals[f"r{i}"] for i, phase in enumerate(phases)}
-    records = {r["label"]: r for r in out["regions"]}
-    results = []
-    for region in regions[len(phases):]:
-        case = cases[region["case"]]
-        record = records[region["label"]]
-        row = _row(case, region["path"], region["phase"], out["inputs"][str(region["case"])], reps)
-        if record["status"] == "dumped":
-            row["instructions"] = round((totals[region["label"]] - loop[region["phase"]]) / reps)
-        else:
-            row[record["status"]] = record["reason"]
-        results.append(row)
-    for index, case in enumerate(cases):
-        for path in paths:
-            if path in skipped:
-                for phase in phases:
-                    row = _row(case, path, phase, out["inputs"][str(index)], reps)
-                    results.append({**row, "unsupported": native_reason})
-    order = {(c.scenario, c.name): i for i, c in enumerate(cases)}
-    results.sort(key=lambda r: (order[(r["scenario"], r["case"])], PATHS.index(r["path"]),
-                                PHASES.index(r["phase"])))
-    return Measurement(
-        torch=out["torch"], valgrind=valgrind_version(valgrind), python=out["python"],
-        control="client-requests" if library else f"torch-toggles ({why_not})", reps=reps,
-        startup_seconds=out["ready_at"] - launched,
-        seconds_per_region=(out["finished_at"] - out["ready_at"]) / max(len(regions), 1),
-        regions=len(regions), results=results)
+    return out
 
 
 def _row(case: CaseSpec, path: str, phase: str, counted_inputs: int | None, reps: int) -> dict[str, Any]:
@@ -332,22 +355,40 @@ def _row(case: CaseSpec, path: str, phase: str, counted_inputs: int | None, reps
             "inputs": inputs, "instructions": None, "reps": reps}
 
 
-def _totals_by_label(workdir: Path, records: list[dict[str, Any]], labelled: bool) -> dict[str, int]:
-    dumps = read_dumps(workdir)
-    dumped = [r["label"] for r in records if r["status"] == "dumped"]
-    if len(dumps) != len(dumped):
-        raise CountingError(f"expected {len(dumped)} callgrind dumps in {workdir}, found "
-                            f"{len(dumps)}; another process may share the directory")
-    totals = {}
-    for label, dump in zip(dumped, dumps):
-        if labelled and dump.label != label:
-            raise CountingError(f"dump {dump.path} is labelled {dump.label!r}, expected {label!r}")
-        totals[label] = dump.instructions
+def _totals_by_label(workdir: Path, records: list[dict[str, Any]], chunks: int) -> dict[str, list[int]]:
+    """Region label -> its chunks' instruction totals, in order."""
+    by_dump: dict[str, int] = {}
+    for dump in read_dumps(workdir):
+        if dump.label is None or dump.label in by_dump:
+            raise CountingError(f"unexpected callgrind dump {dump.path} (trigger {dump.trigger!r}); "
+                                "another process may share the directory")
+        by_dump[dump.label] = dump.instructions
+    totals: dict[str, list[int]] = {}
+    for record in records:
+        if record["status"] != "dumped":
+            continue
+        labels = [f"{record['label']}.{k}" for k in range(chunks)]
+        missing = [label for label in labels if label not in by_dump]
+        if missing:
+            raise CountingError(f"callgrind wrote no dump for {', '.join(missing)} in {workdir}; "
+                                "rerun with keep_dir/--keep-dumps and read valgrind.log")
+        totals[record["label"]] = [by_dump[label] for label in labels]
     return totals
 
 
 __all__ = [
-    "CountingError", "DEFAULT_REPS", "Dump", "Measurement", "ValgrindNotFound",
-    "build_client_requests", "find_valgrind", "load_native", "measure", "parse_dump",
-    "read_dumps", "valgrind_version",
+    "DEFAULT_CHUNKS",
+    "DEFAULT_REPS",
+    "CountingError",
+    "Dump",
+    "Measurement",
+    "ValgrindNotFound",
+    "build_client_requests",
+    "find_valgrind",
+    "load_native",
+    "measure",
+    "parse_dump",
+    "read_dumps",
+    "valgrind_version",
+    "write_worker_spec",
 ]

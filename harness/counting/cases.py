@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 PATHS = ("eager", "owned", "borrowed")
 PHASES = ("forward", "backward")
@@ -198,8 +199,22 @@ def parse_inputs(text: str) -> list[int]:
 
 
 __all__ = [
-    "BUILTIN_SCENARIOS", "CaseError", "CaseSpec", "DEFAULT_SWEEP_INPUTS", "PATHS", "PHASES",
-    "SEED_INPUTS", "cases_for", "graph_cases", "parse_inputs", "parse_names", "register_case",
-    "registered_cases", "resolve_factory", "scenario_names", "seed_case", "sweep_cases",
+    "BUILTIN_SCENARIOS",
+    "DEFAULT_SWEEP_INPUTS",
+    "PATHS",
+    "PHASES",
+    "SEED_INPUTS",
+    "CaseError",
+    "CaseSpec",
+    "cases_for",
+    "graph_cases",
+    "parse_inputs",
+    "parse_names",
+    "register_case",
+    "registered_cases",
+    "resolve_factory",
+    "scenario_names",
+    "seed_case",
+    "sweep_cases",
     "unregister_case",
 ]

@@ -24,7 +24,9 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
 
 class RegionUnsupported(Exception):
     """This region cannot run here; the message is the reason."""
@@ -57,22 +59,6 @@ class ClientRequests:
 
     def dump(self, label: str) -> None:
         self._dump(label.encode())
-
-
-class TorchToggles:
-    """Fallback without a C compiler: torch's own toggles (instrumented from the start)."""
-
-    def __init__(self) -> None:
-        import torch
-
-        self.under_valgrind = bool(torch._C._valgrind_supported_platform())
-        self.start_instrumentation: Callable[[], None] = lambda: None
-        self.start = torch._C._valgrind_toggle
-        self.stop = torch._C._valgrind_toggle_and_dump_stats  # dumps unlabelled, in order
-        self.nop = torch._C._valgrind_supported_platform
-
-    def dump(self, label: str) -> None:
-        pass
 
 
 # --- the counted loops ------------------------------------------------------------------
@@ -115,26 +101,39 @@ def _backward_loop_region(run_backward: Callable[..., Any], items: list[tuple[An
 
 
 class Paths:
-    """How each path applies one Function, directly and as a graph applier."""
+    """How each path applies one Function: directly (single-Function workloads) and as a
+    graph applier. Native paths call the extension's C entry (``apply_<holder>(cls,
+    args)``) when the facade exposes it, so the facade's Python frame is not counted."""
 
     def __init__(self, native_module: Any, native_reason: str | None) -> None:
         self._native = native_module
         self._native_reason = native_reason
+        entries = getattr(native_module, "_apply_fns", None) or {}
+        self._entries: dict[str, Callable[..., Any]] = dict(entries)
+        self.native_entry = ("extension" if self._entries else "facade") if native_module else None
 
-    def _native_apply(self, path: str) -> Callable[..., Any]:
+    def _require_native(self) -> Any:
         if self._native is None:
             raise RegionUnsupported(self._native_reason or "harness.native is not available")
-        return self._native.apply
+        return self._native
 
-    def direct(self, path: str, cls: type) -> Callable[..., Any]:
+    def direct(self, path: str, cls: type,
+               make_inputs: Callable[[], tuple]) -> tuple[Callable[..., Any], Callable[[], tuple]]:
+        """(call, make_args): the counted call is ``call(*make_args())``."""
         if path == "eager":
-            return cls.apply
-        return functools.partial(self._native_apply(path), cls, holder=path)
+            return cls.apply, make_inputs
+        native = self._require_native()
+        entry = self._entries.get(path)
+        if entry is None:
+            return functools.partial(native.apply, cls, holder=path), make_inputs
+        # What the facade does per call (binding forward's defaults) happens outside the region.
+        bind = getattr(native, "_bind_default_args", lambda c, args: args)
+        return functools.partial(entry, cls), lambda: (bind(cls, make_inputs()),)
 
     def applier(self, path: str) -> Callable[[int, type, Sequence[Any]], Any]:
         if path == "eager":
             return lambda n, cls, args: cls.apply(*args)
-        native_apply = self._native_apply(path)
+        native_apply = self._require_native().apply
         return lambda n, cls, args: native_apply(cls, *args, holder=path)
 
 
@@ -150,7 +149,7 @@ def _unsupported_reason(native: Any, error: BaseException) -> str | None:
 
 def _call_and_args(workload: Any, path: str, paths: Paths) -> tuple[Callable[..., Any], Callable[[], tuple]]:
     if workload.function is not None:
-        return paths.direct(path, workload.function), workload.make_inputs
+        return paths.direct(path, workload.function, workload.make_inputs)
     call = functools.partial(workload.graph, paths.applier(path))
     return call, lambda: (workload.make_inputs(),)
 
@@ -163,20 +162,24 @@ def _differentiable(outputs: Any) -> tuple[Any, ...]:
 
 
 class Counter:
-    """Runs one region: prepare, warm, count, dump.
+    """Runs one region: prepare, warm, count in chunks, dump each chunk.
 
     Warm-up runs at least as many repetitions as are counted, through the same loop
     code, and frees what it made before counting: Python's specialising interpreter
     then settles on this case's types, and malloc's thread cache (enlarged through
     GLIBC_TUNABLES by the parent) holds enough freed blocks of every size the region
-    allocates, so its cost does not depend on which regions ran before.
+    allocates, so its cost depends little on which regions ran before. The counted
+    repetitions run in `chunks` equal chunks, each dumped as ``<label>.<k>``: the parent
+    takes the median chunk, so a one-off event (an arena or a table growing) in one
+    chunk does not move the result.
     """
 
-    def __init__(self, control: Any, reps: int, warmup: int) -> None:
+    def __init__(self, control: Any, reps: int, warmup: int, chunks: int) -> None:
         import torch
 
         self.control = control
-        self.reps = reps
+        self.chunk_reps = reps // chunks
+        self.chunks = chunks
         self.warmup = max(warmup, reps)
         self.run_backward = torch.autograd.Variable._execution_engine.run_backward
 
@@ -185,27 +188,38 @@ class Counter:
         c = self.control
         warm: list[Any] = [None] * self.warmup
         region(call, args, warm, c.nop, c.nop)
+        # One warm output stays alive: its graph keeps the inputs' grad accumulators, so
+        # every counted apply finds them (the steady state), not only the later ones.
+        keep_alive = warm[-1]
         del warm
-        counted: list[Any] = [None] * self.reps
-        region(call, args, counted, c.start, c.stop)
-        c.dump(label)
+        counted = [[None] * self.chunk_reps for _ in range(self.chunks)]
+        for k, outs in enumerate(counted):
+            region(call, args, outs, c.start, c.stop)
+            c.dump(f"{label}.{k}")
+        del keep_alive
 
     def backward(self, call: Callable[..., Any] | None, make_args: Callable[[], tuple] | None,
                  label: str) -> None:
         if call is None or make_args is None:
-            region, warm, counted = _backward_loop_region, [((), ())] * self.warmup, [((), ())] * self.reps
-            keep: list[Any] = []
+            region, keep = _backward_loop_region, []
+            warm = [((), ())] * self.warmup
+            counted = [[((), ())] * self.chunk_reps for _ in range(self.chunks)]
         else:
             region = _backward_region
             warm, warm_keep = self._graphs(call, make_args, self.warmup)
-            counted, keep = self._graphs(call, make_args, self.reps)
+            counted, keep = [], []
+            for _ in range(self.chunks):
+                items, inputs = self._graphs(call, make_args, self.chunk_reps)
+                counted.append(items)
+                keep.append(inputs)
         c = self.control
         region(self.run_backward, warm, c.nop, c.nop)
         del warm  # frees the warm graphs (and their inputs) before counting
         if call is not None:
             del warm_keep
-        region(self.run_backward, counted, c.start, c.stop)
-        c.dump(label)
+        for k, items in enumerate(counted):
+            region(self.run_backward, items, c.start, c.stop)
+            c.dump(f"{label}.{k}")
         del keep
 
     @staticmethod
@@ -244,7 +258,7 @@ def _run_region(counter: Counter, region: dict[str, Any], workloads: dict[int, A
             counter.forward(call, make_args(), label)
         else:
             counter.backward(call, make_args, label)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001  the workload's own error: recorded (bench exits 1), batch goes on
         reason = _unsupported_reason(native, e)
         if reason is not None:
             return {**record, "status": "unsupported", "reason": reason}
@@ -278,9 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness.counting.cases import CaseSpec, resolve_factory
 
     torch.set_num_threads(1)
-    control_spec = spec["control"]
-    control = (ClientRequests(control_spec["library"]) if control_spec["kind"] == "client"
-               else TorchToggles())
+    control = ClientRequests(spec["client_requests"])
     native, native_reason = load_native(spec["paths"])
     paths = Paths(native, native_reason)
 
@@ -289,11 +301,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         case = CaseSpec.from_plain(plain)
         try:
             workloads[index] = resolve_factory(case.factory)(**case.params)
-        except Exception as e:  # a bad factory fails its own regions, not the batch
+        except Exception as e:  # noqa: BLE001  a bad factory fails its own regions, not the batch
             workloads[index] = e
     inputs = {index: _input_count(w) for index, w in workloads.items()}
 
-    counter = Counter(control, spec["reps"], spec["warmup"])
+    counter = Counter(control, spec["reps"], spec["warmup"], spec["chunks"])
     # Nothing below creates cycles; a collection inside a region would be counted.
     gc.collect()
     gc.freeze()
@@ -313,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "pid": os.getpid(),
         "under_valgrind": control.under_valgrind,
+        "native_entry": paths.native_entry,
         "ready_at": ready,
         "finished_at": finished,
         "inputs": {str(k): v for k, v in inputs.items()},

@@ -1,0 +1,82 @@
+"""The harness can fail: seeded bugs and perturbed results are reported, and a written
+reproducer fails the same way on its own."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from harness import build, paths
+from harness.check import check
+from harness.oracles.compare import EXACT, compare
+from harness.repro import write_reproducer
+from harness.run import RunResult
+from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+SPEC = GraphSpec(
+    shape=(2, 3), dtype="float64",
+    leaves=(LeafSpec(True), LeafSpec(True, "transposed")),
+    functions=(FunctionSpec(
+        args=(Arg("x0"), Arg(const=2), Arg("x1")),
+        outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(2, "square", -0.5))),
+                 OutputSpec("view", slot=2)),
+        save=("inputs",), jvp=True),),
+    backward="backward", forward_ad=True)
+
+
+@pytest.fixture
+def fault(monkeypatch):
+    def inject(name):
+        monkeypatch.setattr(build, "FAULT", name)
+    return inject
+
+
+def test_correct_spec_passes():
+    assert not check(SPEC, [paths.get("eager")]).failed
+
+
+def test_wrong_backward_is_reported(fault):
+    fault("wrong_backward")
+    verdict = check(SPEC, [paths.get("eager")])
+    report = verdict.report()
+    assert verdict.outcomes["eager"].status == "failed"
+    assert "eager vs math: backward grad:x0: outside tolerance" in report
+    assert "max abs err" in report
+
+
+def test_wrong_jvp_is_reported(fault):
+    fault("wrong_jvp")
+    verdict = check(SPEC, [paths.get("eager")])
+    assert "eager vs math: forward_ad tangent:f0.0: outside tolerance" in verdict.report()
+
+
+def test_comparator_catches_swapped_gradients():
+    result = paths.get("eager").run(build.build(SPEC))
+    swapped = RunResult("perturbed", tensors={c: dict(r) for c, r in result.tensors.items()},
+                        values=result.values)
+    grads = swapped.tensors["backward"]
+    grads["grad:x0"], grads["grad:x1"] = grads["grad:x1"], grads["grad:x0"]
+    found = compare(result, swapped, EXACT)
+    assert {m.role for m in found} == {"grad:x0", "grad:x1"}  # every tensor is checked
+    assert all(m.detail == "not bit-identical" and m.max_abs > 0 for m in found)
+
+
+def test_comparator_reports_none_versus_tensor():
+    a = RunResult("a", tensors={"backward": {"grad:x0": None}})
+    b = RunResult("b", tensors={"backward": {"grad:x0": torch.zeros(2)}})
+    assert [m.detail for m in compare(a, b, EXACT)] == ["expected None"]
+    assert compare(a, b, EXACT, none_is_zero=True) == []
+
+
+def test_reproducer_fails_the_same_way_standalone(fault, tmp_path):
+    fault("wrong_backward")
+    verdict = check(SPEC, [paths.get("eager")])
+    script = write_reproducer(SPEC, ["eager"], "cpu", verdict.report(), tmp_path / "repro.py")
+    # run from an empty folder with an empty environment path: only the script and torch
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 1, done.stderr
+    for line in verdict.report().splitlines():
+        assert line in done.stdout
+    assert "import harness" not in script.read_text().split("_SOURCES")[0]

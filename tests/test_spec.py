@@ -1,0 +1,59 @@
+import json
+
+import pytest
+from hypothesis import given
+
+from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term, load_spec
+from strategies import graphs
+
+
+@given(graphs())
+def test_json_round_trip_is_lossless(spec):
+    text = spec.to_json()
+    again = GraphSpec.from_json(text)
+    assert again == spec
+    assert hash(again) == hash(spec)
+    assert again.to_json() == text
+
+
+def test_repr_is_readable():
+    spec = GraphSpec(leaves=(LeafSpec(),), functions=(FunctionSpec(args=(Arg("x0"),), outputs=(
+        OutputSpec("compute", terms=(Term(0, "sin", 2.0),)),), save=("inputs",)),))
+    assert "Term(slot=0, op='sin', coeff=2.0)" in repr(spec)
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "spec.json"
+    p.write_text(text)
+    return str(p)
+
+
+def test_bad_json_is_one_sentence(tmp_path):
+    with pytest.raises(SpecError, match=r"spec\.json: spec is not valid JSON .*; fix the file"):
+        load_spec(_write(tmp_path, "{not json"))
+
+
+def test_unknown_field_is_named(tmp_path):
+    good = json.loads(GraphSpec(leaves=(LeafSpec(),)).to_json())
+    good["leaves"][0]["colour"] = "red"
+    with pytest.raises(SpecError, match=r"graph\.leaves\[0\]\.colour is an unknown field of LeafSpec"):
+        load_spec(_write(tmp_path, json.dumps(good)))
+
+
+def test_impossible_combination_names_field_and_value(tmp_path):
+    spec = json.loads(GraphSpec(leaves=(LeafSpec(),)).to_json())
+    spec["functions"] = [json.loads(json.dumps({
+        "args": [{"ref": "x0", "clone": False, "const": None}],
+        "outputs": [{"kind": "dirty", "slot": 0}]}))]
+    with pytest.raises(SpecError, match=r"functions\[0\]\.outputs\[0\]\.slot=0 is invalid: a dirty input must be a clone"):
+        load_spec(_write(tmp_path, json.dumps(spec)))
+
+
+def test_reference_to_a_later_value_is_rejected():
+    with pytest.raises(SpecError, match=r"args\[0\]\.ref='f1\.0' is invalid: refers to no earlier value"):
+        GraphSpec(leaves=(LeafSpec(),), functions=(FunctionSpec(args=(Arg("f1.0"),)),))
+
+
+def test_missing_file_says_so(tmp_path):
+    with pytest.raises(SpecError, match=r"cannot read spec file .*nope\.json.*check the path"):
+        load_spec(str(tmp_path / "nope.json"))

@@ -1,0 +1,154 @@
+"""Every axis of the generated space is reachable, bounds are checked, and the
+input-count distribution stresses the borrowed vector's inline capacity."""
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from strategies import INLINE_CAPACITY, function_specs, graphs, tensor_input_counts
+
+# find_any: the first example that has the feature, without shrinking it
+FIND = settings(max_examples=3000, deadline=None, database=None, phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck))
+
+
+def fns(spec):
+    return spec.functions
+
+
+def outs(spec):
+    return [o for fn in spec.functions for o in fn.outputs]
+
+
+def tensor_args(fn):
+    return [a for a in fn.args if a.ref is not None]
+
+
+AXES = {
+    "no inputs": lambda g: any(len(fn.args) == 0 for fn in fns(g)),
+    "24 tensor inputs": lambda g: any(len(tensor_args(fn)) == 24 for fn in fns(g)),
+    "25 tensor inputs": lambda g: any(len(tensor_args(fn)) == 25 for fn in fns(g)),
+    "26 tensor inputs": lambda g: any(len(tensor_args(fn)) == 26 for fn in fns(g)),
+    "more than 26 tensor inputs": lambda g: any(len(tensor_args(fn)) > 26 for fn in fns(g)),
+    "input not requiring grad": lambda g: any(not leaf.requires_grad for leaf in g.leaves),
+    "non-tensor None arg": lambda g: any(a.ref is None and a.const is None for fn in fns(g) for a in fn.args),
+    "non-tensor int arg": lambda g: any(type(a.const) is int for fn in fns(g) for a in fn.args),
+    "non-tensor float arg": lambda g: any(type(a.const) is float for fn in fns(g) for a in fn.args),
+    "non-tensor tuple arg": lambda g: any(isinstance(a.const, tuple) for fn in fns(g) for a in fn.args),
+    "same tensor twice": lambda g: any(len(set(a.ref for a in tensor_args(fn))) < len(tensor_args(fn))
+                                       for fn in fns(g)),
+    "views of one base": lambda g: any(leaf.views for leaf in g.leaves),
+    "non-contiguous strided": lambda g: any(leaf.layout == "strided" for leaf in g.leaves),
+    "non-contiguous transposed": lambda g: any(leaf.layout == "transposed" for leaf in g.leaves),
+    "float32": lambda g: g.dtype == "float32",
+    "float64": lambda g: g.dtype == "float64",
+    "scalar shape": lambda g: g.shape == (),
+    "empty shape": lambda g: 0 in g.shape,
+    "multi-dim shape": lambda g: len(g.shape) >= 2,
+    "single output": lambda g: any(not fn.tuple_output for fn in fns(g)),
+    "many outputs": lambda g: any(len(fn.outputs) >= 3 for fn in fns(g)),
+    "input returned as-is": lambda g: any(o.kind == "input" for o in outs(g)),
+    "view of input": lambda g: any(o.kind == "view" for o in outs(g)),
+    "non-tensor output": lambda g: any(o.kind == "const" for o in outs(g)),
+    "non-differentiable output": lambda g: any(o.non_differentiable for o in outs(g)),
+    "mark_dirty": lambda g: any(o.kind == "dirty" for o in outs(g)),
+    "materialize_grads False": lambda g: any(not fn.materialize_grads for fn in fns(g)),
+    "needs_input_grad read": lambda g: any(fn.needs_input_grad == "read" for fn in fns(g)),
+    "needs_input_grad saved": lambda g: any(fn.needs_input_grad == "saved" for fn in fns(g)),
+    "once_differentiable": lambda g: any(fn.once_differentiable for fn in fns(g)),
+    "save inputs": lambda g: any("inputs" in fn.save for fn in fns(g)),
+    "save outputs": lambda g: any("outputs" in fn.save for fn in fns(g)),
+    "save intermediates": lambda g: any("intermediates" in fn.save for fn in fns(g)),
+    "save nothing": lambda g: any(not fn.save for fn in fns(g)),
+    "ctx state": lambda g: any(fn.ctx_state for fn in fns(g)),
+    "old style": lambda g: any(fn.style == "old" for fn in fns(g)),
+    "setup_context style": lambda g: any(fn.style == "setup_context" for fn in fns(g)),
+    "backward None for unused": lambda g: any(fn.unused_grad == "none" for fn in fns(g)),
+    "backward zeros for unused": lambda g: any(fn.unused_grad == "zeros" for fn in fns(g)),
+    "unused input requiring grad": lambda g: any(
+        set(fn.tensor_slots) - {t.slot for o in fn.outputs for t in o.terms} - {o.slot for o in fn.outputs}
+        for fn in fns(g)) and any(leaf.requires_grad for leaf in g.leaves),
+    "gradient for non-tensor (error)": lambda g: any(fn.error == "grad_for_nontensor" for fn in fns(g)),
+    "wrong gradient count (error)": lambda g: any(fn.error == "grad_count" for fn in fns(g)),
+    "wrong gradient shape (error)": lambda g: any(fn.error == "grad_shape" for fn in fns(g)),
+    "user jvp": lambda g: any(fn.jvp for fn in fns(g)),
+    "forward AD": lambda g: g.forward_ad,
+    "generate_vmap_rule": lambda g: any(fn.vmap for fn in fns(g)),
+    "tensor hook": lambda g: any(h.kind == "tensor" for h in g.hooks),
+    "node pre hook": lambda g: any(h.kind == "pre" for h in g.hooks),
+    "node post hook": lambda g: any(h.kind == "post" for h in g.hooks),
+    "saved_tensors_hooks": lambda g: any(h.kind == "saved_tensors" for h in g.hooks),
+    "post-accumulate-grad hook": lambda g: any(h.kind == "post_accumulate" for h in g.hooks),
+    "retain_grad": lambda g: any(h.kind == "retain_grad" for h in g.hooks),
+    "jit.trace": lambda g: g.trace,
+    "DAG: a Function reads another's output": lambda g: any(
+        a.ref and a.ref.startswith("f") for fn in fns(g) for a in fn.args),
+    "several Functions": lambda g: len(g.functions) >= 3,
+    "backward()": lambda g: g.backward == "backward",
+    "autograd.grad(inputs=...)": lambda g: g.backward == "grad",
+    "retain_graph repeat": lambda g: g.backward == "retain",
+    "create_graph double backward": lambda g: g.backward == "double",
+}
+
+
+@pytest.mark.parametrize("axis", sorted(AXES))
+def test_axis_is_reachable(axis):
+    find(graphs(), AXES[axis], settings=FIND)
+
+
+def test_minimal_example_is_small():
+    smallest = find(graphs(), lambda g: True, settings=settings(FIND, phases=list(Phase)))
+    assert len(smallest.functions) == 1 and len(smallest.leaves) == 1
+    assert len(smallest.functions[0].args) == 0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(min_inputs=5, max_inputs=2), "min_inputs=5 is greater than max_inputs=2"),
+    (dict(min_inputs=-1), "min_inputs=-1 must be >= 0"),
+    (dict(min_functions=3, max_functions=1), "min_functions=3 is greater than max_functions=1"),
+    (dict(max_leaves=0), "max_leaves=0 must be >= 1"),
+    (dict(dtypes=("float16",)), "dtypes=\\('float16',\\) must be a non-empty subset"),
+])
+def test_impossible_bounds_raise_invalid_argument(kwargs, message):
+    with pytest.raises(InvalidArgument, match=message):
+        find(graphs(**kwargs), lambda g: True, settings=FIND)
+
+
+def test_function_specs_bounds():
+    with pytest.raises(InvalidArgument, match="max_outputs=0 must be >= 1"):
+        find(function_specs(max_outputs=0), lambda f: True, settings=FIND)
+
+
+counts: list[int] = []
+
+
+@settings(max_examples=400, database=None, deadline=None)
+@given(st.data())
+def _collect_input_counts(data):
+    counts.append(data.draw(tensor_input_counts()))
+
+
+def test_inline_capacity_edge_is_common():
+    """Under the dev profile's generator, >= 10% of Functions have >= 24 tensor inputs,
+    and 23-26 each occur."""
+    counts.clear()
+    _collect_input_counts()
+    big = sum(c >= INLINE_CAPACITY for c in counts) / len(counts)
+    assert big >= 0.10, big
+    assert {23, 24, 25, 26} <= set(counts)
+
+
+sizes: list[int] = []
+
+
+@settings(max_examples=200, database=None, deadline=None)
+@given(graphs())
+def _collect_function_sizes(spec):
+    sizes.extend(len(fn.tensor_slots) for fn in spec.functions)
+
+
+def test_generated_functions_reach_the_inline_capacity():
+    sizes.clear()
+    _collect_function_sizes()
+    assert sum(n >= INLINE_CAPACITY for n in sizes) / len(sizes) >= 0.10
