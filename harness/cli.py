@@ -76,6 +76,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if verdict.failed else 0
 
 
+def cmd_passthrough(args: argparse.Namespace) -> int:
+    """Subcommands whose own parsers live with their code."""
+    if args.command == "bench":
+        from harness.counting.bench import bench_main
+        return bench_main(args.rest)
+    if args.command == "compare":
+        from harness.counting.bench import compare_main
+        return compare_main(args.rest)
+    if args.command == "microbench":
+        from harness.microbench import main as microbench_main
+        return microbench_main(args.rest) or 0
+    raise AssertionError(args.command)
+
+
+def cmd_build_native(args: argparse.Namespace) -> int:
+    from harness import native
+
+    try:
+        location = native.build(verbose=True)
+    except native.NativeBuildError as e:
+        raise SystemExit(f"error: {e}") from None
+    print(f"native extension ready: {location}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("--paths")
     chk.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     chk.set_defaults(func=cmd_check)
+
+    for name, text in [("bench", "instruction counts under callgrind (see bench --help)"),
+                       ("compare", "per-path deltas between two bench JSON files"),
+                       ("microbench", "wall time per apply: eager / owned / borrowed")]:
+        p = sub.add_parser(name, help=text, add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=cmd_passthrough)
+    nat = sub.add_parser("build-native", help="build the native extension now (it also builds on first use)")
+    nat.set_defaults(func=cmd_build_native)
 
     args = parser.parse_args(argv)
     return args.func(args)

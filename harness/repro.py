@@ -80,7 +80,10 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
     import torch
 
     destination = Path(destination)
-    sources = "\n".join(f"    {name!r}: {Path(importlib.import_module(name).__file__).read_text()!r},"
+    torch_only = set(paths) <= {"eager"}
+    if not torch_only:  # a native path needs its compiled extension: use the installed harness
+        summary += "\n\nThis failure involves a native path: run it with this project installed (pip install -e .)."
+    sources = "" if not torch_only else "\n".join(f"    {name!r}: {Path(importlib.import_module(name).__file__).read_text()!r},"
                         for name in MODULES)
     text = _TEMPLATE.format(
         summary=summary.replace('"""', "'''"), torch=torch.__version__, name=destination.name,

@@ -34,6 +34,8 @@ _REGISTRY: dict[str, Path] = {}
 #: built-in paths, imported on first use so `import harness` stays light
 _BUILTIN = {
     "eager": "harness.paths.eager",
+    "owned": "harness.paths.native",
+    "borrowed": "harness.paths.native",
 }
 
 
