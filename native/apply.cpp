@@ -11,6 +11,7 @@
 #include <c10/util/irange.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/jit/frontend/tracer.h>
+#include <torch/headeronly/version.h>
 
 #include <optional>
 
@@ -22,6 +23,16 @@ using detail::ImplSet;
 using torch::autograd::_jvp_fn_t;
 using torch::autograd::_view_as_self_fn_t;
 using torch::autograd::optional_variable_list;
+
+// torch < 2.14 raises the THPFunction_assert messages below cut short: it
+// passes their arguments to a printf-style formatter whose format strings have
+// no conversions ("mark_dirty can only accept variables, but argument ").
+// torch 2.14 prints them. Raise the text the installed torch raises.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+#define HARNESS_ASSERT_ARGS(...) , __VA_ARGS__
+#else
+#define HARNESS_ASSERT_ARGS(...)
+#endif
 
 bool class_flag(PyObject* cls, PyObject* name) {
   THPObjectPtr value(PyObject_GetAttr(cls, name));
@@ -45,7 +56,8 @@ void check_supported(PyObject* cls) {
   // The same test torch's Function.apply makes before handing the call to
   // custom_function_call (ATen/functorch/DynamicLayer.h is not includable
   // from an extension: it needs nlohmann/json).
-  THPObjectPtr transforms_active(PyObject_CallNoArgs(function_base_attrs().are_functorch_transforms_active));
+  THPObjectPtr transforms_active(
+      PyObject_CallNoArgs(function_base_attrs().are_functorch_transforms_active));
   if (!transforms_active) {
     throw_python_error();
   }
@@ -81,16 +93,16 @@ ImplSet parse_non_differentiable(NativeCtx& ctx) {
   PyObject* tuple = ctx.non_differentiable.ptr();
   TORCH_CHECK(
       PyTuple_Check(tuple),
-      "autograd internal error: non_differentiable attribute is expected to be a tuple but is ",
-      Py_TYPE(tuple)->tp_name);
+      "autograd internal error: non_differentiable attribute is expected to be a tuple but is "
+      HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
   const auto num = PyTuple_GET_SIZE(tuple);
   set.reserve(num);
   for (const auto i : c10::irange(num)) {
     PyObject* t = PyTuple_GET_ITEM(tuple, i);
     TORCH_CHECK(
         THPVariable_Check(t),
-        "mark_non_differentiable only accepts variable arguments, but got ",
-        Py_TYPE(t)->tp_name);
+        "mark_non_differentiable only accepts variable arguments, but got "
+        HARNESS_ASSERT_ARGS(Py_TYPE(t)->tp_name));
     set.insert(THPVariable_Unpack(t).unsafeGetTensorImpl());
   }
   ctx.non_differentiable = py::object();
@@ -107,18 +119,16 @@ ImplSet mark_dirty(NativeCtx& ctx) {
   PyObject* tuple = ctx.dirty_tensors.ptr();
   TORCH_CHECK(
       PyTuple_Check(tuple),
-      "autograd internal error: dirty_tensors attribute is expected to be a tuple but is ",
-      Py_TYPE(tuple)->tp_name);
+      "autograd internal error: dirty_tensors attribute is expected to be a tuple but is "
+      HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
   const auto num = PyTuple_GET_SIZE(tuple);
   dirty.reserve(num);
   for (const auto i : c10::irange(num)) {
     PyObject* obj = PyTuple_GET_ITEM(tuple, i);
     TORCH_CHECK(
         THPVariable_Check(obj),
-        "mark_dirty can only accept variables, but argument ",
-        i,
-        " is of type ",
-        Py_TYPE(obj)->tp_name);
+        "mark_dirty can only accept variables, but argument "
+        HARNESS_ASSERT_ARGS(i, " is of type ", Py_TYPE(obj)->tp_name));
     const auto& tensor = THPVariable_Unpack(obj);
     dirty.insert(tensor.unsafeGetTensorImpl());
     torch::autograd::impl::bump_version(tensor);
@@ -140,8 +150,8 @@ void get_tensors_to_save(
     PyObject* tuple = ctx.saved_for_forward.ptr();
     TORCH_CHECK(
         PyTuple_Check(tuple),
-        "autograd internal error: saved_for_forward attribute is expected to be a tuple but is ",
-        Py_TYPE(tuple)->tp_name);
+        "autograd internal error: saved_for_forward attribute is expected to be a tuple but is "
+        HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
     for (const auto i : c10::irange(PyTuple_GET_SIZE(tuple))) {
       PyObject* obj = PyTuple_GET_ITEM(tuple, i);
       if (THPVariable_Check(obj)) {
@@ -155,8 +165,8 @@ void get_tensors_to_save(
   PyObject* tuple = ctx.to_save.ptr();
   TORCH_CHECK(
       PyTuple_Check(tuple),
-      "autograd internal error: to_save attribute is expected to be a tuple but is ",
-      Py_TYPE(tuple)->tp_name);
+      "autograd internal error: to_save attribute is expected to be a tuple but is "
+      HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
   const auto num_saved = PyTuple_GET_SIZE(tuple);
   for (const auto i : c10::irange(num_saved)) {
     PyObject* obj = PyTuple_GET_ITEM(tuple, i);

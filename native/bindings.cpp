@@ -6,7 +6,7 @@
 #include <torch/headeronly/version.h>
 
 #ifndef HARNESS_TORCH_VERSION_CHARS
-#error "HARNESS_TORCH_VERSION_CHARS (torch.__version__ as character codes) must be defined by the build"
+#error "the build must define HARNESS_TORCH_VERSION_CHARS (torch.__version__ as char codes)"
 #endif
 
 namespace harness_native {
@@ -58,7 +58,8 @@ py::object tuple_or_none(const py::object& obj) {
 }
 
 void bind_ctx(py::module_& m) {
-  py::class_<NativeCtx>(m, "NativeCtx", py::dynamic_attr(), "The ctx the native path hands to a Function.")
+  py::class_<NativeCtx>(
+      m, "NativeCtx", py::dynamic_attr(), "The ctx the native path hands to a Function.")
       .def("save_for_backward", [](NativeCtx& self, py::args tensors) { self.to_save = tensors; })
       .def(
           "save_for_forward",
@@ -97,7 +98,7 @@ void bind_ctx(py::module_& m) {
           [](const NativeCtx& self) { return tuple_or_none(self.needs_input_grad); },
           [](NativeCtx& self, py::object value) { self.needs_input_grad = std::move(value); })
       .def_readwrite("materialize_grads", &NativeCtx::materialize_grads)
-      .def_readwrite("materialize_non_diff_grads", &NativeCtx::materialize_non_diff_grads)
+      .def_readwrite("_materialize_non_diff_grads", &NativeCtx::materialize_non_diff_grads)
       .def_property(
           "to_save",
           [](const NativeCtx& self) { return tuple_or_none(self.to_save); },
@@ -121,7 +122,7 @@ void bind_ctx(py::module_& m) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace harness_native;
-  m.doc() = "Native autograd.Function apply (owned and borrowed input holders); use harness.native.";
+  m.doc() = "Native autograd.Function apply (owned/borrowed input holders); see harness.native.";
 
   py::register_local_exception_translator([](std::exception_ptr p) {
     try {

@@ -73,7 +73,9 @@ def same() -> Callable[[Any, Any], bool]:
 
 
 @pytest.fixture(scope="session")
-def assert_all_paths_equal(same: Callable[[Any, Any], bool]) -> Callable[[Callable[[str], Any]], Any]:
+def assert_all_paths_equal(
+    same: Callable[[Any, Any], bool],
+) -> Callable[[Callable[[str], Any]], Any]:
     """assert_all_paths_equal(scenario): scenario(path) gives equal results on every path."""
 
     def check(scenario: Callable[[str], Any]) -> Any:

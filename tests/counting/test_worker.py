@@ -1,0 +1,54 @@
+"""The worker outside valgrind (client requests are no-ops there), and the one-line
+errors of a missing valgrind. Fast: no valgrind runs here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.counting import bench
+from harness.counting.callgrind import ValgrindNotFound, _worker_env, measure, write_worker_spec
+from harness.counting.cases import CaseSpec, seed_case, sweep_cases
+
+
+def test_worker_runs_every_region_and_isolates_bad_cases(tmp_path: Path) -> None:
+    cases = [
+        seed_case(),
+        sweep_cases([0])[0],
+        # a registered-style case: factory + JSON params, input count taken from the workload
+        CaseSpec.make("graph", "three", "harness.counting.workloads:returning_inputs", {"inputs": 3}),
+        CaseSpec.make("graph", "diamond", "harness.counting.workloads:diamond_graph"),
+        CaseSpec.make("graph", "broken", "harness.counting.workloads:returning_inputs", {"inputs": "x"}),
+    ]
+    spec = write_worker_spec(tmp_path, cases, ["eager"], ["forward", "backward"], reps=2, warmup=1,
+                             chunks=2)
+    proc = subprocess.run([sys.executable, "-P", "-m", "harness.counting.worker", "spec.json", "out.json"],
+                          cwd=tmp_path, env=_worker_env(), capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["under_valgrind"] is False
+    assert out["inputs"] == {"0": 13, "1": 0, "2": 3, "3": 2, "4": None}
+    status = {(r["case"], r["phase"]): (rec["status"], rec.get("reason", ""))
+              for r, rec in zip(spec["regions"][2:], out["regions"][2:])}
+    assert status[(0, "forward")] == status[(0, "backward")] == ("dumped", "")
+    assert status[(1, "forward")] == ("dumped", "")
+    assert status[(1, "backward")] == ("unsupported", "no differentiable outputs to backward through")
+    assert status[(2, "backward")] == status[(3, "backward")] == ("dumped", "")
+    assert status[(4, "forward")][0] == "error" and "TypeError" in status[(4, "forward")][1]
+    assert [r["status"] for r in out["regions"][:2]] == ["dumped", "dumped"]  # the loop-only regions
+
+
+def test_missing_valgrind_is_one_sentence_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ValgrindNotFound, match=r"install it with `apt-get install valgrind`"):
+        measure([seed_case()])
+    assert bench.bench_main(["--paths", "eager", "--scenarios", "seed"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: valgrind was not found on PATH; instruction counts need callgrind: "
+                   "install it with `apt-get install valgrind`.\n")
