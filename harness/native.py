@@ -100,6 +100,8 @@ _apply_fns: dict[str, Callable[[type, tuple[Any, ...]], Any]] = {}
 
 
 def _source_files() -> list[Path]:
+    if not _NATIVE_DIR.is_dir():
+        return []  # _check_toolchain reports it when a build is attempted
     return sorted(p for p in _NATIVE_DIR.iterdir() if p.suffix in {".cpp", ".h"})
 
 

@@ -255,7 +255,7 @@ def measure(cases: Sequence[CaseSpec], paths: Sequence[str] = ("eager",),
     """Count every (case, path, phase) in one callgrind process.
 
     Native paths that cannot be built here are reported as unsupported with the reason.
-    `keep_dir` keeps the spec, log and dump files there (a fresh temp dir otherwise).
+    `keep_dir` receives a copy of the spec, log and dump files (also when the run fails).
     """
     for path in paths:
         if path not in PATHS:
@@ -268,13 +268,15 @@ def measure(cases: Sequence[CaseSpec], paths: Sequence[str] = ("eager",),
     _, native_reason = load_native(paths)
     skipped = NATIVE_PATHS if native_reason else ()
 
-    if keep_dir is not None:
-        Path(keep_dir).mkdir(parents=True, exist_ok=True)
-        return _measure_in(Path(keep_dir), valgrind, cases, paths, phases, reps, warmup, chunks,
-                           timeout, native_reason, skipped)
+    # Always a fresh temp dir of the same name length: the length of the worker's
+    # directory name shifts its memory layout (and so a few counts); keep_dir gets a copy.
     with tempfile.TemporaryDirectory(prefix="harness-callgrind-") as tmp:
-        return _measure_in(Path(tmp), valgrind, cases, paths, phases, reps, warmup, chunks,
-                           timeout, native_reason, skipped)
+        try:
+            return _measure_in(Path(tmp), valgrind, cases, paths, phases, reps, warmup, chunks,
+                               timeout, native_reason, skipped)
+        finally:
+            if keep_dir is not None:
+                shutil.copytree(tmp, keep_dir, dirs_exist_ok=True)
 
 
 def _measure_in(workdir: Path, valgrind: str, cases: Sequence[CaseSpec], paths: Sequence[str],
