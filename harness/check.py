@@ -38,6 +38,7 @@ class Verdict:
         for o in self.failed:
             lines.append(f"[{o.path}] {o.reason}")
             lines += [f"    {m}" for m in o.mismatches]
+        lines += [f"[{o.path}] known torch issue {o.reason}" for o in self.outcomes.values() if o.status == "known"]
         return "\n".join(lines) or "all paths agree"
 
 
@@ -62,7 +63,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu") -> Verdict:
         if path.name != "eager":
             mismatches += _against_eager(eager, result, EXACT if path.exact_vs_eager else tol)
         summary = "; ".join(dict.fromkeys(_summary(m) for m in mismatches))
-        known = known_issues.match(spec, result) if mismatches else None
+        known = known_issues.match(spec, result, mismatches) if mismatches else None
         if known is not None:
             outcomes[path.name] = PathOutcome(path.name, "known", known.id, mismatches, result)
         else:

@@ -16,6 +16,7 @@ from typing import Callable
 
 import torch
 
+from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import GraphSpec
 
@@ -38,6 +39,9 @@ class KnownIssue:
     last: tuple[int, int, int] | None
     paths: tuple[str, ...]
     checkpoint: str
+    #: "error": the path raised, and `message` matches the error text;
+    #: "mismatch": the path ran, and `message` matches every reported mismatch
+    symptom: str
     message: re.Pattern[str]
     #: the spec features that trigger it
     triggers: Callable[[GraphSpec], bool]
@@ -47,11 +51,22 @@ class KnownIssue:
         v = torch_release()
         return self.first <= v and (self.last is None or v <= self.last)
 
-    def matches(self, spec: GraphSpec, result: RunResult) -> bool:
-        return (result.path in self.paths and result.status == "error"
-                and result.error_checkpoint == self.checkpoint
-                and self.message.search(str(result.error)) is not None
-                and self.triggers(spec) and self.affects_installed_torch())
+    def matches(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+        if result.path not in self.paths or not self.triggers(spec) or not self.affects_installed_torch():
+            return False
+        if self.symptom == "error":
+            return (result.status == "error" and result.error_checkpoint == self.checkpoint
+                    and self.message.search(str(result.error)) is not None)
+        return bool(mismatches) and all(
+            m.checkpoint == self.checkpoint and self.message.search(str(m)) for m in mismatches)
+
+
+def _aliasing_output_before_another(spec: GraphSpec) -> bool:
+    return spec.forward_ad and any(
+        fn.jvp and any(o.kind in ("input", "view") and any(
+            p.kind not in ("const",) and not p.non_differentiable for p in fn.outputs[k + 1:])
+            for k, o in enumerate(fn.outputs))
+        for fn in spec.functions)
 
 
 def _returns_input_without_materialized_tangent(spec: GraphSpec) -> bool:
@@ -69,16 +84,30 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
         checkpoint="forward_ad",
+        symptom="error",
         message=re.compile(r"INTERNAL ASSERT FAILED at .*autograd_meta\.cpp.*Expected both tensor and its "
                            r"forward grad to be floating point or complex", re.S),
         triggers=_returns_input_without_materialized_tangent,
         reproducer="fwad_input_as_is_none_tangent.py",
     ),
+    KnownIssue(
+        id="fwad-view-drops-later-tangents",
+        title=("Forward AD: when a custom Function returns a view of (or as-is) an input that has no "
+               "tangent, every later output silently loses its tangent: _process_forward_mode_AD in "
+               "custom_function.cpp ends the output loop with `return` where `continue` is meant"),
+        first=(2, 13, 0), last=None,
+        paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
+        checkpoint="forward_ad",
+        symptom="mismatch",
+        message=re.compile(r"forward_ad tangent:f\d+\.\d+: got None, expected a tensor$"),
+        triggers=_aliasing_output_before_another,
+        reproducer="fwad_view_of_tangentless_input_drops_later_tangents.py",
+    ),
 )
 
 
-def match(spec: GraphSpec, result: RunResult) -> KnownIssue | None:
-    return next((k for k in KNOWN_ISSUES if k.matches(spec, result)), None)
+def match(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> KnownIssue | None:
+    return next((k for k in KNOWN_ISSUES if k.matches(spec, result, mismatches)), None)
 
 
 __all__ = ["KNOWN_ISSUES", "KnownIssue", "match", "torch_release"]

@@ -4,11 +4,10 @@
 
 SPEC (written by `harness.counting.callgrind`) lists cases and regions in order. For
 each region the worker prepares everything outside collection (inputs, argument tuples,
-the graphs a backward region consumes), runs the region's loop a few times to warm it
-(the same code object, so interpreter specialisation and lazy torch state settle), then
-switches collection on around `reps` repetitions and dumps the stats under the region's
-label. Loop-only regions (the same loops with the counted call removed) let the parent
-subtract loop and toggle overhead exactly.
+the graphs a backward region consumes), warms the region through the same loop code
+(see `Counter`), then switches collection on around the counted repetitions, in chunks,
+dumping each chunk under ``<region label>.<k>``. Loop-only regions (the same loops with
+the counted call removed) let the parent subtract loop and toggle overhead exactly.
 
 OUT records, per region, whether it was dumped, unsupported (with the reason) or raised
 (the workload's own error, recorded so the batch goes on); errors of the worker itself
@@ -183,7 +182,8 @@ class Counter:
         self.warmup = max(warmup, reps)
         self.run_backward = torch.autograd.Variable._execution_engine.run_backward
 
-    def forward(self, call: Callable[..., Any], args: tuple, label: str, loop_only: bool = False) -> None:
+    def forward(self, call: Callable[..., Any] | None, args: tuple, label: str,
+                loop_only: bool = False) -> None:
         region = _forward_loop_region if loop_only else _forward_region
         c = self.control
         warm: list[Any] = [None] * self.warmup
@@ -244,7 +244,7 @@ def _run_region(counter: Counter, region: dict[str, Any], workloads: dict[int, A
     phase, label = region["phase"], region["label"]
     record: dict[str, Any] = {"label": label}
     if phase == "forward-loop":
-        counter.forward(None, (), label, loop_only=True)  # type: ignore[arg-type]
+        counter.forward(None, (), label, loop_only=True)
         return {**record, "status": "dumped"}
     if phase == "backward-loop":
         counter.backward(None, None, label)
@@ -270,13 +270,6 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _input_count(workload: Any) -> int | None:
-    if isinstance(workload, BaseException):
-        return None
-    inputs = workload.make_inputs()
-    return len(inputs)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) != 2:
@@ -297,13 +290,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = Paths(native, native_reason)
 
     workloads: dict[int, Any] = {}
+    inputs: dict[int, int | None] = {}
     for index, plain in enumerate(spec["cases"]):
         case = CaseSpec.from_plain(plain)
         try:
             workloads[index] = resolve_factory(case.factory)(**case.params)
+            inputs[index] = len(workloads[index].make_inputs())
         except Exception as e:  # noqa: BLE001  a bad factory fails its own regions, not the batch
-            workloads[index] = e
-    inputs = {index: _input_count(w) for index, w in workloads.items()}
+            workloads[index], inputs[index] = e, None
 
     counter = Counter(control, spec["reps"], spec["warmup"], spec["chunks"])
     # Nothing below creates cycles; a collection inside a region would be counted.
