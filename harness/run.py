@@ -16,7 +16,9 @@ import torch.autograd.forward_ad as fwAD
 
 from harness.build import Applier, BuiltGraph
 
-CHECKPOINTS = ("forward", "forward_ad", "backward", "double_backward")
+# in the order they run: forward AD comes last, so a forward-AD failure still lets the
+# backward checkpoints be compared
+CHECKPOINTS = ("forward", "backward", "double_backward", "forward_ad")
 
 
 @dataclass
@@ -193,12 +195,12 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
     for ref, value in consts.items():
         result.put("forward", f"const:{ref}", value)
     record_hooks = _install_hooks(built, values, leaves, result)
-    if spec.forward_ad:
-        _forward_ad(built, applier, result)
     if spec.backward != "none":
         with around():
             _backward(built, values, leaves, result)
         record_hooks("backward")
+    if spec.forward_ad:
+        _forward_ad(built, applier, result)
 
 
 def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | None:

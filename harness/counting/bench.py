@@ -75,6 +75,9 @@ def _bench_parser() -> argparse.ArgumentParser:
                         "without a selection of its own, the run repeats the baseline's selection")
     p.add_argument("--band", type=float, default=rep.DEFAULT_BAND,
                    help="relative noise band for --check (default: %(default)s)")
+    p.add_argument("--floor", type=int, default=rep.DEFAULT_FLOOR,
+                   help="changes of at most this many instructions never fail --check "
+                        "(default: %(default)s)")
     p.add_argument("--from", dest="from_file", metavar="FILE",
                    help="use a saved report instead of running callgrind")
     p.add_argument("--keep-dumps", metavar="DIR", help="keep the worker spec, log and callgrind dumps in DIR")
@@ -107,7 +110,7 @@ def bench_main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {args.plot}")
     status = 1 if any("error" in r for r in current["results"]) else 0
     if baseline is not None:
-        result = rep.check(baseline, current, args.band)
+        result = rep.check(baseline, current, args.band, args.floor)
         print(rep.render_check(result))
         if not result.passed:
             print(f"Refreshed baseline (save it as {baseline_file} if the change is intended):")
@@ -156,6 +159,8 @@ def _compare_parser() -> argparse.ArgumentParser:
     p.add_argument("new", metavar="B.json")
     p.add_argument("--band", type=float,
                    help="also gate: exit 1 when a count moves outside this relative band (e.g. 0.02)")
+    p.add_argument("--floor", type=int, default=rep.DEFAULT_FLOOR,
+                   help="with --band: changes of at most this many instructions pass (default: %(default)s)")
     return p
 
 
@@ -167,10 +172,10 @@ def compare_main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"A: {args.old} (torch {old.get('torch', '?')})\nB: {args.new} (torch {new.get('torch', '?')})")
-    print(rep.render_compare(rep.compare(old, new), "A", "B", args.band))
+    print(rep.render_compare(rep.compare(old, new), "A", "B", args.band, args.floor))
     if args.band is None:
         return 0
-    result = rep.check(old, new, args.band)
+    result = rep.check(old, new, args.band, args.floor)
     print(rep.render_check(result))
     return 0 if result.passed else 1
 

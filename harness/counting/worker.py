@@ -243,6 +243,10 @@ def _run_region(counter: Counter, region: dict[str, Any], workloads: dict[int, A
                 paths: Paths, native: Any) -> dict[str, Any]:
     phase, label = region["phase"], region["label"]
     record: dict[str, Any] = {"label": label}
+    # Python's method cache is global and keyed by type version tags and name addresses;
+    # entries left by earlier regions would collide with this region's differently in
+    # each selection. Start every region from an empty cache.
+    sys._clear_type_cache()
     if phase == "forward-loop":
         counter.forward(None, (), label, loop_only=True)
         return {**record, "status": "dumped"}
