@@ -18,8 +18,12 @@ from harness.spec import FunctionSpec, GraphSpec, OutputSpec
 
 #: A deliberate bug for self-tests ("wrong_backward", "wrong_jvp"): proves the harness
 #: reports what it should. Set by tests and by reproducers of such failures, never by default.
-FAULTS = ("wrong_backward", "wrong_jvp")
+FAULTS = ("wrong_backward", "wrong_jvp", "leak_input", "ctx_cycle", "drop_saved")
 FAULT: str | None = os.environ.get("HARNESS_INJECT_FAULT") or None
+_LEAKED: list = []  # where the "leak_input" fault keeps its extra references
+
+#: the lifetime oracle's observer of saved intermediates (set by the runner while it tracks)
+SAVED_OBSERVER: Callable[[int, list], None] | None = None
 
 # --- ops and their derivatives -------------------------------------------------------
 
@@ -78,6 +82,7 @@ class GeneratedFunction(torch.autograd.Function):
     """Base of every generated Function; `spec`, `shape`, `dtype`, `device` are set per class."""
 
     spec: FunctionSpec
+    index: int  # position in the graph
     shape: tuple[int, ...]
     dtype: torch.dtype
     device: torch.device
@@ -107,14 +112,21 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
     if "inputs" in spec.save:
         saved += nonlinear
     if "intermediates" in spec.save:
-        saved += [_derivative(t.op, args[t.slot]) for o in spec.outputs for t in o.terms
-                  if t.op != "linear"]
+        intermediates = [_derivative(t.op, args[t.slot]) for o in spec.outputs for t in o.terms
+                         if t.op != "linear"]
+        if SAVED_OBSERVER is not None:
+            SAVED_OBSERVER(cls.index, intermediates)
+        saved += intermediates
     if "outputs" in spec.save:
         saved += [outputs[k] for k in spec.tensor_outputs]
     if saved:
         ctx.save_for_backward(*saved)
     if spec.jvp and nonlinear:
         ctx.save_for_forward(*nonlinear)
+    if FAULT == "leak_input":
+        _LEAKED.extend(a for a in args if isinstance(a, torch.Tensor))
+    if FAULT == "ctx_cycle" and spec.tensor_outputs:
+        ctx.cycle = outputs[spec.tensor_outputs[0]]  # an output stored on ctx directly
 
 
 def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
@@ -226,7 +238,7 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
     return tuple(results) if spec.tuple_output else results[0]
 
 
-def make_function(spec: FunctionSpec, name: str, shape: tuple[int, ...], dtype: torch.dtype,
+def make_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                   device: torch.device) -> type[GeneratedFunction]:
     """One Function class for one spec; its methods are derived from the spec."""
 
@@ -241,7 +253,7 @@ def make_function(spec: FunctionSpec, name: str, shape: tuple[int, ...], dtype: 
 
     if spec.once_differentiable:
         backward = once_differentiable(backward)
-    body: dict[str, Any] = {"spec": spec, "shape": shape, "dtype": dtype, "device": device,
+    body: dict[str, Any] = {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device,
                             "backward": staticmethod(backward), "__module__": __name__}
     if spec.style == "old":
         def forward_old(ctx: Any, *args: Any) -> Any:
@@ -261,7 +273,7 @@ def make_function(spec: FunctionSpec, name: str, shape: tuple[int, ...], dtype: 
         body["generate_vmap_rule"] = spec.vmap
     if spec.jvp:
         body["jvp"] = staticmethod(lambda ctx, *tangents: _jvp(cls, ctx, *tangents))
-    cls = type(name, (GeneratedFunction,), body)
+    cls = type(f"F{index}", (GeneratedFunction,), body)
     return cls
 
 
@@ -338,7 +350,7 @@ def build(spec: GraphSpec, device: str | torch.device = "cpu") -> BuiltGraph:
     device = torch.device(device)
     dtype = getattr(torch, spec.dtype)
     functions = tuple(
-        make_function(fn, f"F{n}", tuple(spec.shape), dtype, device) for n, fn in enumerate(spec.functions)
+        make_function(fn, n, tuple(spec.shape), dtype, device) for n, fn in enumerate(spec.functions)
     )
     return BuiltGraph(spec, functions, device)
 

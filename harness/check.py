@@ -8,9 +8,10 @@ from harness import known_issues
 from harness import paths as path_registry
 from harness.build import build
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare, magnitude
+from harness.oracles.lifetimes import LIFE, PROBE, rule_violations, without_lifetimes
 from harness.oracles.math import completed, error_is_expected, run_math
 from harness.paths import Path
-from harness.run import RunResult
+from harness.run import RunResult, tracking_lifetimes
 from harness.spec import GraphSpec
 
 
@@ -42,26 +43,31 @@ class Verdict:
         return "\n".join(lines) or "all paths agree"
 
 
-def check(spec: GraphSpec, paths: list[Path], device: str = "cpu") -> Verdict:
+def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes: bool = True) -> Verdict:
     """Run `spec` on the math oracle and each path; compare everything.
 
     Eager is always run as the reference for other paths, and is itself judged
-    against the math oracle.
+    against the math oracle. With `lifetimes`, each path's refcounts and liveness are
+    checked against the expected-lifetime rules and compared across paths.
     """
     built = build(spec, device)
     math = run_math(built)
     tol = Tolerance.for_graph(spec, magnitude(math))
-    eager_path = path_registry.get("eager")
-    eager = eager_path.run(built)
+    with tracking_lifetimes(lifetimes):
+        eager = path_registry.get("eager").run(built)
+        results = {p.name: eager if p.name == "eager" else path_registry.run_path(p, built) for p in paths}
     outcomes: dict[str, PathOutcome] = {}
     for path in paths:
-        result = eager if path.name == "eager" else path_registry.run_path(path, built)
+        result = results[path.name]
         if result.status == "unsupported":
             outcomes[path.name] = PathOutcome(path.name, "unsupported", result.reason, result=result)
             continue
-        mismatches = _against_math(spec, math, result, tol)
+        mismatches = _against_math(spec, math, result, tol) + _lifetime_rules(spec, result)
         if path.name != "eager":
             mismatches += _against_eager(eager, result, EXACT if path.exact_vs_eager else tol)
+        if path.name == "borrowed" and results.get("owned", RunResult("")).status != "unsupported" \
+                and "owned" in results:
+            mismatches += _owned_vs_borrowed(results["owned"], result)
         summary = "; ".join(dict.fromkeys(_summary(m) for m in mismatches))
         known = known_issues.match(spec, result, mismatches) if mismatches else None
         if known is not None:
@@ -91,6 +97,12 @@ def math_like(math: RunResult, result: RunResult) -> RunResult:
     return replace(math, status=result.status, error_checkpoint=result.error_checkpoint, error=result.error)
 
 
+def _without_probes(result: RunResult) -> RunResult:
+    """Native probe counts differ between eager and native by design (eager's ctx owns its
+    node); they are compared between owned and borrowed only."""
+    return replace(result, values=without_lifetimes(result.values, keep_life=True))
+
+
 def _without_hooks(result: RunResult) -> RunResult:
     """What hooks saw depends on graph structure: one custom node versus several plain
     ones, and a None gradient (no hook call) versus the math graph's zeros. So hook
@@ -98,11 +110,27 @@ def _without_hooks(result: RunResult) -> RunResult:
     the hooks produced instead."""
     def keep(roles: dict) -> dict:
         return {r: v for r, v in roles.items() if not r.startswith("hook")}
-    return replace(result, values={c: keep(v) for c, v in result.values.items()},
+    values = without_lifetimes(result.values, keep_life=False)  # math keeps no lifetimes
+    return replace(result, values={c: keep(v) for c, v in values.items()},
                    tensors={c: keep(v) for c, v in result.tensors.items()})
 
 
+def _lifetime_rules(spec: GraphSpec, result: RunResult) -> list[Mismatch]:
+    return [Mismatch(result.path, "lifetime rule", v.checkpoint, v.role, v.detail)
+            for v in rule_violations(result, spec.backward,
+                                     any(h.kind == "saved_tensors" for h in spec.hooks))]
+
+
+def _owned_vs_borrowed(owned: RunResult, borrowed: RunResult) -> list[Mismatch]:
+    """The two holders must agree exactly, native probes included, at every checkpoint."""
+    def lifetimes_only(r: RunResult) -> RunResult:
+        return replace(r, tensors={}, values={c: v for c, v in r.values.items()
+                                              if c.startswith((LIFE, PROBE))})
+    return compare(lifetimes_only(owned), lifetimes_only(borrowed), EXACT)
+
+
 def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance) -> list[Mismatch]:
+    eager, result = _without_probes(eager), _without_probes(result)
     if eager.status == "error" or result.status == "error":
         if eager.status == "error" and result.status == "error":
             if eager.error_checkpoint != result.error_checkpoint or type(eager.error) is not type(result.error):

@@ -53,7 +53,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         from hypothesis.database import DirectoryBasedExampleDatabase
         database = DirectoryBasedExampleDatabase(args.database)
     result = run_campaign(paths, budget_s=args.budget, device=device, out_dir=args.out,
-                          database=database, max_examples=args.max_examples)
+                          database=database, max_examples=args.max_examples, lifetimes=not args.no_lifetimes)
     print(result.summary())
     if args.json:
         Path(args.json).write_text(json.dumps(result.as_json(), indent=2) + "\n")
@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--out", default="failures", help="folder for reproducers (default: failures/)")
     fuzz.add_argument("--database", help="Hypothesis example database folder shared by campaigns")
     fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
+    fuzz.add_argument("--no-lifetimes", action="store_true",
+                      help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
 
     chk = sub.add_parser("check", help="check one spec file (JSON) on the selected paths")

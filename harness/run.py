@@ -7,14 +7,22 @@ Function node is applied) differs, so hooks, losses and backward modes are ident
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import gc
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.autograd.forward_ad as fwAD
 
+from harness import build as build_module
 from harness.build import Applier, BuiltGraph
+from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
+
+#: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
+ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]
 
 # in the order they run: forward AD comes last, so a forward-AD failure still lets the
 # backward checkpoints be compared
@@ -68,7 +76,9 @@ def function_output_refs(built: BuiltGraph) -> list[str]:
 
 
 def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
-            consts: dict[str, Any] | None = None) -> dict[str, torch.Tensor]:
+            consts: dict[str, Any] | None = None,
+            after_apply: Callable[[int, list, dict[str, torch.Tensor]], None] | None = None,
+            ) -> dict[str, torch.Tensor]:
     """Apply every Function in order; returns every tensor value by ref."""
     spec = built.spec
     values = leaf_values(built, leaves)
@@ -84,6 +94,9 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
                 values[f"f{n}.{k}"] = o
             elif consts is not None:
                 consts[f"f{n}.{k}"] = o
+        if after_apply is not None:
+            after_apply(n, args, values)
+        del args, out, outs
     return values
 
 
@@ -113,6 +126,27 @@ def _traced_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.
         outs = traced(*leaves)
     values = leaf_values(built, leaves)
     values.update(zip(refs, outs if isinstance(outs, tuple) else (outs,)))
+    return values
+
+
+def _compiled_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
+                      consts: dict[str, Any], compile_forward: ForwardCompiler) -> dict[str, torch.Tensor]:
+    """The whole forward as one function of the leaf values, compiled by `compile_forward`.
+
+    Views of leaves are made here, outside the compiled function, and passed in: hooks on
+    a view must see the very tensor the graph used, as on every other path."""
+    inputs = leaf_values(built, leaves)
+    refs = function_output_refs(built)
+
+    def whole_forward(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        given = iter(xs)  # regrouped as `forward` reads leaves: a viewed leaf as its views
+        grouped = [tuple(next(given) for _ in range(leaf.views)) if leaf.views else next(given)
+                   for leaf in built.spec.leaves]
+        values = forward(built, applier, grouped, consts)  # type: ignore[arg-type]
+        return tuple(values[r] for r in refs)
+
+    values = dict(inputs)
+    values.update(zip(refs, compile_forward(whole_forward)(*inputs.values())))
     return values
 
 
@@ -160,47 +194,123 @@ def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: S
 
 @contextlib.contextmanager
 def _saved_tensor_hooks(built: BuiltGraph) -> Iterator[None]:
-    if any(h.kind == "saved_tensors" for h in built.spec.hooks):
-        # pack into a list and back: exercises the hook path without changing values
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: [t], lambda p: p[0]):
+    if build_module.FAULT == "drop_saved":
+        # a self-test bug: saved tensors are kept only weakly, so they die before backward
+        with torch.autograd.graph.saved_tensors_hooks(weakref.ref, lambda r: r()):
+            yield
+    elif any(h.kind == "saved_tensors" for h in built.spec.hooks):
+        # pack into a list and back: exercises the hook path without changing values.
+        # Detach, as torch documents: a packed graph output would otherwise keep its own
+        # grad_fn alive in a cycle that gc cannot see (pytorch/pytorch#189025).
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: [t.detach()], lambda p: p[0]):
             yield
     else:
         yield
 
 
 def run_graph(built: BuiltGraph, applier: Applier, path: str,
-              around: Callable[[], contextlib.AbstractContextManager] | None = None) -> RunResult:
+              around: Callable[[], contextlib.AbstractContextManager] | None = None,
+              lifetimes: bool | None = None, compile_forward: ForwardCompiler | None = None) -> RunResult:
     """Forward, hooks, backward (per the spec's mode) and forward AD; see RunResult.
 
     `around` (optional) wraps the backward phase, e.g. in compiled autograd.
+    `compile_forward` (optional) compiles the whole forward as one function, e.g. with
+    torch.compile (it then replaces tracing).
+    `lifetimes` records refcounts and liveness at fixed checkpoints (oracles.lifetimes);
+    gc is off meanwhile, so that what only a cycle keeps alive is seen as such. By default
+    it follows `tracking_lifetimes()`, so paths need not pass it through.
     """
+    if lifetimes is None:
+        lifetimes = _TRACK_LIFETIMES.get()
     result = RunResult(path)
+    tracker = LifetimeTracker(probes=_lifetime_probes()) if lifetimes else None
+    gc_was_enabled = gc.isenabled()
+    if tracker is not None:
+        gc.disable()
+        build_module.SAVED_OBSERVER = tracker.observe_saved
     try:
-        _run(built, applier, result, around or contextlib.nullcontext)
+        _run(built, applier, result, around or contextlib.nullcontext, tracker, compile_forward)
     except _Stop:
         pass
+    finally:
+        build_module.SAVED_OBSERVER = None
+        if gc_was_enabled:
+            gc.enable()
+    if tracker is not None:
+        if result.status != "error":
+            tracker.check_released()
+        tracker.store(result)
     return result
 
 
+_TRACK_LIFETIMES: contextvars.ContextVar[bool] = contextvars.ContextVar("track_lifetimes", default=False)
+
+
+@contextlib.contextmanager
+def tracking_lifetimes(enabled: bool = True) -> Iterator[None]:
+    """Within this block, run_graph records lifetimes unless told otherwise."""
+    token = _TRACK_LIFETIMES.set(enabled)
+    try:
+        yield
+    finally:
+        _TRACK_LIFETIMES.reset(token)
+
+
+_PROBES: list = []
+
+
+def _lifetime_probes() -> Any:
+    if not _PROBES:
+        _PROBES.append(lifetime_probes())
+    return _PROBES[0]
+
+
 def _run(built: BuiltGraph, applier: Applier, result: RunResult,
-         around: Callable[[], contextlib.AbstractContextManager]) -> None:
+         around: Callable[[], contextlib.AbstractContextManager], tracker: LifetimeTracker | None,
+         compile_forward: ForwardCompiler | None = None) -> None:
     spec = built.spec
     leaves = built.make_leaves()
     consts: dict[str, Any] = {}
+    after_apply = None
+    if tracker is not None:
+        tracker.record("start", {f"x{i}": t for i, t in enumerate(leaves)})
+
+        def after_apply(n: int, args: list, values: dict[str, torch.Tensor]) -> None:
+            held = {f"arg{n}.{i}": a for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+            held.update({r: v for r, v in values.items() if r.startswith(f"f{n}.")})
+            tracker.node_requires_grad[n] = any(v.requires_grad for r, v in values.items()
+                                                if r.startswith(f"f{n}."))
+            tracker.record(f"apply:f{n}", held)
     with _checkpoint(result, "forward"), torch.enable_grad(), _saved_tensor_hooks(built):
-        values = (_traced_forward if spec.trace else forward)(built, applier, leaves, consts)
+        if compile_forward is not None:
+            values = _compiled_forward(built, applier, leaves, consts, compile_forward)
+        elif spec.trace:
+            values = _traced_forward(built, applier, leaves, consts)
+        else:
+            values = forward(built, applier, leaves, consts, after_apply)
     for ref in function_output_refs(built):
         result.put("forward", f"out:{ref}", values[ref])
         result.put("forward", f"requires_grad:{ref}", values[ref].requires_grad)
     for ref, value in consts.items():
         result.put("forward", f"const:{ref}", value)
+    leaf_refs = {f"x{i}": t for i, t in enumerate(leaves)}
+    if tracker is not None:
+        result.put("life:nodes", "requires_grad",
+                   tuple(n for n, rg in sorted(tracker.node_requires_grad.items()) if rg))
+        tracker.record("forward", {**values, **leaf_refs})
     record_hooks = _install_hooks(built, values, leaves, result)
     if spec.backward != "none":
         with around():
-            _backward(built, values, leaves, result)
+            _backward(built, values, leaves, result, tracker)
         record_hooks("backward")
     if spec.forward_ad:
         _forward_ad(built, applier, result)
+    if tracker is not None:
+        values.clear()  # drop outputs, views and every non-leaf value
+        tracker.record("drop_outputs", leaf_refs)
+        leaf_refs.clear()
+        del leaves
+        tracker.record("drop_all", {})
 
 
 def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | None:
@@ -213,7 +323,7 @@ def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | 
 
 
 def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
-              result: RunResult) -> None:
+              result: RunResult, tracker: LifetimeTracker | None = None) -> None:
     spec = built.spec
     grad_leaves = [(f"x{i}", t) for i, t in enumerate(leaves) if t.requires_grad]
     with torch.enable_grad():
@@ -235,11 +345,15 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
                 result.put("backward", f"agrad:{name}", g)
     for name, t in grad_leaves:
         result.put("backward", f"grad:{name}", t.grad if t.grad is None else t.grad.clone())
+    if tracker is not None:
+        tracker.record("backward", {**values, **dict(grad_leaves)})
     if mode == "retain":
         with _checkpoint(result, "backward"):
             loss.backward()
         for name, t in grad_leaves:
             result.put("backward", f"grad2:{name}", t.grad)
+        if tracker is not None:
+            tracker.record("backward2", {**values, **dict(grad_leaves)})
     if mode == "double":
         weights = built.weights(len(grads), offset=2_000_003)
         terms = [(g * w).sum() for g, w in zip(grads, weights) if g is not None and g.requires_grad]
@@ -268,4 +382,4 @@ def _leaf_tangents(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> list[to
             for leaf in leaves]
 
 
-__all__ = ["CHECKPOINTS", "RunResult", "forward", "function_output_refs", "run_graph"]
+__all__ = ["CHECKPOINTS", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes"]

@@ -30,7 +30,7 @@ def math_applier(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> A
 
 
 def run_math(built: BuiltGraph) -> RunResult:
-    result = run_graph(built, math_applier, "math")
+    result = run_graph(built, math_applier, "math", lifetimes=False)
     if result.status == "error":
         raise OracleError(f"the math oracle raised {result.describe_error()}") from result.error
     return result

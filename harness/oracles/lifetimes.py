@@ -1,0 +1,166 @@
+"""The lifetime oracle: refcounts and liveness of every tensor of a graph at fixed checkpoints.
+
+Checkpoints (in run order): "start" (leaves made), "apply:f<n>" (after each apply),
+"forward", "backward" (and "backward2" after a retained second backward), "drop_outputs"
+(every non-leaf value, the loss and the outputs dropped; leaves kept), "drop_all".
+
+Observations, stored in the RunResult as values:
+  life:<checkpoint>  role -> (alive, use_count)   compared with eager and between paths
+  probe:<checkpoint> role -> (weak_count, node_use_count)   native probes; compared between
+                     owned and borrowed only, since eager's ctx owns its node and so reads
+                     one higher by design (see docs/lifetimes.md)
+use_count is TensorImpl's strong count (`Tensor._use_count()`; a fresh tensor reads 1);
+None once the tensor is gone or when the runner holds no reference to read.
+
+Expected-lifetime rules, checked on every path (`rule_violations`):
+  * saved intermediates of a node that requires grad are alive after the forward;
+  * they are released by a non-retaining backward (and kept by retain_graph until the last);
+  * leaf use counts return to their pre-forward value once outputs and graph are dropped;
+  * nothing of the graph is alive after every user reference is dropped, and what dies only
+    under gc.collect() was held by a reference cycle.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+
+LIFE = "life:"
+PROBE = "probe:"
+
+
+def lifetime_probes() -> tuple[Callable[[torch.Tensor], int], Callable[[torch.Tensor], int]] | None:
+    """The native weak-count and node-count probes, when the extension is built."""
+    try:
+        from harness import native
+
+        native.build()
+    except Exception:  # noqa: BLE001 - no probes is a supported mode; counts are then None
+        return None
+    return native.weak_use_count, native.node_use_count
+
+
+@dataclass
+class LifetimeTracker:
+    probes: tuple[Callable[[torch.Tensor], int], Callable[[torch.Tensor], int]] | None = None
+    refs: dict[str, Any] = field(default_factory=dict)  # role -> torch._C._WeakTensorRef
+    saved: dict[str, int] = field(default_factory=dict)  # saved intermediate role -> Function index
+    node_requires_grad: dict[int, bool] = field(default_factory=dict)
+    records: dict[str, dict[str, tuple]] = field(default_factory=dict)
+    probe_records: dict[str, dict[str, tuple]] = field(default_factory=dict)
+    cycle_roles: list[str] = field(default_factory=list)
+    leaked_roles: list[str] = field(default_factory=list)
+
+    @classmethod
+    def with_available_probes(cls) -> "LifetimeTracker":
+        return cls(probes=lifetime_probes())
+
+    def track(self, role: str, tensor: torch.Tensor) -> None:
+        if role not in self.refs:
+            self.refs[role] = torch._C._WeakTensorRef(tensor)
+
+    def observe_saved(self, index: int, tensors: Iterable[torch.Tensor]) -> None:
+        """Called by generated Functions with their saved intermediates."""
+        for i, t in enumerate(tensors):
+            role = f"saved:f{index}.{i}"
+            self.saved[role] = index
+            self.refs[role] = torch._C._WeakTensorRef(t)
+
+    def alive(self, role: str) -> bool:
+        return not self.refs[role].expired()
+
+    def record(self, checkpoint: str, held: dict[str, torch.Tensor]) -> None:
+        """Counts of the tensors the runner holds, and liveness of everything tracked."""
+        for role, t in held.items():
+            self.track(role, t)
+        life: dict[str, tuple] = {}
+        probe: dict[str, tuple] = {}
+        for role in self.refs:
+            t = held.get(role)
+            # `t` is the runner's own Python object: reading it adds no TensorImpl reference
+            life[role] = (self.alive(role), None if t is None else t._use_count())
+            if self.probes is not None and t is not None:
+                weak, node = self.probes
+                probe[role] = (weak(t), node(t))
+        self.records[checkpoint] = life
+        if probe:
+            self.probe_records[checkpoint] = probe
+
+    def check_released(self) -> None:
+        """After every reference is dropped: what is alive is a cycle (if gc frees it) or a leak."""
+        alive = [r for r in self.refs if self.alive(r)]
+        if alive:
+            gc.collect()
+            self.leaked_roles = [r for r in alive if self.alive(r)]
+            self.cycle_roles = [r for r in alive if r not in self.leaked_roles]
+
+    def store(self, result: Any) -> None:
+        for checkpoint, roles in self.records.items():
+            for role, obs in roles.items():
+                result.put(LIFE + checkpoint, role, obs)
+        for checkpoint, roles in self.probe_records.items():
+            for role, obs in roles.items():
+                result.put(PROBE + checkpoint, role, obs)
+        result.put(LIFE + "released", "cycles", tuple(self.cycle_roles))
+        result.put(LIFE + "released", "leaks", tuple(self.leaked_roles))
+
+
+@dataclass(frozen=True)
+class RuleViolation:
+    checkpoint: str
+    role: str
+    detail: str
+
+
+def rule_violations(result: Any, backward_mode: str, saved_tensors_hooks: bool = False) -> list[RuleViolation]:
+    """The expected-lifetime rules (module docstring) applied to one path's result.
+
+    With saved_tensors_hooks the pack hook decides what is kept (the harness's keeps a
+    detached alias), so the rules about saved tensors do not apply."""
+    life = {c[len(LIFE):]: roles for c, roles in result.values.items() if c.startswith(LIFE)}
+    if not life:
+        return []
+    out: list[RuleViolation] = []
+    released = life.get("released", {})
+    for role in released.get("leaks", ()):
+        out.append(RuleViolation("drop_all", role, "still alive after every reference was dropped (leak)"))
+    for role in released.get("cycles", ()):
+        out.append(RuleViolation("drop_all", role, "freed only by gc.collect(): held by a reference cycle"))
+    grad_nodes = {int(i) for i in result.values.get("life:nodes", {}).get("requires_grad", ())}
+    saved = [r for r in life.get("forward", {}) if r.startswith("saved:") and _node(r) in grad_nodes
+             and not saved_tensors_hooks]
+    for role in saved:
+        if not life["forward"][role][0]:
+            out.append(RuleViolation("forward", role, "saved tensor released before backward"))
+    errored = result.status == "error"
+    after = {"backward": "backward", "grad": "backward", "retain": "backward2"}.get(backward_mode)
+    if after and not errored and after in life:
+        for role in saved:
+            if life[after][role][0]:
+                out.append(RuleViolation(after, role, "saved tensor still alive after a non-retaining backward"))
+        if backward_mode == "retain":
+            for role in saved:
+                if not life["backward"][role][0]:
+                    out.append(RuleViolation("backward", role, "saved tensor released despite retain_graph=True"))
+    start, dropped = life.get("start", {}), life.get("drop_outputs", {})
+    for role, (_, count) in start.items():
+        if role in dropped and dropped[role][1] != count:
+            out.append(RuleViolation("drop_outputs", role,
+                                     f"use count {dropped[role][1]}, was {count} before the forward"))
+    return out
+
+
+def _node(role: str) -> int:
+    return int(role.split(":")[1].split(".")[0][1:])
+
+
+def without_lifetimes(values: dict[str, dict[str, Any]], *, keep_life: bool) -> dict[str, dict[str, Any]]:
+    """Drop probe observations (and life ones unless keep_life) from a result's values."""
+    return {c: v for c, v in values.items()
+            if not c.startswith(PROBE) and (keep_life or not c.startswith(LIFE))}
+
+
+__all__ = ["LIFE", "PROBE", "LifetimeTracker", "lifetime_probes", "RuleViolation", "rule_violations", "without_lifetimes"]

@@ -1,0 +1,92 @@
+"""The lifetime oracle: expected-lifetime rules, cross-path agreement, and detection of
+leaks, reference cycles and early-released saved tensors (seeded with self-test faults)."""
+
+import dataclasses
+
+import pytest
+
+from harness import build, paths
+from harness.check import check
+from harness.oracles.compare import EXACT, compare
+from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+SPEC = GraphSpec(
+    shape=(2, 3), dtype="float64",
+    leaves=(LeafSpec(True), LeafSpec(True, "transposed")),
+    functions=(FunctionSpec(
+        args=(Arg("x0"), Arg(const=2), Arg("x1")),
+        outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(2, "square", -0.5))),
+                 OutputSpec("view", slot=2)),
+        save=("intermediates",)),),
+    backward="backward")
+
+
+def all_paths():
+    chosen = [paths.get("eager")]
+    chosen += [p for p in (paths.get("owned"), paths.get("borrowed")) if p.available() is None]
+    return chosen
+
+
+@pytest.fixture
+def fault(monkeypatch):
+    return lambda name: monkeypatch.setattr(build, "FAULT", name)
+
+
+def life(verdict, path, checkpoint):
+    return verdict.outcomes[path].result.values[f"life:{checkpoint}"]
+
+
+def test_saved_intermediates_live_until_a_non_retaining_backward():
+    verdict = check(SPEC, all_paths())
+    assert not verdict.failed, verdict.report()
+    for name in verdict.outcomes:
+        assert life(verdict, name, "forward")["saved:f0.0"][0] is True
+        assert life(verdict, name, "backward")["saved:f0.0"][0] is False
+        assert life(verdict, name, "drop_outputs")["x0"] == (True, 1)  # back to a fresh leaf's count
+        assert not any(alive for alive, _ in life(verdict, name, "drop_all").values())
+
+
+def test_retain_graph_keeps_saved_tensors_until_the_last_backward():
+    verdict = check(dataclasses.replace(SPEC, backward="retain"), all_paths())
+    assert not verdict.failed, verdict.report()
+    for name in verdict.outcomes:
+        assert life(verdict, name, "backward")["saved:f0.0"][0] is True
+        assert life(verdict, name, "backward2")["saved:f0.0"][0] is False
+
+
+def test_a_leaked_input_is_reported_on_every_path(fault):
+    fault("leak_input")  # the Function keeps its inputs in a closure's list
+    verdict = check(SPEC, all_paths())
+    for name, outcome in verdict.outcomes.items():
+        details = {(m.against, m.role, m.detail) for m in outcome.mismatches}
+        assert ("lifetime rule", "x0", "still alive after every reference was dropped (leak)") in details, name
+
+
+def test_an_output_stored_on_ctx_is_a_reference_cycle(fault):
+    fault("ctx_cycle")  # ctx.cycle = output: the output's grad_fn is the ctx
+    verdict = check(SPEC, [paths.get("eager")])
+    details = {(m.role, m.detail) for m in verdict.outcomes["eager"].mismatches}
+    assert ("f0.0", "freed only by gc.collect(): held by a reference cycle") in details
+
+
+def test_a_saved_tensor_released_before_backward_is_reported(fault):
+    fault("drop_saved")  # a saved-tensors hook that keeps only a weak reference
+    verdict = check(SPEC, [paths.get("eager")])
+    details = {(m.checkpoint, m.role, m.detail) for m in verdict.outcomes["eager"].mismatches}
+    assert ("forward", "saved:f0.0", "saved tensor released before backward") in details
+
+
+def test_owned_and_borrowed_probes_are_compared_exactly():
+    native = [paths.get(n) for n in ("owned", "borrowed")]
+    if any(p.available() for p in native):
+        pytest.skip("native extension unavailable: " + str(native[0].available()))
+    built = build.build(SPEC)
+    from harness.run import tracking_lifetimes
+
+    with tracking_lifetimes():
+        owned, borrowed = (p.run(built) for p in native)
+    assert compare(owned, borrowed, EXACT) == []
+    probe = borrowed.values["probe:forward"]
+    weak, node = probe["f0.0"]
+    probe["f0.0"] = (weak + 1, node)
+    assert [m.role for m in compare(owned, borrowed, EXACT)] == ["f0.0"]
