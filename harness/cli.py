@@ -76,18 +76,21 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if verdict.failed else 0
 
 
-def cmd_passthrough(args: argparse.Namespace) -> int:
+def _passthrough(command: str, rest: list[str]) -> int:
     """Subcommands whose own parsers live with their code."""
-    if args.command == "bench":
+    if command == "bench":
         from harness.counting.bench import bench_main
-        return bench_main(args.rest)
-    if args.command == "compare":
+        return bench_main(rest)
+    if command == "compare":
         from harness.counting.bench import compare_main
-        return compare_main(args.rest)
-    if args.command == "microbench":
-        from harness.microbench import main as microbench_main
-        return microbench_main(args.rest) or 0
-    raise AssertionError(args.command)
+        return compare_main(rest)
+    from harness.microbench import main as microbench_main
+    return microbench_main(rest) or 0
+
+
+PASSTHROUGH = {"bench": "instruction counts under callgrind (see bench --help)",
+               "compare": "per-path deltas between two bench JSON files",
+               "microbench": "wall time per apply: eager / owned / borrowed"}
 
 
 def cmd_build_native(args: argparse.Namespace) -> int:
@@ -102,6 +105,9 @@ def cmd_build_native(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in PASSTHROUGH:  # their own options may start with "--"
+        return _passthrough(argv[0], argv[1:])
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -123,12 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     chk.set_defaults(func=cmd_check)
 
-    for name, text in [("bench", "instruction counts under callgrind (see bench --help)"),
-                       ("compare", "per-path deltas between two bench JSON files"),
-                       ("microbench", "wall time per apply: eager / owned / borrowed")]:
-        p = sub.add_parser(name, help=text, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=cmd_passthrough)
+    for name, text in PASSTHROUGH.items():
+        sub.add_parser(name, help=text, add_help=False)  # listed in --help; dispatched above
     nat = sub.add_parser("build-native", help="build the native extension now (it also builds on first use)")
     nat.set_defaults(func=cmd_build_native)
 

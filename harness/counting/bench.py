@@ -101,14 +101,14 @@ def bench_main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         rep.save_report(current, args.json)
         print(f"wrote {args.json}")
+    status = 1 if any("error" in r for r in current["results"]) else 0
     if args.plot:
         try:
             rep.plot(current, args.plot)
-        except rep.ReportError as e:
+            print(f"wrote {args.plot}")
+        except rep.ReportError as e:  # the report and the gate still count
             print(f"error: {e}", file=sys.stderr)
-            return 2
-        print(f"wrote {args.plot}")
-    status = 1 if any("error" in r for r in current["results"]) else 0
+            status = 2
     if baseline is not None:
         result = rep.check(baseline, current, args.band, args.floor)
         print(rep.render_check(result))

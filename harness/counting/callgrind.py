@@ -1,15 +1,21 @@
 """Run one callgrind process over many regions and turn its dumps into counts.
 
 `measure(cases, paths, phases)` writes a worker spec, runs
-``valgrind --tool=callgrind ... python -m harness.counting.worker SPEC OUT`` once,
-parses one dump file per region and returns per-repetition instruction counts:
-``(region total - loop-only total) / reps``, so loop and toggle overhead cancel.
+``valgrind --tool=callgrind ... python -c WORKER_BOOTSTRAP spec.json out.json``
+once, parses the dump files (one per chunk of each region, matched by label) and
+returns per-repetition instruction counts: for each chunk
+``(chunk total - loop-only chunk total) / chunk reps``, so loop and toggle overhead
+cancel; the median chunk is reported, so a one-off event in one chunk does not count.
 
 Why these valgrind options: ``--instr-atstart=no`` skips instrumentation during
 ``import torch`` (about 14 s instead of 50 s here), the worker starts it with a client
 request; ``--collect-atstart=no`` counts only between toggles; ``--cache-sim=no`` and
-``--branch-sim=no`` keep only the instruction event (exact and repeatable); the fixed
-environment (PYTHONHASHSEED=0, one thread everywhere) keeps runs identical.
+``--branch-sim=no`` keep only the instruction event. The fixed environment
+(PYTHONHASHSEED=0, one thread everywhere, malloc tunables) and relative paths keep runs
+identical: the same selection with the same code gives the same counts. A different
+selection, or any code change that shifts memory layout, moves eager counts by up to
+about 1% (Python's method cache and pointer-keyed hash tables depend on addresses),
+native counts by less; `report.check` has a band and an instruction floor for that.
 """
 
 from __future__ import annotations
@@ -45,6 +51,11 @@ void cg_dump_stats_at(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
 void cg_nop(void) { }
 int cg_running_on_valgrind(void) { return RUNNING_ON_VALGRIND; }
 """
+
+# torch is imported before any harness module, so torch's objects and interned names
+# sit at the same addresses whatever the harness's own code looks like (edits to it
+# would otherwise shift eager counts by up to ~1% through Python's method cache).
+WORKER_BOOTSTRAP = "import sys, torch; from harness.counting.worker import main; sys.exit(main())"
 
 FIXED_ENV = {
     "PYTHONHASHSEED": "0",
@@ -332,7 +343,7 @@ def _run_worker(workdir: Path, valgrind: str, timeout: float) -> dict[str, Any]:
         "--callgrind-out-file=callgrind.out",
         # Relative names and -P (no cwd on sys.path): what the client process sees does
         # not depend on where the run directory is, which keeps its heap layout identical.
-        sys.executable, "-P", "-m", "harness.counting.worker", "spec.json", out_path.name,
+        sys.executable, "-P", "-c", WORKER_BOOTSTRAP, "spec.json", out_path.name,
     ]
     with open(log_path, "w") as log:
         try:

@@ -116,7 +116,7 @@ class Paths:
             raise RegionUnsupported(self._native_reason or "harness.native is not available")
         return self._native
 
-    def direct(self, path: str, cls: type,
+    def direct(self, path: str, cls: Any,
                make_inputs: Callable[[], tuple]) -> tuple[Callable[..., Any], Callable[[], tuple]]:
         """(call, make_args): the counted call is ``call(*make_args())``."""
         if path == "eager":
@@ -129,7 +129,7 @@ class Paths:
         bind = getattr(native, "_bind_default_args", lambda c, args: args)
         return functools.partial(entry, cls), lambda: (bind(cls, make_inputs()),)
 
-    def applier(self, path: str) -> Callable[[int, type, Sequence[Any]], Any]:
+    def applier(self, path: str) -> Callable[[int, Any, Sequence[Any]], Any]:
         if path == "eager":
             return lambda n, cls, args: cls.apply(*args)
         native_apply = self._require_native().apply
@@ -184,7 +184,7 @@ class Counter:
 
     def forward(self, call: Callable[..., Any] | None, args: tuple, label: str,
                 loop_only: bool = False) -> None:
-        region = _forward_loop_region if loop_only else _forward_region
+        region: Callable[..., None] = _forward_loop_region if loop_only else _forward_region
         c = self.control
         warm: list[Any] = [None] * self.warmup
         region(call, args, warm, c.nop, c.nop)
@@ -200,6 +200,8 @@ class Counter:
 
     def backward(self, call: Callable[..., Any] | None, make_args: Callable[[], tuple] | None,
                  label: str) -> None:
+        region: Callable[..., None]
+        keep: list[Any]
         if call is None or make_args is None:
             region, keep = _backward_loop_region, []
             warm = [((), ())] * self.warmup

@@ -58,7 +58,7 @@ def test_check_passes_inside_the_band() -> None:
 @pytest.mark.parametrize("factor,verdict", [(1.03, "regression"), (0.97, "improvement")])
 def test_check_fails_outside_the_band_in_both_directions(factor: float, verdict: str) -> None:
     current = _scaled(BASE, factor, only="owned")
-    result = check(BASE, current, band=0.02)
+    result = check(BASE, current, band=0.02, floor=0)
     expected = (f"{verdict}: seed owned forward (13 inputs): 32,000 -> {round(32_000 * factor):,} "
                 f"({(factor - 1) * 100:+.2f}%, band ±2%)")
     assert result.failures == [expected]
@@ -69,16 +69,24 @@ def test_check_fails_outside_the_band_in_both_directions(factor: float, verdict:
     assert len(refreshed) == len(BASE["results"])
 
 
+def test_small_absolute_changes_stay_under_the_floor() -> None:
+    current = _scaled(BASE, 1.03, only="owned")  # +960 instructions: 3%, but under 1,000
+    assert check(BASE, current, band=0.02).passed
+    assert not check(BASE, current, band=0.02, floor=959).passed
+    assert "(or 1,000 instructions)" in report.render_check(check(BASE, current))
+
+
 def test_check_flags_a_support_change_and_notes_new_and_foreign_rows() -> None:
     current = _report([
         _row("seed", "eager", "forward", 13, 75_000),
         _row("seed", "owned", "forward", 13, None, unsupported="native build failed"),
         _row("sweep-24", "eager", "forward", 24, 105_000),
     ], torch="2.14.1")
-    result = check(BASE, current, band=0.02)
+    result = check({**BASE, "selection": {"reps": 50}}, {**current, "selection": {"reps": 10}}, band=0.02)
     assert result.failures == ["changed: seed owned forward (13 inputs): counted -> unsupported"]
     assert any("new: sweep/sweep-24 eager forward (24 inputs)" in n for n in result.notes)
     assert any("torch 2.13.0+cpu" in n and "2.14.1" in n for n in result.notes)
+    assert any("selection differs" in n for n in result.notes)
     # rows the current run did not measure stay in the refreshed baseline
     keys = [report.row_key(r) for r in result.refreshed["results"]]
     assert ("seed", "seed", "borrowed", "forward", 13) in keys

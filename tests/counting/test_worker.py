@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.counting import bench
-from harness.counting.callgrind import ValgrindNotFound, _worker_env, measure, write_worker_spec
+from harness.counting.callgrind import (
+    WORKER_BOOTSTRAP,
+    ValgrindNotFound,
+    _worker_env,
+    measure,
+    write_worker_spec,
+)
 from harness.counting.cases import CaseSpec, seed_case, sweep_cases
 
 
@@ -26,7 +32,7 @@ def test_worker_runs_every_region_and_isolates_bad_cases(tmp_path: Path) -> None
     ]
     spec = write_worker_spec(tmp_path, cases, ["eager"], ["forward", "backward"], reps=2, warmup=1,
                              chunks=2)
-    proc = subprocess.run([sys.executable, "-P", "-m", "harness.counting.worker", "spec.json", "out.json"],
+    proc = subprocess.run([sys.executable, "-P", "-c", WORKER_BOOTSTRAP, "spec.json", "out.json"],
                           cwd=tmp_path, env=_worker_env(), capture_output=True, text=True, timeout=300,
                           check=False)
     assert proc.returncode == 0, proc.stderr
