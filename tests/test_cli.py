@@ -36,3 +36,18 @@ def test_bad_input_is_one_clear_line(argv, message):
     assert done.returncode != 0
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.valgrind
+def test_bench_json_on_a_small_subset(tmp_path):
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "bench", "--paths", "eager", "--scenarios", "seed",
+                           "--phases", "forward", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["torch"].startswith("2.")
+    (row,) = report["results"]
+    assert {k: row[k] for k in ("scenario", "path", "phase", "inputs")} == {
+        "scenario": "seed", "path": "eager", "phase": "forward", "inputs": 13}
+    assert row["instructions"] > 10_000
+    assert "start-up" in done.stdout
