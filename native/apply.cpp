@@ -84,57 +84,65 @@ const ImplSet& empty_set() {
   return empty;
 }
 
-// ctx.mark_non_differentiable(...) -> set of TensorImpls; clears the record.
-ImplSet parse_non_differentiable(NativeCtx& ctx) {
-  ImplSet set;
-  if (!ctx.non_differentiable) {
-    return set;
-  }
-  PyObject* tuple = ctx.non_differentiable.ptr();
+// A ctx record (what a ctx.mark_* / save_for_* call stored), checked to be a
+// tuple as torch's THPFunction_assert does; `attr` names it in the message.
+PyObject* recorded_tuple(const py::object& record, const char* attr) {
+  PyObject* tuple = record.ptr();
   TORCH_CHECK(
       PyTuple_Check(tuple),
-      "autograd internal error: non_differentiable attribute is expected to be a tuple but is "
-      HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
+      "autograd internal error: ",
+      attr,
+      " attribute is expected to be a tuple but is " HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
+  return tuple;
+}
+
+// A ctx.mark_*(...) record -> set of TensorImpls; clears the record.
+// `unpack(i, obj)` checks element i (raising torch's message) and returns its tensor.
+template <class Unpack>
+ImplSet take_impl_set(py::object& record, const char* attr, Unpack&& unpack) {
+  ImplSet set;
+  if (!record) {
+    return set;
+  }
+  PyObject* tuple = recorded_tuple(record, attr);
   const auto num = PyTuple_GET_SIZE(tuple);
   set.reserve(num);
   for (const auto i : c10::irange(num)) {
-    PyObject* t = PyTuple_GET_ITEM(tuple, i);
-    TORCH_CHECK(
-        THPVariable_Check(t),
-        "mark_non_differentiable only accepts variable arguments, but got "
-        HARNESS_ASSERT_ARGS(Py_TYPE(t)->tp_name));
-    set.insert(THPVariable_Unpack(t).unsafeGetTensorImpl());
+    set.insert(unpack(i, PyTuple_GET_ITEM(tuple, i)).unsafeGetTensorImpl());
   }
-  ctx.non_differentiable = py::object();
+  record = py::object();
   return set;
+}
+
+// ctx.mark_non_differentiable(...) -> set of TensorImpls; clears the record.
+ImplSet parse_non_differentiable(NativeCtx& ctx) {
+  return take_impl_set(
+      ctx.non_differentiable,
+      "non_differentiable",
+      [](Py_ssize_t /*i*/, PyObject* t) -> const at::Tensor& {
+        TORCH_CHECK(
+            THPVariable_Check(t),
+            "mark_non_differentiable only accepts variable arguments, but got "
+            HARNESS_ASSERT_ARGS(Py_TYPE(t)->tp_name));
+        return THPVariable_Unpack(t);
+      });
 }
 
 // ctx.mark_dirty(...) -> set of TensorImpls, bumping each version counter;
 // clears the record.
 ImplSet mark_dirty(NativeCtx& ctx) {
-  ImplSet dirty;
-  if (!ctx.dirty_tensors) {
-    return dirty;
-  }
-  PyObject* tuple = ctx.dirty_tensors.ptr();
-  TORCH_CHECK(
-      PyTuple_Check(tuple),
-      "autograd internal error: dirty_tensors attribute is expected to be a tuple but is "
-      HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
-  const auto num = PyTuple_GET_SIZE(tuple);
-  dirty.reserve(num);
-  for (const auto i : c10::irange(num)) {
-    PyObject* obj = PyTuple_GET_ITEM(tuple, i);
-    TORCH_CHECK(
-        THPVariable_Check(obj),
-        "mark_dirty can only accept variables, but argument "
-        HARNESS_ASSERT_ARGS(i, " is of type ", Py_TYPE(obj)->tp_name));
-    const auto& tensor = THPVariable_Unpack(obj);
-    dirty.insert(tensor.unsafeGetTensorImpl());
-    torch::autograd::impl::bump_version(tensor);
-  }
-  ctx.dirty_tensors = py::object();
-  return dirty;
+  return take_impl_set(
+      ctx.dirty_tensors,
+      "dirty_tensors",
+      []([[maybe_unused]] Py_ssize_t i, PyObject* obj) -> const at::Tensor& {
+        TORCH_CHECK(
+            THPVariable_Check(obj),
+            "mark_dirty can only accept variables, but argument "
+            HARNESS_ASSERT_ARGS(i, " is of type ", Py_TYPE(obj)->tp_name));
+        const auto& tensor = THPVariable_Unpack(obj);
+        torch::autograd::impl::bump_version(tensor);
+        return tensor;
+      });
 }
 
 // _get_tensors_to_save: what save_for_backward recorded; with setup_context,
@@ -147,11 +155,7 @@ void get_tensors_to_save(
     bool overridden_setup_context,
     bool is_executable) {
   if (ctx.saved_for_forward && overridden_setup_context) {
-    PyObject* tuple = ctx.saved_for_forward.ptr();
-    TORCH_CHECK(
-        PyTuple_Check(tuple),
-        "autograd internal error: saved_for_forward attribute is expected to be a tuple but is "
-        HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
+    PyObject* tuple = recorded_tuple(ctx.saved_for_forward, "saved_for_forward");
     for (const auto i : c10::irange(PyTuple_GET_SIZE(tuple))) {
       PyObject* obj = PyTuple_GET_ITEM(tuple, i);
       if (THPVariable_Check(obj)) {
@@ -162,11 +166,7 @@ void get_tensors_to_save(
   if (!ctx.to_save) {
     return;
   }
-  PyObject* tuple = ctx.to_save.ptr();
-  TORCH_CHECK(
-      PyTuple_Check(tuple),
-      "autograd internal error: to_save attribute is expected to be a tuple but is "
-      HARNESS_ASSERT_ARGS(Py_TYPE(tuple)->tp_name));
+  PyObject* tuple = recorded_tuple(ctx.to_save, "to_save");
   const auto num_saved = PyTuple_GET_SIZE(tuple);
   for (const auto i : c10::irange(num_saved)) {
     PyObject* obj = PyTuple_GET_ITEM(tuple, i);
@@ -317,7 +317,8 @@ optional_variable_list call_wrap_outputs(
     c10::intrusive_ptr<Node>& attached_node) {
   static const _view_as_self_fn_t view_as_self_fn = view_as_self;
   decltype(auto) input_vars = inputs.for_wrap_outputs();
-  if constexpr (kWrapOutputsReportsAttachedNode) {
+  // The arguments both overload families share, then the trailing ones.
+  const auto wrap = [&](auto&... trailing) {
     return torch::autograd::_wrap_outputs(
         input_vars,
         non_differentiable,
@@ -328,19 +329,13 @@ optional_variable_list call_wrap_outputs(
         to_save_if_setup_context,
         view_as_self_fn,
         /*pure_view=*/false,
-        attached_node);
+        trailing...);
+  };
+  if constexpr (kWrapOutputsReportsAttachedNode) {
+    return wrap(attached_node);
   } else {
     attached_node = cdata;
-    return torch::autograd::_wrap_outputs(
-        input_vars,
-        non_differentiable,
-        dirty_inputs,
-        raw_outputs,
-        cdata,
-        jvp_user_function,
-        to_save_if_setup_context,
-        view_as_self_fn,
-        /*pure_view=*/false);
+    return wrap();
   }
 }
 

@@ -25,11 +25,16 @@ namespace harness_native {
 namespace detail {
 using ImplSet = std::unordered_set<at::TensorImpl*>;
 
-template <class Inputs, class = void>
-struct wrap_outputs_with_attached_node : std::false_type {};
-template <class Inputs>
-struct wrap_outputs_with_attached_node<
+// The parameters every overload takes, then `Trailing...`.
+template <class... Trailing>
+struct trailing_args {};
+
+template <class Inputs, class Trailing, class = void>
+struct wrap_outputs_accepts : std::false_type {};
+template <class Inputs, class... Trailing>
+struct wrap_outputs_accepts<
     Inputs,
+    trailing_args<Trailing...>,
     std::void_t<decltype(torch::autograd::_wrap_outputs(
         std::declval<Inputs>(),
         std::declval<const ImplSet&>(),
@@ -40,23 +45,13 @@ struct wrap_outputs_with_attached_node<
         std::declval<const ImplSet&>(),
         std::declval<const torch::autograd::_view_as_self_fn_t&>(),
         std::declval<bool>(),
-        std::declval<c10::intrusive_ptr<Node>&>()))>> : std::true_type {};
+        std::declval<Trailing>()...))>> : std::true_type {};
 
-template <class Inputs, class = void>
-struct wrap_outputs_without_attached_node : std::false_type {};
 template <class Inputs>
-struct wrap_outputs_without_attached_node<
-    Inputs,
-    std::void_t<decltype(torch::autograd::_wrap_outputs(
-        std::declval<Inputs>(),
-        std::declval<const ImplSet&>(),
-        std::declval<const ImplSet&>(),
-        std::declval<at::ArrayRef<std::optional<Variable>>>(),
-        std::declval<const c10::intrusive_ptr<Node>&>(),
-        std::declval<const torch::autograd::_jvp_fn_t&>(),
-        std::declval<const ImplSet&>(),
-        std::declval<const torch::autograd::_view_as_self_fn_t&>(),
-        std::declval<bool>()))>> : std::true_type {};
+using wrap_outputs_with_attached_node =
+    wrap_outputs_accepts<Inputs, trailing_args<c10::intrusive_ptr<Node>&>>;
+template <class Inputs>
+using wrap_outputs_without_attached_node = wrap_outputs_accepts<Inputs, trailing_args<>>;
 
 using BorrowedRef = at::ArrayRef<const Variable*>;
 } // namespace detail

@@ -57,9 +57,19 @@ py::object tuple_or_none(const py::object& obj) {
   return obj ? obj : py::none();
 }
 
+// A read-write property over a ctx record: reads None while unset.
+template <class Class>
+void def_record_property(Class& cls, const char* name, py::object NativeCtx::*record) {
+  cls.def_property(
+      name,
+      [record](const NativeCtx& self) { return tuple_or_none(self.*record); },
+      [record](NativeCtx& self, py::object value) { self.*record = std::move(value); });
+}
+
 void bind_ctx(py::module_& m) {
-  py::class_<NativeCtx>(
-      m, "NativeCtx", py::dynamic_attr(), "The ctx the native path hands to a Function.")
+  py::class_<NativeCtx> cls(
+      m, "NativeCtx", py::dynamic_attr(), "The ctx the native path hands to a Function.");
+  cls
       .def("save_for_backward", [](NativeCtx& self, py::args tensors) { self.to_save = tensors; })
       .def(
           "save_for_forward",
@@ -92,29 +102,14 @@ void bind_ctx(py::module_& m) {
           "set_output_grad_dtype",
           [](NativeCtx&, py::args) { throw UnsupportedError("set_output_grad_dtype"); })
       .def("mark_shared_storage", [](NativeCtx&, py::args) {})
-      .def_property_readonly("saved_tensors", &NativeCtx::saved_tensors)
-      .def_property(
-          "needs_input_grad",
-          [](const NativeCtx& self) { return tuple_or_none(self.needs_input_grad); },
-          [](NativeCtx& self, py::object value) { self.needs_input_grad = std::move(value); })
-      .def_readwrite("materialize_grads", &NativeCtx::materialize_grads)
-      .def_readwrite("_materialize_non_diff_grads", &NativeCtx::materialize_non_diff_grads)
-      .def_property(
-          "to_save",
-          [](const NativeCtx& self) { return tuple_or_none(self.to_save); },
-          [](NativeCtx& self, py::object value) { self.to_save = std::move(value); })
-      .def_property(
-          "non_differentiable",
-          [](const NativeCtx& self) { return tuple_or_none(self.non_differentiable); },
-          [](NativeCtx& self, py::object value) { self.non_differentiable = std::move(value); })
-      .def_property(
-          "dirty_tensors",
-          [](const NativeCtx& self) { return tuple_or_none(self.dirty_tensors); },
-          [](NativeCtx& self, py::object value) { self.dirty_tensors = std::move(value); })
-      .def_property(
-          "saved_for_forward",
-          [](const NativeCtx& self) { return tuple_or_none(self.saved_for_forward); },
-          [](NativeCtx& self, py::object value) { self.saved_for_forward = std::move(value); });
+      .def_property_readonly("saved_tensors", &NativeCtx::saved_tensors);
+  def_record_property(cls, "needs_input_grad", &NativeCtx::needs_input_grad);
+  cls.def_readwrite("materialize_grads", &NativeCtx::materialize_grads)
+      .def_readwrite("_materialize_non_diff_grads", &NativeCtx::materialize_non_diff_grads);
+  def_record_property(cls, "to_save", &NativeCtx::to_save);
+  def_record_property(cls, "non_differentiable", &NativeCtx::non_differentiable);
+  def_record_property(cls, "dirty_tensors", &NativeCtx::dirty_tensors);
+  def_record_property(cls, "saved_for_forward", &NativeCtx::saved_for_forward);
 }
 
 } // namespace

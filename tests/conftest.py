@@ -51,3 +51,14 @@ def device(request: pytest.FixtureRequest) -> str:
     if name == "cuda" and not torch.cuda.is_available():
         raise pytest.UsageError("--device cuda needs a CUDA build of torch and a GPU; use --device cpu.")
     return name
+
+
+@pytest.fixture
+def fault(monkeypatch: pytest.MonkeyPatch):
+    """fault("wrong_backward") seeds one of harness.build.FAULTS for the test's duration."""
+    from harness import build
+
+    def inject(name: str) -> None:
+        assert name in build.FAULTS, name
+        monkeypatch.setattr(build, "FAULT", name)
+    return inject

@@ -27,10 +27,6 @@ def all_paths():
     return chosen
 
 
-@pytest.fixture
-def fault(monkeypatch):
-    return lambda name: monkeypatch.setattr(build, "FAULT", name)
-
 
 def life(verdict, path, checkpoint):
     return verdict.outcomes[path].result.values[f"life:{checkpoint}"]

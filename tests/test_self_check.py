@@ -25,12 +25,6 @@ SPEC = GraphSpec(
     backward="backward", forward_ad=True)
 
 
-@pytest.fixture
-def fault(monkeypatch):
-    def inject(name):
-        monkeypatch.setattr(build, "FAULT", name)
-    return inject
-
 
 def test_correct_spec_passes():
     assert not check(SPEC, [paths.get("eager")]).failed

@@ -90,6 +90,43 @@ def assert_all_paths_equal(
     return check
 
 
+class MulSaveInputs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * y, g * x
+
+
+class ExpSaveOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x.exp()
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return g * out
+
+
+@pytest.fixture(scope="session")
+def mul_save_inputs() -> type[torch.autograd.Function]:
+    """x * y, saving both inputs for backward."""
+    return MulSaveInputs
+
+
+@pytest.fixture(scope="session")
+def exp_save_output() -> type[torch.autograd.Function]:
+    """x.exp(), saving its output for backward."""
+    return ExpSaveOutput
+
+
 @pytest.fixture
 def no_gc() -> Iterator[None]:
     """Lifetime checks run with the cyclic GC off: a cycle must show as a leak."""

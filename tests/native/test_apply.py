@@ -30,31 +30,6 @@ def backward_all(out: Any) -> None:
 # --------------------------------------------------------------------------- Functions
 
 
-class MulSaveInputs(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return x * y
-
-    @staticmethod
-    def backward(ctx, g):
-        x, y = ctx.saved_tensors
-        return g * y, g * x
-
-
-class ExpSaveOutput(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        out = x.exp()
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (out,) = ctx.saved_tensors
-        return g * out
-
-
 class SinSaveIntermediate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -214,8 +189,8 @@ def sum_of(n: int) -> type[torch.autograd.Function]:
 # --------------------------------------------------------------------------- tests
 
 CASES = {
-    "save_inputs": (MulSaveInputs, lambda: leaves((3,), (3,))),
-    "save_output": (ExpSaveOutput, lambda: leaves((2, 3))),
+    "save_inputs": ("mul_save_inputs", lambda: leaves((3,), (3,))),
+    "save_output": ("exp_save_output", lambda: leaves((2, 3))),
     "save_intermediate_once_differentiable": (SinSaveIntermediate, lambda: leaves((4,))),
     "setup_context_default_arg": (SetupContextMul, lambda: leaves((3,), (3,))),
     "non_tensor_args": (
@@ -224,10 +199,10 @@ CASES = {
     ),
     "views_inputs_as_is_non_differentiable": (ViewsAndInputs, lambda: leaves((4,), (2, 3))),
     "materialize_grads_false": (NoMaterialize, lambda: leaves((3,))),
-    "scalar_and_empty": (MulSaveInputs, lambda: leaves((), ())),
-    "empty": (MulSaveInputs, lambda: leaves((0, 2), (0, 2))),
+    "scalar_and_empty": ("mul_save_inputs", lambda: leaves((), ())),
+    "empty": ("mul_save_inputs", lambda: leaves((0, 2), (0, 2))),
     "float32_non_contiguous": (
-        MulSaveInputs,
+        "mul_save_inputs",
         lambda: [
             t.detach().t().requires_grad_() for t in leaves((3, 2), (3, 2), dtype=torch.float32)
         ],
@@ -236,8 +211,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_outputs_and_grads_match_eager(case, apply_on, assert_all_paths_equal):
+def test_outputs_and_grads_match_eager(case, request, apply_on, assert_all_paths_equal):
     cls, make_args = CASES[case]
+    if isinstance(cls, str):  # a Function shared through a conftest fixture
+        cls = request.getfixturevalue(cls)
 
     def scenario(path):
         args = make_args()
@@ -327,10 +304,10 @@ def test_forward_ad_user_jvp(apply_on, assert_all_paths_equal):
     assert_all_paths_equal(scenario)
 
 
-def test_double_backward(apply_on, assert_all_paths_equal):
+def test_double_backward(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
-        out = apply_on(path, MulSaveInputs, x, y)
+        out = apply_on(path, mul_save_inputs, x, y)
         gx, gy = torch.autograd.grad(out.pow(2).sum(), [x, y], create_graph=True)
         ggx, ggy = torch.autograd.grad((gx * gy).sum(), [x, y])
         return gx.detach(), gy.detach(), ggx, ggy
@@ -338,10 +315,10 @@ def test_double_backward(apply_on, assert_all_paths_equal):
     assert_all_paths_equal(scenario)
 
 
-def test_double_backward_through_saved_output(apply_on, assert_all_paths_equal):
+def test_double_backward_through_saved_output(apply_on, assert_all_paths_equal, exp_save_output):
     def scenario(path):
         (x,) = leaves((3,))
-        out = apply_on(path, ExpSaveOutput, x)
+        out = apply_on(path, exp_save_output, x)
         (g,) = torch.autograd.grad(out.sum(), [x], create_graph=True)
         (gg,) = torch.autograd.grad(g.sum(), [x])
         return g.detach(), gg
@@ -362,10 +339,10 @@ def test_once_differentiable_refuses_double_backward(apply_on, assert_all_paths_
     assert "once_differentiable" in assert_all_paths_equal(scenario)
 
 
-def test_retain_graph_repeat(apply_on, assert_all_paths_equal):
+def test_retain_graph_repeat(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
-        out = apply_on(path, MulSaveInputs, x, y)
+        out = apply_on(path, mul_save_inputs, x, y)
         out.sum().backward(retain_graph=True)
         first = x.grad.clone()
         out.sum().backward()
@@ -374,19 +351,19 @@ def test_retain_graph_repeat(apply_on, assert_all_paths_equal):
     assert_all_paths_equal(scenario)
 
 
-def test_no_grad_mode(apply_on, assert_all_paths_equal):
+def test_no_grad_mode(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
         with torch.no_grad():
-            return apply_on(path, MulSaveInputs, x, y)
+            return apply_on(path, mul_save_inputs, x, y)
 
     assert assert_all_paths_equal(scenario).grad_fn is None
 
 
-def test_node_pre_and_post_hooks(apply_on, assert_all_paths_equal):
+def test_node_pre_and_post_hooks(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
-        out = apply_on(path, MulSaveInputs, x, y)
+        out = apply_on(path, mul_save_inputs, x, y)
         calls = []
         out.grad_fn.register_prehook(lambda grad_outputs: calls.append(("pre", grad_outputs)))
         out.grad_fn.register_hook(lambda grad_in, grad_out: calls.append(("post", grad_in)))
@@ -396,7 +373,7 @@ def test_node_pre_and_post_hooks(apply_on, assert_all_paths_equal):
     assert_all_paths_equal(scenario)
 
 
-def test_saved_tensors_hooks(apply_on, assert_all_paths_equal):
+def test_saved_tensors_hooks(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
         events = []
@@ -410,7 +387,7 @@ def test_saved_tensors_hooks(apply_on, assert_all_paths_equal):
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-            out = apply_on(path, MulSaveInputs, x, y)
+            out = apply_on(path, mul_save_inputs, x, y)
         out.sum().backward()
         return events, x.grad, y.grad
 
@@ -421,6 +398,16 @@ def _error(fn) -> tuple[type, str]:
     with pytest.raises(Exception) as info:
         fn()
     return type(info.value), str(info.value)
+
+
+def _backward_error(apply_on, cls, *extra):
+    """scenario(path): the error of backward through cls.apply(x, *extra).sum()."""
+
+    def scenario(path):
+        (x,) = leaves((3,))
+        return _error(lambda: apply_on(path, cls, x, *extra).sum().backward())
+
+    return scenario
 
 
 def test_wrong_gradient_count(apply_on, assert_all_paths_equal):
@@ -473,10 +460,7 @@ def test_gradient_for_non_tensor_input(apply_on, assert_all_paths_equal):
         def backward(ctx, g):
             return g, g
 
-    def scenario(path):
-        (x,) = leaves((3,))
-        return _error(lambda: apply_on(path, GradForInt, x, 2).sum().backward())
-
+    scenario = _backward_error(apply_on, GradForInt, 2)
     kind, message = assert_all_paths_equal(scenario)
     assert "returned a gradient different than None at position 2" in message
 
@@ -491,19 +475,16 @@ def test_wrong_gradient_shape(apply_on, assert_all_paths_equal):
         def backward(ctx, g):
             return g[:1]
 
-    def scenario(path):
-        (x,) = leaves((3,))
-        return _error(lambda: apply_on(path, BadShape, x).sum().backward())
-
+    scenario = _backward_error(apply_on, BadShape)
     kind, message = assert_all_paths_equal(scenario)
     assert "invalid gradient at index 0" in message
 
 
-def test_saved_tensor_modified_in_place(apply_on, assert_all_paths_equal):
+def test_saved_tensor_modified_in_place(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
         y2 = y * 1
-        out = apply_on(path, MulSaveInputs, x, y2)
+        out = apply_on(path, mul_save_inputs, x, y2)
         y2.add_(1)
         return _error(lambda: out.sum().backward())
 
@@ -511,10 +492,10 @@ def test_saved_tensor_modified_in_place(apply_on, assert_all_paths_equal):
     assert "modified by an inplace operation" in message
 
 
-def test_backward_twice(apply_on, assert_all_paths_equal):
+def test_backward_twice(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
-        out = apply_on(path, MulSaveInputs, x, y)
+        out = apply_on(path, mul_save_inputs, x, y)
         out.sum().backward()
         return _error(lambda: out.sum().backward())
 
@@ -532,10 +513,7 @@ def test_python_error_in_backward_keeps_its_type(apply_on, assert_all_paths_equa
         def backward(ctx, g):
             raise KeyError("from backward")
 
-    def scenario(path):
-        (x,) = leaves((3,))
-        return _error(lambda: apply_on(path, Raises, x).sum().backward())
-
+    scenario = _backward_error(apply_on, Raises)
     assert assert_all_paths_equal(scenario)[0] is KeyError
 
 
@@ -569,18 +547,20 @@ def test_owned_and_borrowed_bit_identical_float32(apply_on, same):
     assert same(results[0], results[1])
 
 
-def test_unknown_holder(native):
+def test_unknown_holder(native, mul_save_inputs):
     message = "unknown holder 'shared'; expected one of: owned, borrowed$"
     with pytest.raises(ValueError, match=message):
-        native.apply(MulSaveInputs, *leaves((3,), (3,)), holder="shared")
+        native.apply(mul_save_inputs, *leaves((3,), (3,)), holder="shared")
 
 
-def test_tensor_hooks_retain_grad_and_post_accumulate(apply_on, assert_all_paths_equal):
+def test_tensor_hooks_retain_grad_and_post_accumulate(
+    apply_on, assert_all_paths_equal, mul_save_inputs,
+):
     def scenario(path):
         x, y = leaves((3,), (3,))
         events = []
         x.register_post_accumulate_grad_hook(lambda t: events.append(("post_acc", t.grad.clone())))
-        out = apply_on(path, MulSaveInputs, x, y)
+        out = apply_on(path, mul_save_inputs, x, y)
         out.retain_grad()
         out.register_hook(lambda g: g * 3)
         out.backward(torch.ones_like(out))
@@ -593,7 +573,7 @@ def test_tensor_hooks_retain_grad_and_post_accumulate(apply_on, assert_all_paths
     not hasattr(torch.autograd.graph, "node_creation_hook"),
     reason="torch < 2.14 has no node_creation_hook",
 )
-def test_node_creation_hook(apply_on, assert_all_paths_equal):
+def test_node_creation_hook(apply_on, assert_all_paths_equal, mul_save_inputs):
     def scenario(path):
         x, y = leaves((3,), (3,))
         created = []
@@ -602,7 +582,7 @@ def test_node_creation_hook(apply_on, assert_all_paths_equal):
             created.append((node.name(), len(node.next_functions)))
 
         with torch.autograd.graph.node_creation_hook(hook):
-            out = apply_on(path, MulSaveInputs, x, y)
+            out = apply_on(path, mul_save_inputs, x, y)
         return created, out
 
     created = assert_all_paths_equal(scenario)[0]
@@ -704,11 +684,13 @@ def test_mark_dirty_of_a_non_input_warns_like_eager(apply_on, assert_all_paths_e
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.cuda
-def test_cuda_outputs_grads_and_materialized_zeros(apply_on, assert_all_paths_equal):
+def test_cuda_outputs_grads_and_materialized_zeros(
+    apply_on, assert_all_paths_equal, mul_save_inputs,
+):
     def scenario(path):
         x, y = (t.detach().cuda().requires_grad_() for t in leaves((3,), (3,)))
         a, _b = apply_on(path, NoMaterialize, x)
-        out = apply_on(path, MulSaveInputs, a, y)
+        out = apply_on(path, mul_save_inputs, a, y)
         idx_out = apply_on(path, ViewsAndInputs, x, y.reshape(3, 1))
         (out.sum() + idx_out[1].sum()).backward()
         return out.cpu(), x.grad.cpu(), y.grad.cpu()

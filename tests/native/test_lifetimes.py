@@ -174,21 +174,9 @@ def test_everything_freed_with_outputs_without_backward(path, apply_on, no_gc):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_saved_output_does_not_form_a_cycle(path, apply_on, no_gc):
-    class SaveOutput(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            out = x.exp()
-            ctx.save_for_backward(out)
-            return out
-
-        @staticmethod
-        def backward(ctx, g):
-            (out,) = ctx.saved_tensors
-            return g * out
-
+def test_saved_output_does_not_form_a_cycle(path, apply_on, no_gc, exp_save_output):
     x = torch.randn(3, requires_grad=True)
-    out = apply_on(path, SaveOutput, x)
+    out = apply_on(path, exp_save_output, x)
     ref = torch._C._WeakTensorRef(out)
     del out
     assert not alive(ref)
