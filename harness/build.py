@@ -8,6 +8,7 @@ op sequence with plain autograd (no custom Function), which is the independent o
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -18,7 +19,7 @@ from harness.spec import FunctionSpec, GraphSpec, OutputSpec
 
 #: A deliberate bug for self-tests ("wrong_backward", "wrong_jvp"): proves the harness
 #: reports what it should. Set by tests and by reproducers of such failures, never by default.
-FAULTS = ("wrong_backward", "wrong_jvp", "leak_input", "ctx_cycle", "drop_saved")
+FAULTS = ("wrong_backward", "wrong_jvp", "leak_input", "ctx_cycle", "drop_saved", "crash_wide", "hang_wide")
 FAULT: str | None = os.environ.get("HARNESS_INJECT_FAULT") or None
 _LEAKED: list = []  # where the "leak_input" fault keeps its extra references
 
@@ -123,6 +124,11 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
         ctx.save_for_backward(*saved)
     if spec.jvp and nonlinear:
         ctx.save_for_forward(*nonlinear)
+    if FAULT in ("crash_wide", "hang_wide") and len(spec.tensor_slots) >= 24:
+        # a Function with 24+ tensor inputs kills or stalls the process: tests campaign isolation
+        if FAULT == "crash_wide":
+            os.abort()
+        time.sleep(3600)
     if FAULT == "leak_input":
         _LEAKED.extend(a for a in args if isinstance(a, torch.Tensor))
     if FAULT == "ctx_cycle" and spec.tensor_outputs:

@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from hypothesis import HealthCheck, Phase, find, given, settings
@@ -38,6 +38,17 @@ class PathCounts:
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "failed": self.failed, "unsupported": dict(self.unsupported),
                 "known": dict(self.known)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "PathCounts":
+        return cls(data["ok"], data["failed"], collections.Counter(data["unsupported"]),
+                   collections.Counter(data["known"]))
+
+    def merge(self, other: "PathCounts") -> None:
+        self.ok += other.ok
+        self.failed += other.failed
+        self.unsupported.update(other.unsupported)
+        self.known.update(other.known)
 
 
 @dataclass
@@ -87,8 +98,29 @@ class CampaignResult:
             "lifetimes": self.lifetimes,
             "paths": {name: self.counts.get(name, PathCounts()).as_json() for name in self.paths},
             "failures": [{"signature": f.signature, "count": f.count, "reproducer": f.reproducer,
-                          "report": f.report} for f in self.failures.values()],
+                          "report": f.report, "spec": f.spec.to_json()} for f in self.failures.values()],
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CampaignResult":
+        result = cls(list(data["paths"]), data["device"], data["examples"], data["seconds"],
+                     lifetimes=data["lifetimes"])
+        result.counts = {name: PathCounts.from_json(c) for name, c in data["paths"].items()}
+        for f in data["failures"]:
+            result.failures[f["signature"]] = Failure(f["signature"], GraphSpec.from_json(f["spec"]),
+                                                      f["report"], f["count"], f["reproducer"])
+        return result
+
+    def merge(self, other: "CampaignResult") -> None:
+        """Add another worker's counts and failures (seconds are wall time, kept by the caller)."""
+        self.examples += other.examples
+        for name, counts in other.counts.items():
+            self.counts.setdefault(name, PathCounts()).merge(counts)
+        for sig, f in other.failures.items():
+            if sig in self.failures:
+                self.failures[sig].count += f.count
+            else:
+                self.failures[sig] = f
 
     def summary(self) -> str:
         rate = self.examples / self.seconds if self.seconds else 0.0
@@ -126,7 +158,12 @@ def signature(verdict: Verdict, path: str) -> str:
 
 def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  out_dir: str | Path = "failures", database: Any = None, shrink_examples: int = 200,
-                 max_examples: int | None = None, lifetimes: bool = True) -> CampaignResult:
+                 max_examples: int | None = None, lifetimes: bool = True,
+                 on_example: Callable[[GraphSpec], None] | None = None,
+                 on_progress: Callable[[CampaignResult], None] | None = None,
+                 name_prefix: str = "") -> CampaignResult:
+    """Fuzz until the budget is spent. on_example sees each spec before it is checked and
+    on_progress the running result after it (the worker processes use them for crash isolation)."""
     result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
     # A full gc.collect() costs ~80 ms with torch imported; once everything imported so far
     # is frozen out of the collector, the lifetime oracle's collections cost ~0.01 ms.
@@ -140,24 +177,31 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     @given(graphs())
     def one_batch(spec: GraphSpec) -> None:
         if time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
+            if on_example is not None:
+                on_example(spec)
             result.add(check(spec, paths, device, lifetimes=lifetimes))
+            if on_progress is not None:
+                result.seconds = time.perf_counter() - start
+                on_progress(result)
 
     while time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
         one_batch()
-    result.seconds = time.perf_counter() - start
     for i, failure in enumerate(result.failures.values()):
-        failure.spec = _shrink(failure, paths, device, shrink_examples)
-        path = Path(out_dir) / f"failure_{i}.py"
+        failure.spec = _shrink(failure, paths, device, shrink_examples, on_example)
+        path = Path(out_dir) / f"{name_prefix}failure_{i}.py"
         verdict = check(failure.spec, paths, device)
         write_reproducer(failure.spec, [p.name for p in paths], device, verdict.report(), path)
         failure.reproducer = str(path)
     return result
 
 
-def _shrink(failure: Failure, paths: list[ExecPath], device: str, max_examples: int) -> GraphSpec:
+def _shrink(failure: Failure, paths: list[ExecPath], device: str, max_examples: int,
+            on_example: Callable[[GraphSpec], None] | None = None) -> GraphSpec:
     """A smaller spec that fails the same way, if Hypothesis finds one; else the original."""
 
     def same_failure(spec: GraphSpec) -> bool:
+        if on_example is not None:
+            on_example(spec)
         verdict = check(spec, paths, device)
         return any(signature(verdict, p) == failure.signature for p in verdict.outcomes
                    if verdict.outcomes[p].status == "failed")

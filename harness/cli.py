@@ -46,14 +46,25 @@ def _device(text: str) -> str:
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from harness.campaign import run_campaign
 
+    if args.workers < 0:
+        raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
     paths = _paths(args.paths)
     device = _device(args.device)
     database = None
     if args.database:
         from hypothesis.database import DirectoryBasedExampleDatabase
         database = DirectoryBasedExampleDatabase(args.database)
-    result = run_campaign(paths, budget_s=args.budget, device=device, out_dir=args.out,
-                          database=database, max_examples=args.max_examples, lifetimes=not args.no_lifetimes)
+    if args.workers == 0:
+        result = run_campaign(paths, budget_s=args.budget, device=device, out_dir=args.out,
+                              database=database, max_examples=args.max_examples,
+                              lifetimes=not args.no_lifetimes)
+    else:
+        from harness.workers import run_parallel
+
+        result = run_parallel([p.name for p in paths], workers=args.workers, budget_s=args.budget,
+                              device=device, out_dir=args.out, database=args.database,
+                              max_examples=args.max_examples, lifetimes=not args.no_lifetimes,
+                              hang_s=args.hang_timeout)
     print(result.summary())
     if args.json:
         Path(args.json).write_text(json.dumps(result.as_json(), indent=2) + "\n")
@@ -119,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--out", default="failures", help="folder for reproducers (default: failures/)")
     fuzz.add_argument("--database", help="Hypothesis example database folder shared by campaigns")
     fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
+    fuzz.add_argument("--workers", type=int, default=1,
+                      help="worker processes, each isolated from crashes and hangs (default 1; "
+                           "0 runs in this process, without isolation)")
+    fuzz.add_argument("--hang-timeout", type=parse_duration, default=300.0,
+                      help="a worker with no progress for this long is killed and its example "
+                           "recorded as a hang (default 300s)")
     fuzz.add_argument("--no-lifetimes", action="store_true",
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)

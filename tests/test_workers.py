@@ -1,0 +1,34 @@
+"""Campaign workers: a crashing or hanging example is isolated, recorded with its
+reproducer, and the campaign goes on (seeded with self-test faults)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def fuzz(tmp_path, fault, *extra):
+    env = {**os.environ, "HARNESS_INJECT_FAULT": fault}
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "25s", "--json", str(out),
+         "--out", str(tmp_path / "failures"), *extra], capture_output=True, text=True, env=env, timeout=300)
+    return done, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("fault, extra, symptom", [
+    ("crash_wide", (), "crash (signal SIGABRT)"),
+    ("hang_wide", ("--hang-timeout", "3s"), "hang (no progress for 3 s)"),
+])
+def test_a_crash_or_hang_is_isolated_and_the_campaign_goes_on(tmp_path, fault, extra, symptom):
+    done, summary = fuzz(tmp_path, fault, *extra)
+    assert done.returncode == 1, done.stderr  # an unknown failure
+    (failure,) = summary["failures"]
+    assert failure["signature"] == f"{symptom} while checking paths eager"
+    assert summary["paths"]["eager"]["ok"] > 0  # examples before and after the crash count
+    assert summary["examples"] == summary["paths"]["eager"]["ok"] + failure["count"]
+    if fault == "crash_wide":  # the reproducer, with the fault it records, crashes the same way
+        again = subprocess.run([sys.executable, failure["reproducer"]], capture_output=True, timeout=120)
+        assert again.returncode < 0 or again.returncode == 134
