@@ -8,7 +8,7 @@ harness counts that reason instead of passing the example silently.
 from __future__ import annotations
 
 import importlib
-from typing import Protocol
+from typing import Callable, Protocol
 
 from harness.build import BuiltGraph
 from harness.run import RunResult
@@ -36,7 +36,12 @@ _BUILTIN = {
     "eager": "harness.paths.eager",
     "owned": "harness.paths.native",
     "borrowed": "harness.paths.native",
+    "compiled": "harness.paths.compiled",
+    "dynamo": "harness.paths.dynamo",
 }
+#: parametrised paths "<family>:<variant>" (e.g. "compiled:aot_eager"): family -> factory,
+#: set by the family's module; the factory raises UnknownPathError listing valid variants
+_FAMILIES: dict[str, Callable[[str], Path]] = {}
 
 
 class UnknownPathError(ValueError):
@@ -48,7 +53,16 @@ def register(path: Path) -> Path:
     return path
 
 
+def register_family(family: str, factory: Callable[[str], Path]) -> None:
+    _FAMILIES[family] = factory
+
+
 def get(name: str) -> Path:
+    family, colon, variant = name.partition(":")
+    if colon and family in _BUILTIN:
+        importlib.import_module(_BUILTIN[family])  # registers its family
+    if colon and family in _FAMILIES:
+        return _FAMILIES[family](variant)
     if name not in _REGISTRY and name in _BUILTIN:
         importlib.import_module(_BUILTIN[name])  # registers itself
     try:
@@ -78,4 +92,5 @@ def run_path(path: Path, built: BuiltGraph) -> RunResult:
     return path.run(built)
 
 
-__all__ = ["Path", "UnknownPathError", "available_names", "get", "names", "parse", "register", "run_path"]
+__all__ = ["Path", "UnknownPathError", "available_names", "get", "names", "parse", "register", "register_family",
+           "run_path"]

@@ -1,0 +1,354 @@
+"""`compiled`: eager forward, backward under compiled autograd, with a selectable compiler.
+
+Compiled autograd captures the whole backward graph into an FX graph when backward
+runs; every custom Function node is proxied into it as an opaque `call_backward` (and
+AOT backward graphs are spliced in). The captured graph is then handed to a compiler:
+
+  capture    the captured graph is run as is (the cheapest mode that still proxies
+             every Function node; the default)
+  eager      torch.compile(graph, backend="eager"): Dynamo traces into each Function's
+             backward
+  aot_eager  ... and AOT Autograd functionalizes it
+  inductor   ... and Inductor generates code (needs a C++ compiler)
+
+Path names: `compiled` (mode from HARNESS_COMPILED_MODE, default capture) and
+`compiled:<mode>`. The results are compared with eager's under tolerance.
+
+This module also holds what the compiled paths share (see `dynamo.py`): the isolation of
+one example from the next (Dynamo and compiled-autograd state are reset before every
+run, and Dynamo's configuration is patched only inside the run) and the classification
+of compile failures into documented limitations (`unsupported`) and failures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shutil
+from typing import Any, Callable, Iterator
+
+import torch
+
+from harness.build import BuiltGraph
+from harness.paths import UnknownPathError, register, register_family
+from harness.paths.eager import apply_eager
+from harness.run import RunResult, _Stop, run_graph
+from harness.spec import GraphSpec
+
+MODES = ("capture", "eager", "aot_eager", "inductor")
+DEFAULT_MODE = "capture"
+MODE_ENV = "HARNESS_COMPILED_MODE"
+
+#: the stable reason when a compile hits Dynamo's recompile limit (it would otherwise
+#: fall back to eager silently)
+RECOMPILE_LIMIT = "recompile limit"
+
+
+# --- isolation ---------------------------------------------------------------------------
+
+#: Dynamo configuration for every compiled run: hitting the recompile limit raises
+#: instead of silently running eager; errors are never suppressed into eager fallbacks.
+_DYNAMO_CONFIG = {"fail_on_recompile_limit_hit": True, "suppress_errors": False}
+
+
+def reset_compile_state() -> None:
+    """Forget every compiled artifact, as a fresh process would (Dynamo's code caches,
+    guards, compiled autograd's graph cache and counters)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()  # also resets compiled autograd (torch._dynamo.compiled_autograd.reset)
+    torch._dynamo.utils.counters.clear()
+
+
+@contextlib.contextmanager
+def isolated(reset: bool = True) -> Iterator[None]:
+    """One example's compiled run: fresh state before, Dynamo configuration restored after."""
+    import torch._dynamo
+
+    if reset:
+        reset_compile_state()
+    with torch._dynamo.config.patch(_DYNAMO_CONFIG):
+        yield
+
+
+# --- classification of compile failures --------------------------------------------------
+#
+# Dynamo documents every graph break it can raise in graph_break_registry.json, each with
+# hints. A graph break is
+#   * a documented limitation (-> unsupported, reason "graph break: <gb_type>") unless
+#   * a hint says "This is likely to be a Dynamo bug" (-> a failure, reported as raised), or
+#   * a hint says "Your code may result in an error when running in eager": the traced
+#     code raises; what it raised (unwrapped from Dynamo's exceptions) is this run's
+#     error, compared with eager's for error parity.
+# An error that is no graph break (a backend crash, a wrong result) is always a finding.
+
+
+@functools.cache
+def _graph_break_registry() -> dict[str, frozenset[str]]:
+    """Dynamo's own registry of documented graph breaks: gb_type -> all its hints."""
+    import torch._dynamo
+
+    path = os.path.join(os.path.dirname(torch._dynamo.__file__), "graph_break_registry.json")
+    with open(path) as f:
+        registry = json.load(f)
+    hints: dict[str, set[str]] = {}
+    for entries in registry.values():
+        for entry in entries:  # one gb_type may be registered at several sites
+            hints.setdefault(entry["Gb_type"], set()).update(entry.get("Hints", []))
+    return {gb_type: frozenset(h) for gb_type, h in hints.items()}
+
+
+def _graph_break_kind(gb_type: str) -> str:
+    """'limitation', 'user_error', 'dynamo_bug' or 'undocumented'."""
+    from torch._dynamo import graph_break_hints
+
+    hints = _graph_break_registry().get(gb_type)
+    if hints is None:
+        return "undocumented"
+    if any(h in hints for h in graph_break_hints.DYNAMO_BUG):
+        return "dynamo_bug"
+    if any(h in hints for h in graph_break_hints.USER_ERROR):
+        return "user_error"
+    return "limitation"
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """`error` and what it was raised from (or while handling), innermost last."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
+        e = e.__cause__ or e.__context__
+
+
+def _raised_by_traced_code(error: BaseException) -> BaseException:
+    """The error the traced code raised, out of Dynamo's wrappers; `error` if none is found."""
+    from torch._dynamo import exc
+
+    for e in _chain(error):
+        if isinstance(e, exc.ObservedException):  # Dynamo's stand-in for a Python exception
+            builtin = next((t for t, observed in exc.observed_exception_map.items()
+                            if type(e) is observed), None)
+            if builtin is not None:
+                unwrapped = builtin(str(e))
+                unwrapped.__cause__ = error
+                return unwrapped
+        elif not isinstance(e, exc.TorchDynamoException):
+            return e
+    return error
+
+
+def limitation(error: BaseException) -> str | None:
+    """The stable short reason when `error` is a documented limitation of torch.compile,
+    else None (the error is then a finding, compared with eager's)."""
+    from torch._dynamo.exc import FailOnRecompileLimitHit, Unsupported
+
+    for e in _chain(error):
+        if isinstance(e, FailOnRecompileLimitHit):
+            return RECOMPILE_LIMIT
+        if isinstance(e, Unsupported) and e.gb_type:
+            if e.gb_type == "Dynamo recompile limit exceeded":
+                return RECOMPILE_LIMIT
+            documented = _graph_break_kind(e.gb_type) == "limitation"
+            return f"graph break: {e.gb_type}" if documented else None
+    return None
+
+
+def _user_error(error: BaseException) -> BaseException | None:
+    """What the traced code raised, when Dynamo reports `error` as a graph break that the
+    code would raise in eager too; else None."""
+    from torch._dynamo.exc import Unsupported
+
+    for e in _chain(error):
+        if isinstance(e, Unsupported) and e.gb_type:
+            raises_in_eager_too = _graph_break_kind(e.gb_type) == "user_error"
+            return _raised_by_traced_code(e) if raises_in_eager_too else None
+    return None
+
+
+def classified(result: RunResult) -> RunResult:
+    """A documented limitation becomes `unsupported`; an error the traced code raised is
+    unwrapped from Dynamo's graph break, so it can be compared with eager's."""
+    if result.status == "error" and result.error is not None:
+        reason = limitation(result.error)
+        if reason is not None:
+            return RunResult(result.path, status="unsupported", reason=reason)
+        raised = _user_error(result.error)
+        if raised is not None:
+            result.error = raised
+    return result
+
+
+def run_classified(path_name: str, run: Callable[[], RunResult]) -> RunResult:
+    """`run()` with the recompile-limit failure (not an error of torch or the Functions, so
+    the runner lets it through) turned into `unsupported`."""
+    from torch._dynamo.exc import FailOnRecompileLimitHit
+
+    try:
+        return classified(run())
+    except FailOnRecompileLimitHit:
+        return RunResult(path_name, status="unsupported", reason=RECOMPILE_LIMIT)
+
+
+def compiler_missing() -> str | None:
+    """None when Inductor can build its CPU kernels here, else why not (with the fix)."""
+    cxx = os.environ.get("CXX") or "g++"
+    if shutil.which(cxx) or shutil.which("c++") or shutil.which("clang++"):
+        return None
+    return (f"inductor needs a C++ compiler and found none ({cxx!r} is not on PATH); "
+            "install g++ or set CXX.")
+
+
+def parse_variant(family: str, variant: str, valid: tuple[str, ...], what: str) -> str:
+    if variant not in valid:
+        raise UnknownPathError(
+            f"unknown {what} {variant!r} in path '{family}:{variant}'; "
+            f"valid {what}s: {', '.join(valid)} (e.g. '{family}:{valid[-1]}').")
+    return variant
+
+
+# --- the compiled path ------------------------------------------------------------------
+
+
+def compiler_fn(mode: str) -> Callable[[torch.fx.GraphModule], Callable[..., Any]]:
+    """What compiled autograd hands each captured backward graph to."""
+    if mode == "capture":
+        # the graph's own forward: calling the module would also print FX's source excerpt
+        # of every error to stderr
+        return lambda gm: gm.forward
+    # fullgraph: a graph break inside a Function's backward is reported, never silently
+    # split into eagerly run pieces
+    return lambda gm: torch.compile(gm, backend=mode, fullgraph=True)
+
+
+@contextlib.contextmanager
+def _compiled_autograd(mode: str, escaped: list[BaseException]) -> Iterator[None]:
+    """The backward phase under compiled autograd. An exception that the runner does not
+    record as an observation (it records RuntimeError, TypeError, ...) but that escapes
+    from here was raised by compiled autograd itself (e.g. StopIteration out of one of its
+    graph passes): it is noted in `escaped`, so the path reports it as this run's error."""
+    from torch._dynamo import compiled_autograd
+
+    # `_enable` is the context manager in torch 2.13 and 2.14 (private; the public route,
+    # torch._dynamo.config.compiled_autograd, needs a torch.compile'd training step)
+    try:
+        with compiled_autograd._enable(compiler_fn(mode)):
+            yield
+    except _Stop:
+        raise  # the runner's own signal: the error is already recorded
+    except Exception as e:
+        escaped.append(e)
+        raise
+
+
+def captures() -> int:
+    """Backward graphs compiled autograd has captured since the last reset."""
+    return torch._dynamo.utils.counters["compiled_autograd"]["captures"]
+
+
+class CompiledPath:
+    exact_vs_eager = False  # compiled kernels may round differently
+
+    def __init__(self, mode: str, name: str | None = None) -> None:
+        self.mode = mode
+        self.name = name or f"compiled:{mode}"
+        #: reset Dynamo and compiled autograd before every run (off only in isolation tests)
+        self.reset_between_runs = True
+
+    def available(self) -> str | None:
+        try:
+            import torch._dynamo  # noqa: F401
+            from torch._dynamo import compiled_autograd  # noqa: F401
+        except ImportError as e:
+            return f"torch {torch.__version__} has no compiled autograd ({e}); install torch>=2.13."
+        return compiler_missing() if self.mode == "inductor" else None
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        if spec.backward == "none":
+            return "no backward (nothing for compiled autograd to run)"
+        return None
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        escaped: list[BaseException] = []
+        mode = self.mode
+        with isolated(self.reset_between_runs):
+            before = captures()
+            try:
+                result = run_classified(self.name, lambda: run_graph(
+                    built, apply_eager, self.name,
+                    around=lambda: _compiled_autograd(mode, escaped)))
+            except Exception as e:
+                if not escaped or e is not escaped[0]:
+                    raise  # not from compiled autograd: a bug of the harness itself
+                return RunResult(self.name, status="error", error=e, error_checkpoint="backward")
+            if result.status != "ok" or _backward_skipped(result):
+                return _no_backward_ran(result)
+            if captures() == before:
+                # a backward ran but compiled autograd captured nothing: it silently ran
+                # eagerly, which must not pass as a tested example
+                result.status, result.error_checkpoint = "error", "backward"
+                result.error = RuntimeError(
+                    "compiled autograd captured no backward graph: the backward ran eagerly")
+        return result
+
+
+def _backward_skipped(result: RunResult) -> bool:
+    return "skipped" in result.values.get("backward", {})
+
+
+def _no_backward_ran(result: RunResult) -> RunResult:
+    if result.status == "ok" and _backward_skipped(result):
+        return RunResult(result.path, status="unsupported",
+                         reason="no backward (nothing requires grad)")
+    return result
+
+
+def compiled_path(mode: str) -> CompiledPath:
+    """The path for one mode, made once per process."""
+    return _variant(parse_variant("compiled", mode, MODES, "mode"))
+
+
+@functools.cache
+def _variant(mode: str) -> CompiledPath:
+    return CompiledPath(mode)
+
+
+def _default_mode() -> str:
+    mode = os.environ.get(MODE_ENV) or DEFAULT_MODE
+    if mode not in MODES:
+        raise UnknownPathError(
+            f"{MODE_ENV}={mode!r} is not a compiled mode; choose one of {', '.join(MODES)}.")
+    return mode
+
+
+class _DefaultCompiledPath:
+    """`compiled`: the mode named by HARNESS_COMPILED_MODE (read when used), else capture.
+    Runs as that mode's path, so results and reports name the mode ("compiled:capture")."""
+
+    name = "compiled"
+    exact_vs_eager = False
+
+    def resolved(self) -> CompiledPath:
+        return compiled_path(_default_mode())
+
+    def available(self) -> str | None:
+        try:
+            return self.resolved().available()
+        except UnknownPathError as e:
+            return str(e)
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        return self.resolved().unsupported(spec)
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        return self.resolved().run(built)
+
+
+COMPILED = register(_DefaultCompiledPath())
+register_family("compiled", compiled_path)
+
+__all__ = ["COMPILED", "DEFAULT_MODE", "MODES", "RECOMPILE_LIMIT", "CompiledPath", "classified",
+           "compiled_path", "isolated", "limitation", "reset_compile_state", "run_classified"]

@@ -1,0 +1,117 @@
+"""`dynamo`: torch.compile of one function that applies the whole graph forward.
+
+Dynamo traces into every custom Function (forward and backward, as one
+`autograd_function_apply` higher-order op) and the backend builds the backward: with
+`aot_eager` (the default) and `inductor`, AOT Autograd makes one joint graph whose
+backward runs when the loss is differentiated. Backends: eager, aot_eager, inductor.
+
+Path names: `dynamo` (backend from HARNESS_DYNAMO_BACKEND, default aot_eager) and
+`dynamo:<backend>`. The forward is compiled with fullgraph=True, so a graph break is
+reported (a documented one as `unsupported`) and never silently runs part of the graph
+eagerly. Forward AD is not compiled (it runs the same eager code as `eager`); a spec that
+asks for torch.jit.trace is compiled instead of traced.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable
+
+import torch
+
+from harness.build import BuiltGraph
+from harness.paths import UnknownPathError, register, register_family
+from harness.paths.compiled import compiler_missing, isolated, parse_variant, run_classified
+from harness.paths.eager import apply_eager
+from harness.run import RunResult, run_graph
+from harness.spec import GraphSpec
+
+BACKENDS = ("eager", "aot_eager", "inductor")
+DEFAULT_BACKEND = "aot_eager"
+BACKEND_ENV = "HARNESS_DYNAMO_BACKEND"
+
+#: documented: AOT Autograd's backward is once-differentiable; torch raises "torch.compile
+#: with aot_autograd does not currently support double backward" (runtime_wrappers.py)
+AOT_DOUBLE_BACKWARD = "double backward (AOT Autograd backward graphs are once-differentiable)"
+
+
+class DynamoPath:
+    exact_vs_eager = False
+    #: the compiled forward has no per-apply checkpoints and AOT keeps its own saved
+    #: tensors, so lifetimes are held to the rules only, not compared with eager's
+    lifetimes_vs_eager = False
+
+    def __init__(self, backend: str, name: str | None = None) -> None:
+        self.backend = backend
+        self.name = name or f"dynamo:{backend}"
+        self.reset_between_runs = True  # off only in isolation tests
+
+    def available(self) -> str | None:
+        try:
+            import torch._dynamo  # noqa: F401
+        except ImportError as e:
+            return f"torch {torch.__version__} has no Dynamo ({e}); install torch>=2.13."
+        return compiler_missing() if self.backend == "inductor" else None
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        if spec.backward == "double" and self.backend != "eager":
+            return AOT_DOUBLE_BACKWARD
+        return None
+
+    def _compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return torch.compile(fn, backend=self.backend, fullgraph=True)
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        with isolated(self.reset_between_runs):
+            return run_classified(self.name, lambda: run_graph(
+                built, apply_eager, self.name, compile_forward=self._compile))
+
+
+def dynamo_path(backend: str) -> DynamoPath:
+    return _variant(parse_variant("dynamo", backend, BACKENDS, "backend"))
+
+
+@functools.cache
+def _variant(backend: str) -> DynamoPath:
+    return DynamoPath(backend)
+
+
+def _default_backend() -> str:
+    backend = os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND
+    if backend not in BACKENDS:
+        raise UnknownPathError(
+            f"{BACKEND_ENV}={backend!r} is not a dynamo backend; "
+            f"choose one of {', '.join(BACKENDS)}.")
+    return backend
+
+
+class _DefaultDynamoPath:
+    """`dynamo`: the backend named by HARNESS_DYNAMO_BACKEND (read when used), else aot_eager.
+    Runs as that backend's path, so results and reports name it ("dynamo:aot_eager")."""
+
+    name = "dynamo"
+    exact_vs_eager = False
+    lifetimes_vs_eager = False
+
+    def resolved(self) -> DynamoPath:
+        return dynamo_path(_default_backend())
+
+    def available(self) -> str | None:
+        try:
+            return self.resolved().available()
+        except UnknownPathError as e:
+            return str(e)
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        return self.resolved().unsupported(spec)
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        return self.resolved().run(built)
+
+
+DYNAMO = register(_DefaultDynamoPath())
+register_family("dynamo", dynamo_path)
+
+__all__ = ["AOT_DOUBLE_BACKWARD", "BACKENDS", "DEFAULT_BACKEND", "DYNAMO", "DynamoPath",
+           "dynamo_path"]
