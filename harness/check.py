@@ -66,9 +66,9 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
         if path.name != "eager":
             mismatches += _against_eager(eager, result, EXACT if path.exact_vs_eager else tol,
                                          lifetimes=getattr(path, "lifetimes_vs_eager", True))
-        if path.name == "borrowed" and results.get("owned", RunResult("")).status != "unsupported" \
-                and "owned" in results:
-            mismatches += _owned_vs_borrowed(results["owned"], result)
+        owned = results.get("owned")
+        if path.name == "borrowed" and owned is not None and owned.status != "unsupported":
+            mismatches += _owned_vs_borrowed(owned, result)
         summary = "; ".join(dict.fromkeys(_summary(m) for m in mismatches))
         known = known_issues.match(spec, result, mismatches) if mismatches else None
         if known is not None:

@@ -16,10 +16,13 @@ from harness.spec import GraphSpec
 
 #: modules a reproducer needs, packages before their contents
 MODULES = (
-    "harness", "harness.spec", "harness.build", "harness.run", "harness.oracles",
-    "harness.oracles.compare", "harness.oracles.math", "harness.known_issues",
-    "harness.paths", "harness.paths.eager", "harness.check",
+    "harness", "harness.spec", "harness.build", "harness.oracles", "harness.oracles.lifetimes",
+    "harness.run", "harness.oracles.compare", "harness.oracles.math", "harness.known_issues",
+    "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo",
+    "harness.check",
 )
+#: paths that need the compiled extension, so their reproducers use the installed harness
+NATIVE_PATHS = {"owned", "borrowed"}
 PACKAGES = {"harness", "harness.oracles", "harness.paths"}
 
 _TEMPLATE = '''\
@@ -44,7 +47,21 @@ _SOURCES = {{
 }}
 
 
+class _OnlyEmbedded:
+    """Refuse any harness module this script does not carry, so it never silently
+    falls back to an installed copy."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if (name == "harness" or name.startswith("harness.")) and name not in _SOURCES:
+            raise ModuleNotFoundError(f"reproducer does not embed {{name}}")
+        return None
+
+
 def _install_harness() -> None:
+    if not _SOURCES:  # a native path: use the installed harness and its extension
+        return
+    sys.meta_path.insert(0, _OnlyEmbedded)
     for name, source in _SOURCES.items():
         module = types.ModuleType(name)
         module.__file__ = "<reproducer:" + name + ">"
@@ -80,9 +97,10 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
     import torch
 
     destination = Path(destination)
-    torch_only = set(paths) <= {"eager"}
-    if not torch_only:  # a native path needs its compiled extension: use the installed harness
-        summary += "\n\nThis failure involves a native path: run it with this project installed (pip install -e .)."
+    torch_only = not set(paths) & NATIVE_PATHS
+    if not torch_only:
+        summary += ("\n\nThis failure involves a native path (owned/borrowed), which needs the compiled "
+                    "extension: run it with this project installed (pip install -e .).")
     sources = "" if not torch_only else "\n".join(f"    {name!r}: {Path(importlib.import_module(name).__file__).read_text()!r},"
                         for name in MODULES)
     text = _TEMPLATE.format(

@@ -96,7 +96,6 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
                 consts[f"f{n}.{k}"] = o
         if after_apply is not None:
             after_apply(n, args, values)
-        del args, out, outs
     return values
 
 
@@ -223,7 +222,7 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     if lifetimes is None:
         lifetimes = _TRACK_LIFETIMES.get()
     result = RunResult(path)
-    tracker = LifetimeTracker(probes=_lifetime_probes()) if lifetimes else None
+    tracker = LifetimeTracker(probes=lifetime_probes()) if lifetimes else None
     gc_was_enabled = gc.isenabled()
     if tracker is not None:
         gc.disable()
@@ -254,15 +253,6 @@ def tracking_lifetimes(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         _TRACK_LIFETIMES.reset(token)
-
-
-_PROBES: list = []
-
-
-def _lifetime_probes() -> Any:
-    if not _PROBES:
-        _PROBES.append(lifetime_probes())
-    return _PROBES[0]
 
 
 def _run(built: BuiltGraph, applier: Applier, result: RunResult,

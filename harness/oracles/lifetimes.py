@@ -22,6 +22,7 @@ Expected-lifetime rules, checked on every path (`rule_violations`):
 
 from __future__ import annotations
 
+import functools
 import gc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -32,13 +33,17 @@ LIFE = "life:"
 PROBE = "probe:"
 
 
+@functools.cache
 def lifetime_probes() -> tuple[Callable[[torch.Tensor], int], Callable[[torch.Tensor], int]] | None:
-    """The native weak-count and node-count probes, when the extension is built."""
+    """The native weak-count and node-count probes, when the extension builds here
+    (without them probe counts are simply not recorded, e.g. in a torch-only reproducer)."""
     try:
         from harness import native
-
+    except ModuleNotFoundError:
+        return None
+    try:
         native.build()
-    except Exception:  # noqa: BLE001 - no probes is a supported mode; counts are then None
+    except native.NativeBuildError:
         return None
     return native.weak_use_count, native.node_use_count
 
@@ -53,10 +58,6 @@ class LifetimeTracker:
     probe_records: dict[str, dict[str, tuple]] = field(default_factory=dict)
     cycle_roles: list[str] = field(default_factory=list)
     leaked_roles: list[str] = field(default_factory=list)
-
-    @classmethod
-    def with_available_probes(cls) -> "LifetimeTracker":
-        return cls(probes=lifetime_probes())
 
     def track(self, role: str, tensor: torch.Tensor) -> None:
         if role not in self.refs:

@@ -8,6 +8,7 @@ harness counts that reason instead of passing the example silently.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Callable, Protocol
 
 from harness.build import BuiltGraph
@@ -39,13 +40,73 @@ _BUILTIN = {
     "compiled": "harness.paths.compiled",
     "dynamo": "harness.paths.dynamo",
 }
-#: parametrised paths "<family>:<variant>" (e.g. "compiled:aot_eager"): family -> factory,
-#: set by the family's module; the factory raises UnknownPathError listing valid variants
-_FAMILIES: dict[str, Callable[[str], Path]] = {}
 
 
 class UnknownPathError(ValueError):
     pass
+
+
+class PathFamily:
+    """Parametrised paths "<family>:<variant>" (e.g. "compiled:aot_eager"), each made once
+    per process; "<family>" alone runs the variant named by the environment variable `env`
+    (read when used), else `default`."""
+
+    def __init__(self, family: str, what: str, variants: tuple[str, ...], default: str, env: str,
+                 make: Callable[[str], Path]) -> None:
+        self.family, self.what, self.variants, self.default, self.env = family, what, variants, default, env
+        self._make = make
+        self._made: dict[str, Path] = {}
+
+    def variant(self, name: str) -> Path:
+        if name not in self.variants:
+            raise UnknownPathError(
+                f"unknown {self.what} {name!r} in path '{self.family}:{name}'; valid {self.what}s: "
+                f"{', '.join(self.variants)} (e.g. '{self.family}:{self.variants[-1]}').")
+        if name not in self._made:
+            self._made[name] = self._make(name)
+        return self._made[name]
+
+    def selected(self) -> Path:
+        name = os.environ.get(self.env) or self.default
+        if name not in self.variants:
+            raise UnknownPathError(f"{self.env}={name!r} is not a {self.family} {self.what}; "
+                                   f"choose one of {', '.join(self.variants)}.")
+        return self.variant(name)
+
+
+class SelectedVariantPath:
+    """The path registered under a family's bare name: it runs as the selected variant, so
+    results and reports name the variant ("compiled:capture")."""
+
+    def __init__(self, family: PathFamily) -> None:
+        self.name = family.family
+        self.family = family
+
+    def resolved(self) -> Path:
+        return self.family.selected()
+
+    @property
+    def exact_vs_eager(self) -> bool:
+        return self.resolved().exact_vs_eager
+
+    @property
+    def lifetimes_vs_eager(self) -> bool:
+        return getattr(self.resolved(), "lifetimes_vs_eager", True)
+
+    def available(self) -> str | None:
+        try:
+            return self.resolved().available()
+        except UnknownPathError as e:
+            return str(e)
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        return self.resolved().unsupported(spec)
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        return self.resolved().run(built)
+
+
+_FAMILIES: dict[str, PathFamily] = {}
 
 
 def register(path: Path) -> Path:
@@ -53,8 +114,9 @@ def register(path: Path) -> Path:
     return path
 
 
-def register_family(family: str, factory: Callable[[str], Path]) -> None:
-    _FAMILIES[family] = factory
+def register_family(family: PathFamily) -> SelectedVariantPath:
+    _FAMILIES[family.family] = family
+    return register(SelectedVariantPath(family))  # type: ignore[return-value]
 
 
 def get(name: str) -> Path:
@@ -62,7 +124,7 @@ def get(name: str) -> Path:
     if colon and family in _BUILTIN:
         importlib.import_module(_BUILTIN[family])  # registers its family
     if colon and family in _FAMILIES:
-        return _FAMILIES[family](variant)
+        return _FAMILIES[family].variant(variant)
     if name not in _REGISTRY and name in _BUILTIN:
         importlib.import_module(_BUILTIN[name])  # registers itself
     try:
@@ -92,5 +154,5 @@ def run_path(path: Path, built: BuiltGraph) -> RunResult:
     return path.run(built)
 
 
-__all__ = ["Path", "UnknownPathError", "available_names", "get", "names", "parse", "register", "register_family",
+__all__ = ["Path", "PathFamily", "SelectedVariantPath", "UnknownPathError", "available_names", "get", "names", "parse", "register", "register_family",
            "run_path"]

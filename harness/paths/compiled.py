@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from harness.build import BuiltGraph
-from harness.paths import UnknownPathError, register, register_family
+from harness.paths import PathFamily, register_family
 from harness.paths.eager import apply_eager
 from harness.run import RunResult, _Stop, run_graph
 from harness.spec import GraphSpec
@@ -202,14 +202,6 @@ def compiler_missing() -> str | None:
             "install g++ or set CXX.")
 
 
-def parse_variant(family: str, variant: str, valid: tuple[str, ...], what: str) -> str:
-    if variant not in valid:
-        raise UnknownPathError(
-            f"unknown {what} {variant!r} in path '{family}:{variant}'; "
-            f"valid {what}s: {', '.join(valid)} (e.g. '{family}:{valid[-1]}').")
-    return variant
-
-
 # --- the compiled path ------------------------------------------------------------------
 
 
@@ -306,49 +298,14 @@ def _no_backward_ran(result: RunResult) -> RunResult:
     return result
 
 
+COMPILED_FAMILY = PathFamily("compiled", "mode", MODES, DEFAULT_MODE, MODE_ENV, CompiledPath)
+COMPILED = register_family(COMPILED_FAMILY)
+
+
 def compiled_path(mode: str) -> CompiledPath:
     """The path for one mode, made once per process."""
-    return _variant(parse_variant("compiled", mode, MODES, "mode"))
+    return COMPILED_FAMILY.variant(mode)  # type: ignore[return-value]
 
-
-@functools.cache
-def _variant(mode: str) -> CompiledPath:
-    return CompiledPath(mode)
-
-
-def _default_mode() -> str:
-    mode = os.environ.get(MODE_ENV) or DEFAULT_MODE
-    if mode not in MODES:
-        raise UnknownPathError(
-            f"{MODE_ENV}={mode!r} is not a compiled mode; choose one of {', '.join(MODES)}.")
-    return mode
-
-
-class _DefaultCompiledPath:
-    """`compiled`: the mode named by HARNESS_COMPILED_MODE (read when used), else capture.
-    Runs as that mode's path, so results and reports name the mode ("compiled:capture")."""
-
-    name = "compiled"
-    exact_vs_eager = False
-
-    def resolved(self) -> CompiledPath:
-        return compiled_path(_default_mode())
-
-    def available(self) -> str | None:
-        try:
-            return self.resolved().available()
-        except UnknownPathError as e:
-            return str(e)
-
-    def unsupported(self, spec: GraphSpec) -> str | None:
-        return self.resolved().unsupported(spec)
-
-    def run(self, built: BuiltGraph) -> RunResult:
-        return self.resolved().run(built)
-
-
-COMPILED = register(_DefaultCompiledPath())
-register_family("compiled", compiled_path)
 
 __all__ = ["COMPILED", "DEFAULT_MODE", "MODES", "RECOMPILE_LIMIT", "CompiledPath", "classified",
            "compiled_path", "isolated", "limitation", "reset_compile_state", "run_classified"]

@@ -14,15 +14,13 @@ asks for torch.jit.trace is compiled instead of traced.
 
 from __future__ import annotations
 
-import functools
-import os
 from typing import Any, Callable
 
 import torch
 
 from harness.build import BuiltGraph
-from harness.paths import UnknownPathError, register, register_family
-from harness.paths.compiled import compiler_missing, isolated, parse_variant, run_classified
+from harness.paths import PathFamily, register_family
+from harness.paths.compiled import compiler_missing, isolated, run_classified
 from harness.paths.eager import apply_eager
 from harness.run import RunResult, run_graph
 from harness.spec import GraphSpec
@@ -68,50 +66,14 @@ class DynamoPath:
                 built, apply_eager, self.name, compile_forward=self._compile))
 
 
+DYNAMO_FAMILY = PathFamily("dynamo", "backend", BACKENDS, DEFAULT_BACKEND, BACKEND_ENV, DynamoPath)
+DYNAMO = register_family(DYNAMO_FAMILY)
+
+
 def dynamo_path(backend: str) -> DynamoPath:
-    return _variant(parse_variant("dynamo", backend, BACKENDS, "backend"))
+    """The path for one backend, made once per process."""
+    return DYNAMO_FAMILY.variant(backend)  # type: ignore[return-value]
 
-
-@functools.cache
-def _variant(backend: str) -> DynamoPath:
-    return DynamoPath(backend)
-
-
-def _default_backend() -> str:
-    backend = os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND
-    if backend not in BACKENDS:
-        raise UnknownPathError(
-            f"{BACKEND_ENV}={backend!r} is not a dynamo backend; "
-            f"choose one of {', '.join(BACKENDS)}.")
-    return backend
-
-
-class _DefaultDynamoPath:
-    """`dynamo`: the backend named by HARNESS_DYNAMO_BACKEND (read when used), else aot_eager.
-    Runs as that backend's path, so results and reports name it ("dynamo:aot_eager")."""
-
-    name = "dynamo"
-    exact_vs_eager = False
-    lifetimes_vs_eager = False
-
-    def resolved(self) -> DynamoPath:
-        return dynamo_path(_default_backend())
-
-    def available(self) -> str | None:
-        try:
-            return self.resolved().available()
-        except UnknownPathError as e:
-            return str(e)
-
-    def unsupported(self, spec: GraphSpec) -> str | None:
-        return self.resolved().unsupported(spec)
-
-    def run(self, built: BuiltGraph) -> RunResult:
-        return self.resolved().run(built)
-
-
-DYNAMO = register(_DefaultDynamoPath())
-register_family("dynamo", dynamo_path)
 
 __all__ = ["AOT_DOUBLE_BACKWARD", "BACKENDS", "DEFAULT_BACKEND", "DYNAMO", "DynamoPath",
            "dynamo_path"]
