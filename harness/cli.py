@@ -87,6 +87,23 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if verdict.failed else 0
 
 
+def cmd_known(args: argparse.Namespace) -> int:
+    from harness import known_issues
+
+    if args.rates:
+        for issue, share in known_issues.trigger_rates(args.examples).items():
+            print(f"{100 * share:6.1f}%  {issue.id:<42} damages: {issue.damages}")
+        print(f"\nshare of {args.examples} generated specs whose structure triggers each known torch issue")
+        return 0
+    present = 0
+    for issue, reproduced in known_issues.run_reproducers():
+        expected = "affects" if issue.affects_installed_torch() else "does not affect"
+        print(f"{'present' if reproduced else 'fixed':<8} {issue.id:<42} (the registry says it {expected} "
+              f"this torch)")
+        present += reproduced
+    return 0
+
+
 def _passthrough(command: str, rest: list[str]) -> int:
     """Subcommands whose own parsers live with their code."""
     if command == "bench":
@@ -145,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("--paths")
     chk.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     chk.set_defaults(func=cmd_check)
+
+    known = sub.add_parser("known", help="run every known torch issue's reproducer on this torch "
+                                         "(present or fixed), or --rates: how often each is triggered")
+    known.add_argument("--rates", action="store_true",
+                       help="print each entry's trigger share over generated specs instead")
+    known.add_argument("--examples", type=int, default=400, help="generated specs for --rates (default 400)")
+    known.set_defaults(func=cmd_known)
 
     for name, text in PASSTHROUGH.items():
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; dispatched above

@@ -1,14 +1,23 @@
-"""Real torch bugs the harness has found, each with a precise signature.
+"""Real torch bugs the harness has found, each as data plus three small predicates.
 
-A failure that matches an entry is reported as *known* (counted, not failing), so CI
-stays green while an unknown failure still fails. Each entry names a standalone
-reproducer in `known_issues/`; `tests/test_known_issues.py` runs every one on the
-installed torch and checks it still reproduces on the versions the entry names, so a
-fixed bug gets noticed.
+An entry says
+  * trigger(spec): the exact graph structure the bug needs (harness/dataflow.py derives it
+    from the spec); it is necessary: without it the bug cannot happen;
+  * witness(spec, result, mismatches): the bug's own evidence in one path's result;
+  * damage(spec, mismatch): which mismatches the bug can cause (checkpoints and roles);
+  * workaround(spec): the smallest change to the spec that avoids the bug.
+
+`harness.check` calls a path "known" only when an entry's trigger holds, its witness is
+seen, and every mismatch on that path is damage it explains; any other mismatch fails the
+path, with the known issue named beside it. It then runs the workaround variant on that
+path, so the rest of the example is still checked there. Each entry names a standalone
+reproducer in `known_issues/`; `tests/test_known_issues.py` runs every one on the installed
+torch and checks that it reproduces on the versions the entry names, so a fix is noticed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +25,10 @@ from typing import Callable
 
 import torch
 
+from harness.dataflow import Dataflow
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
-from harness.spec import GraphSpec
+from harness.spec import FunctionSpec, GraphSpec, OutputSpec, Term
 
 REPRODUCERS = Path(__file__).resolve().parent.parent / "known_issues"
 
@@ -30,6 +40,12 @@ def torch_release() -> tuple[int, int, int]:
     return int(parts[1]), int(parts[2]), int(parts[3])
 
 
+Trigger = Callable[[GraphSpec], bool]
+Witness = Callable[[GraphSpec, RunResult, list[Mismatch]], bool]
+Damage = Callable[[GraphSpec, Mismatch], bool]
+Workaround = Callable[[GraphSpec], GraphSpec]
+
+
 @dataclass(frozen=True)
 class KnownIssue:
     id: str
@@ -37,106 +53,234 @@ class KnownIssue:
     #: torch releases it affects: [first, last] inclusive; last None means "still open"
     first: tuple[int, int, int]
     last: tuple[int, int, int] | None
+    #: path names, or families: "compiled" covers every "compiled:<mode>"
     paths: tuple[str, ...]
-    checkpoint: str
-    #: "error": the path raised, and `message` matches the error text;
-    #: "mismatch": the path ran, `message` matches every reported mismatch (downstream
-    #: values inherit the damage) and `witness` matches at least one (the bug itself)
-    symptom: str
-    message: re.Pattern[str]
-    #: the spec features that trigger it
-    triggers: Callable[[GraphSpec], bool]
     reproducer: str  # file name in known_issues/
-    witness: re.Pattern[str] | None = None
+    trigger: Trigger
+    witness: Witness
+    damage: Damage
+    #: the checkpoints and roles `damage` accepts, in words (for reports and docs)
+    damages: str
+    workaround: Workaround
 
     def affects_installed_torch(self) -> bool:
         v = torch_release()
         return self.first <= v and (self.last is None or v <= self.last)
 
     def affects_path(self, path: str) -> bool:
-        """Named, or its family is: "compiled" covers every "compiled:<mode>"."""
         return path in self.paths or path.partition(":")[0] in self.paths
 
-    def matches(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-        if not self.affects_path(result.path) or not self.triggers(spec) or not self.affects_installed_torch():
-            return False
-        if self.symptom == "error":
-            return (result.status == "error" and result.error_checkpoint == self.checkpoint
-                    and self.message.search(str(result.error)) is not None)
-        return (all(m.checkpoint == self.checkpoint and self.message.search(str(m)) for m in mismatches)
-                and any(self.witness is None or self.witness.search(str(m)) for m in mismatches))
+    def hit(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+        """The bug happened on this path: its structure is there and its witness is seen."""
+        return (self.affects_path(result.path) and self.affects_installed_torch() and self.trigger(spec)
+                and self.witness(spec, result, mismatches))
 
 
-def _aliasing_output_before_another(spec: GraphSpec) -> bool:
-    return spec.forward_ad and any(
-        fn.jvp and any(o.kind in ("input", "view") and any(
-            p.kind not in ("const",) and not p.non_differentiable for p in fn.outputs[k + 1:])
-            for k, o in enumerate(fn.outputs))
-        for fn in spec.functions)
+# --- witnesses and damage, by shape -------------------------------------------------------
 
 
-def _returns_input_without_materialized_tangent(spec: GraphSpec) -> bool:
-    return spec.forward_ad and any(
-        fn.jvp and not fn.materialize_grads and any(o.kind in ("input", "view", "dirty") for o in fn.outputs)
-        for fn in spec.functions)
+def raised(checkpoint: str, message: str, error_type: type[BaseException] | None = None) -> Witness:
+    """The path itself raised at `checkpoint`, with this message (and type)."""
+    pattern = re.compile(message, re.S)
+
+    def witness(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+        return (result.status == "error" and result.error_checkpoint == checkpoint
+                and (error_type is None or isinstance(result.error, error_type))
+                and pattern.search(str(result.error)) is not None)
+    return witness
 
 
-def _none_gradient_meets_another_edge(spec: GraphSpec) -> bool:
-    """A Function may return None for a tensor input whose value also gets a gradient
-    along another edge (read twice, also an output in the loss, or a view of a leaf whose
-    other views are read too: their gradients meet in the leaf)."""
-    readers: dict[str, int] = {}
-    for fn in spec.functions:
-        for arg in fn.args:
-            if arg.ref is not None:
-                base = arg.ref.split("[")[0]
-                readers[base] = readers.get(base, 0) + 1
-    for ref in readers:
-        readers[ref] += ref.startswith("f")  # the loss reads every Function output
-    return any(fn.unused_grad == "none" or not fn.materialize_grads or fn.needs_input_grad != "ignore"
-               for fn in spec.functions) and any(n > 1 for n in readers.values())
+def error_at(*checkpoints: str) -> Damage:
+    """Only the error report itself (what completed before it is still compared)."""
+    return lambda spec, m: m.role == "error" and m.checkpoint in checkpoints
 
 
-def _deliberate_error(*cases: str) -> Callable[[GraphSpec], bool]:
-    return lambda spec: any(fn.error in cases for fn in spec.functions)
+def _functions_replaced(spec: GraphSpec, change: Callable[[int, FunctionSpec], FunctionSpec]) -> GraphSpec:
+    return dataclasses.replace(spec, functions=tuple(change(n, fn) for n, fn in enumerate(spec.functions)))
 
 
-def _prehook_on_function_whose_first_output_gets_no_gradient(spec: GraphSpec) -> bool:
+def _without_errors(which: Callable[[int, FunctionSpec], bool]) -> Workaround:
+    return lambda spec: _functions_replaced(
+        spec, lambda n, fn: dataclasses.replace(fn, error=None) if which(n, fn) else fn)
+
+
+def _generic(fn: FunctionSpec) -> bool:
+    return fn.code == "generic"
+
+
+def _all_plain(spec: GraphSpec) -> GraphSpec:
+    """Every Function written in the plain style (explicit parameters, literal constants)."""
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, code="plain"))
+
+
+def _backward_runs(spec: GraphSpec, n: int) -> bool:
+    """Function n's backward is called: a backward runs and an output of it requires grad."""
+    flow = Dataflow(spec)
+    return spec.backward != "none" and any(flow.requires_grad.get(f"f{n}.{k}", False)
+                                           for k in spec.functions[n].tensor_outputs)
+
+
+# --- forward-mode AD -------------------------------------------------------------------------
+
+
+def _aliasing_output_as_copy(spec: GraphSpec, sites: Callable[[GraphSpec], tuple[tuple[int, int], ...]]
+                             ) -> GraphSpec:
+    """Replace the aliasing outputs at `sites` by computed copies (same value, no alias),
+    until no site is left: the smallest change that keeps every other output and tangent."""
+    for _ in range(sum(len(fn.outputs) for fn in spec.functions)):
+        found = sites(spec)
+        if not found:
+            return spec
+        n, k = found[0]
+        fn = spec.functions[n]
+        out = fn.outputs[k]
+        copy = OutputSpec("compute", terms=(Term(out.slot, "linear", out.coeff if out.kind == "dirty" else 1.0),))
+        outputs = fn.outputs[:k] + (copy,) + fn.outputs[k + 1:]
+        args = fn.args
+        if out.kind == "dirty":  # no longer modified in place: read the value itself
+            args = args[:out.slot] + (dataclasses.replace(args[out.slot], clone=False),) + args[out.slot + 1:]
+        spec = _functions_replaced(spec, lambda m, f: dataclasses.replace(
+            f, outputs=outputs, args=args) if m == n else f)
+    return spec
+
+
+def _assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    return Dataflow(spec).forward_ad.asserts if spec.forward_ad else ()
+
+
+def _early_return_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    fwd = Dataflow(spec).forward_ad
+    return fwd.early_returns if spec.forward_ad and fwd.dropped else ()
+
+
+def _tangent_ref(m: Mismatch) -> str | None:
+    return m.role[len("tangent:"):] if m.checkpoint == "forward_ad" and m.role.startswith("tangent:") else None
+
+
+def _dropped_tangent_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    dropped = Dataflow(spec).forward_ad.dropped
+    return any(_tangent_ref(m) in dropped and m.detail == "got None, expected a tensor" for m in mismatches)
+
+
+def _downstream_of_dropped_tangents(spec: GraphSpec, m: Mismatch) -> bool:
+    flow = Dataflow(spec)
+    return _tangent_ref(m) in flow.downstream(set(flow.forward_ad.dropped))
+
+
+# --- compiled autograd ---------------------------------------------------------------------
+
+
+def _none_gradient_meets_another(spec: GraphSpec) -> bool:
+    return spec.backward != "none" and bool(Dataflow(spec).none_meets_another_gradient())
+
+
+def _zeros_for_unused_inputs(spec: GraphSpec) -> GraphSpec:
+    """Zeros instead of None from the Functions whose None gradient meets another one."""
+    flow = Dataflow(spec)
+    nones = flow.none_gradient_edges()
+    senders = {n for ref in flow.none_meets_another_gradient() for n, _ in nones[ref]}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in senders else fn)
+
+
+def _last_arg_needs_gradient(spec: GraphSpec, n: int) -> bool:
+    arg = spec.functions[n].args[-1]
+    return arg.ref is not None and Dataflow(spec).requires_grad[arg.ref]
+
+
+def _too_few_gradients_needed(spec: GraphSpec, n: int) -> bool:
+    return spec.functions[n].error == "grad_count" and _last_arg_needs_gradient(spec, n) and _backward_runs(spec, n)
+
+
+def _unvalidated_gradients(spec: GraphSpec, n: int) -> bool:
+    fn = spec.functions[n]
+    return _backward_runs(spec, n) and (
+        fn.error == "grad_for_nontensor" or fn.error == "grad_count" and not _last_arg_needs_gradient(spec, n))
+
+
+def _eager_raised_but_path_did_not(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return result.status != "error" and any(
+        m.against == "eager" and m.role == "error" and m.checkpoint == "backward"
+        and re.search(r"eager raised RuntimeError at backward: function F(\d+)Backward returned "
+                      r"(an incorrect number of gradients|a gradient different than None at position \d+, "
+                      r"but the corresponding forward input was not a Variable)", m.detail)
+        and _unvalidated_gradients(spec, int(re.search(r"function F(\d+)Backward", m.detail)[1]))
+        for m in mismatches)
+
+
+def _prehooked_functions_without_first_gradient(spec: GraphSpec) -> set[int]:
+    flow = Dataflow(spec)
     hooked = {int(h.target[1:].split(".")[0]) for h in spec.hooks
-              if h.kind == "pre" and h.target is not None and h.target.startswith("f")}
-    return any(spec.functions[n].outputs[0].kind == "const" or spec.functions[n].outputs[0].non_differentiable
-               for n in hooked)
+              if h.kind == "pre" and h.target is not None and h.target.startswith("f")
+              and flow.requires_grad.get(h.target, False)}
+    return {n for n in hooked if not flow.requires_grad.get(f"f{n}.0", False)}
 
 
-def _function_with_inputs(spec: GraphSpec) -> bool:
-    """A generated Function (forward(*args)) that has inputs to shift."""
-    return any(fn.args for fn in spec.functions)
+def _without_those_prehooks(spec: GraphSpec) -> GraphSpec:
+    bad = _prehooked_functions_without_first_gradient(spec)
+    return dataclasses.replace(spec, hooks=tuple(
+        h for h in spec.hooks if not (h.kind == "pre" and h.target is not None and h.target.startswith("f")
+                                      and int(h.target[1:].split(".")[0]) in bad)))
 
 
-def _double_backward_with_saved_tensors_hooks(spec: GraphSpec) -> bool:
-    return spec.backward == "double" and any(h.kind == "saved_tensors" for h in spec.hooks)
+def _double_backward_through_unpacked_saved_tensors(spec: GraphSpec) -> bool:
+    flow = Dataflow(spec)
+    return (spec.backward == "double" and any(h.kind == "saved_tensors" for h in spec.hooks)
+            and any(fn.nonlinear_slots and fn.save and flow.node_exists(n) for n, fn in enumerate(spec.functions)))
 
 
-def _generated_functions(spec: GraphSpec) -> bool:
-    """Every generated Function reads its spec from class attributes and from its closure,
-    and takes its inputs as *args."""
-    return bool(spec.functions)
+def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
+    return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if h.kind != "saved_tensors"))
+
+
+# --- Dynamo --------------------------------------------------------------------------------
+
+
+def _generic_function_with_grad_input(spec: GraphSpec) -> bool:
+    flow = Dataflow(spec)
+    return any(_generic(fn) and flow.node_exists(n) for n, fn in enumerate(spec.functions))
+
+
+def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
+    return any(_generic(fn) and fn.tensor_slots for fn in spec.functions)
+
+
+def _generic_varargs_forward(spec: GraphSpec) -> bool:
+    """forward(*args) with setup_context: Dynamo binds the ctx as the first input."""
+    return any(_generic(fn) and fn.style == "setup_context" and fn.tensor_slots for fn in spec.functions)
+
+
+def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
+                                             mismatches: list[Mismatch]) -> bool:
+    shifted = {n for n, fn in enumerate(spec.functions)
+               if _generic(fn) and fn.style == "setup_context" and fn.tensor_slots}
+    return result.status != "error" and any(
+        m.checkpoint == "forward" and m.role.startswith("out:f") and int(m.role[5:].split(".")[0]) in shifted
+        for m in mismatches)
+
+
+_CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
+
+
+def _anything(spec: GraphSpec, m: Mismatch) -> bool:
+    return True
 
 
 KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     KnownIssue(
         id="fwad-input-as-is-none-tangent",
         title=("Forward AD: a custom Function with set_materialize_grads(False) that returns an "
-               "input without a tangent as-is, and whose jvp returns None for it, hits an INTERNAL "
-               "ASSERT in autograd_meta.cpp instead of leaving the output without a tangent"),
+               "input without a tangent as-is (or dirty), and whose jvp returns None for it, hits an "
+               "INTERNAL ASSERT in autograd_meta.cpp instead of leaving the output without a tangent"),
         first=(2, 13, 0), last=None,
         paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
-        checkpoint="forward_ad",
-        symptom="error",
-        message=re.compile(r"INTERNAL ASSERT FAILED at .*autograd_meta\.cpp.*Expected both tensor and its "
-                           r"forward grad to be floating point or complex", re.S),
-        triggers=_returns_input_without_materialized_tangent,
         reproducer="fwad_input_as_is_none_tangent.py",
+        trigger=lambda spec: bool(_assert_sites(spec)),
+        witness=raised("forward_ad", r"INTERNAL ASSERT FAILED at .*autograd_meta\.cpp.*Expected both tensor "
+                                     r"and its forward grad to be floating point or complex"),
+        damage=error_at("forward_ad"),
+        damages="the error at forward_ad (every tangent is lost with it)",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _assert_sites),
     ),
     KnownIssue(
         id="fwad-view-drops-later-tangents",
@@ -145,12 +289,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "custom_function.cpp ends the output loop with `return` where `continue` is meant"),
         first=(2, 13, 0), last=None,
         paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
-        checkpoint="forward_ad",
-        symptom="mismatch",
-        message=re.compile(r"vs math: forward_ad tangent:f\d+\.\d+: "),
-        witness=re.compile(r"forward_ad tangent:f\d+\.\d+: got None, expected a tensor$"),
-        triggers=_aliasing_output_before_another,
         reproducer="fwad_view_of_tangentless_input_drops_later_tangents.py",
+        trigger=lambda spec: bool(_early_return_sites(spec)),
+        witness=_dropped_tangent_seen,
+        damage=_downstream_of_dropped_tangents,
+        damages="forward_ad tangents of the dropped outputs and of every value computed from them",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _early_return_sites),
     ),
     KnownIssue(
         id="ca-none-gradient-accumulated",
@@ -159,27 +303,27 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "torch.add(None, g) and raises TypeError (eager skips undefined gradients)"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
-        checkpoint="backward",
-        symptom="error",
-        message=re.compile(r"argument '(input|other)' \(position [12]\) must be Tensor, not NoneType"),
-        triggers=_none_gradient_meets_another_edge,
         reproducer="ca_none_gradient_accumulated.py",
+        trigger=_none_gradient_meets_another,
+        witness=raised("backward", r"argument '(input|other)' \(position [12]\) must be Tensor, not NoneType",
+                       TypeError),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_zeros_for_unused_inputs,
     ),
     KnownIssue(
         id="ca-function-backward-unvalidated",
         title=("Compiled autograd does not validate a custom Function's backward results: a wrong "
-               "number of gradients, or a gradient for a non-tensor input, raises in eager and "
-               "passes silently under compiled autograd"),
+               "number of gradients (none of them needed), or a gradient for a non-tensor input, raises in "
+               "eager and passes silently under compiled autograd"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),
-        checkpoint="backward",
-        symptom="mismatch",
-        message=re.compile(r"vs eager: backward error: eager raised RuntimeError at backward: function F\d+Backward "
-                           r"returned (an incorrect number of gradients|a gradient different than None at "
-                           r"position \d+, but the corresponding forward input was not a Variable).*; "
-                           r"\S+ ran without error$"),
-        triggers=_deliberate_error("grad_count", "grad_for_nontensor"),
         reproducer="ca_function_backward_unvalidated.py",
+        trigger=lambda spec: any(_unvalidated_gradients(spec, n) for n in range(len(spec.functions))),
+        witness=_eager_raised_but_path_did_not,
+        damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward" and m.against == "eager",
+        damages="the missing error at backward (compared with eager's)",
+        workaround=_without_errors(lambda n, fn: fn.error in ("grad_count", "grad_for_nontensor")),
     ),
     KnownIssue(
         id="ca-too-few-gradients-indexerror",
@@ -188,11 +332,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "autograd an IndexError (tuple/list index out of range)"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),
-        checkpoint="backward",
-        symptom="error",
-        message=re.compile(r"(tuple|list) index out of range"),
-        triggers=_deliberate_error("grad_count"),
         reproducer="ca_too_few_gradients_indexerror.py",
+        trigger=lambda spec: any(_too_few_gradients_needed(spec, n) for n in range(len(spec.functions))),
+        witness=raised("backward", r"^(tuple|list) index out of range$", IndexError),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_without_errors(lambda n, fn: fn.error == "grad_count"),
     ),
     KnownIssue(
         id="ca-invalid-gradient-message",
@@ -201,12 +346,14 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "0 ...' instead of 'Function FBackward returned an invalid gradient at index 0 ...')"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),
-        checkpoint="backward",
-        symptom="error",
-        message=re.compile(r"^\[Compiled Autograd Tracing:\]invalid gradient at index \d+ - got .* but expected "
-                           r"shape compatible with"),
-        triggers=_deliberate_error("grad_shape"),
         reproducer="ca_invalid_gradient_message.py",
+        trigger=lambda spec: any(fn.error == "grad_shape" and _backward_runs(spec, n)
+                                 for n, fn in enumerate(spec.functions)),
+        witness=raised("backward", r"^\[Compiled Autograd Tracing:\]invalid gradient at index \d+ - got .* "
+                                   r"but expected shape compatible with", RuntimeError),
+        damage=error_at("backward"),
+        damages="the error message at backward",
+        workaround=_without_errors(lambda n, fn: fn.error == "grad_shape"),
     ),
     KnownIssue(
         id="ca-prehook-unused-first-gradient",
@@ -215,11 +362,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "with a bare StopIteration"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),
-        checkpoint="backward",
-        symptom="error",
-        message=re.compile(r"^$"),  # StopIteration carries no message
-        triggers=_prehook_on_function_whose_first_output_gets_no_gradient,
         reproducer="ca_prehook_unused_first_gradient.py",
+        trigger=lambda spec: spec.backward != "none" and bool(_prehooked_functions_without_first_gradient(spec)),
+        witness=raised("backward", r"^$", StopIteration),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_without_those_prehooks,
     ),
     KnownIssue(
         id="ca-unpack-hook-create-graph",
@@ -228,11 +376,13 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "gradients through saved tensors are silently lost"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),
-        checkpoint="double_backward",
-        symptom="mismatch",
-        message=re.compile(r" double_backward dgrad:x\d+: "),
-        triggers=_double_backward_with_saved_tensors_hooks,
         reproducer="ca_unpack_hook_create_graph.py",
+        trigger=_double_backward_through_unpacked_saved_tensors,
+        witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
+                                             for m in ms),
+        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:"),
+        damages="second-order gradients (double_backward dgrad:*)",
+        workaround=_without_saved_tensors_hooks,
     ),
     KnownIssue(
         id="dynamo-function-class-attribute",
@@ -241,11 +391,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "whose own hint calls it a Dynamo bug"),
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
-        checkpoint="forward",
-        symptom="error",
-        message=re.compile(r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)", re.S),
-        triggers=_generated_functions,
         reproducer="dynamo_function_class_attribute.py",
+        trigger=_generic_function_with_tensor_input,
+        witness=raised("forward", _CLASS_ATTRIBUTE),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_all_plain,
     ),
     KnownIssue(
         id="dynamo-function-class-attribute-backward",
@@ -253,11 +404,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "graph to torch.compile traces each Function's backward, which reads class attributes"),
         first=(2, 13, 0), last=None,
         paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
-        checkpoint="backward",
-        symptom="error",
-        message=re.compile(r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)", re.S),
-        triggers=_generated_functions,
         reproducer="dynamo_function_class_attribute.py",
+        trigger=lambda spec: spec.backward != "none" and _generic_function_with_grad_input(spec),
+        witness=raised("backward", _CLASS_ATTRIBUTE),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_all_plain,
     ),
     KnownIssue(
         id="dynamo-function-varargs-forward",
@@ -268,20 +420,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "where a tensor was passed (TypeError)"),
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
-        checkpoint="forward",
-        symptom="error",
+        reproducer="dynamo_function_varargs_forward.py",
+        trigger=_generic_function_with_tensor_input,
         # What the shift breaks first varies with the graph (an input past the end, the ctx
         # or a constant where a tensor was passed, an output that is then no tensor); all of
         # it is an exception the traced forward raised, which Dynamo renders as a constant
         # (or a TypeError of an op given a constant), where eager's forward raised nothing.
         # (torch 2.13 renders it "ConstantVariable(str: ...)", 2.14 "raised exception E(...)")
-        message=re.compile(r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: |raised exception \w+\()"
-                           r"|index out of range|unsupported operand type\(s\) for .*'NoneType'"
-                           r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
-                           # the ctx reaching a torch op crashes Dynamo itself
-                           r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"),
-        triggers=_function_with_inputs,
-        reproducer="dynamo_function_varargs_forward.py",
+        witness=raised("forward", r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
+                                  r"|raised exception \w+\()|index out of range"
+                                  r"|unsupported operand type\(s\) for .*'NoneType'"
+                                  r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
+                                  # the ctx reaching a torch op crashes Dynamo itself
+                                  r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_all_plain,
     ),
     KnownIssue(
         id="dynamo-function-varargs-forward-values",
@@ -289,11 +443,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "forward(*args) reads shifted inputs returns wrong outputs without an error"),
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
-        checkpoint="forward",
-        symptom="mismatch",
-        message=re.compile(r" forward out:f\d+\.\d+: "),
-        triggers=_function_with_inputs,
         reproducer="dynamo_function_varargs_forward.py",
+        trigger=_generic_varargs_forward,
+        witness=_wrong_forward_value_of_varargs_function,
+        damage=_anything,
+        damages="every value: the forward computes with shifted inputs, so all that follows differs",
+        workaround=_all_plain,
     ),
     KnownIssue(
         id="dynamo-function-closure-object",
@@ -302,17 +457,62 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "type in sourceless builder', whose own hint calls it a Dynamo bug"),
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
-        checkpoint="forward",
-        symptom="error",
-        message=re.compile(r"Unexpected type in sourceless builder"),
-        triggers=_generated_functions,
         reproducer="dynamo_function_closure_object.py",
+        trigger=_generic_function_with_grad_input,
+        witness=raised("forward", r"Unexpected type in sourceless builder"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_all_plain,
     ),
 )
 
 
-def match(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> KnownIssue | None:
-    return next((k for k in KNOWN_ISSUES if k.matches(spec, result, mismatches)), None)
+def hits(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> list[KnownIssue]:
+    """The known issues that happened on this path's run."""
+    return [k for k in KNOWN_ISSUES if k.hit(spec, result, mismatches)]
 
 
-__all__ = ["KNOWN_ISSUES", "KnownIssue", "match", "torch_release"]
+def explained(spec: GraphSpec, issues: list[KnownIssue], m: Mismatch) -> bool:
+    return any(k.damage(spec, m) for k in issues)
+
+
+def workaround(spec: GraphSpec, issues: list[KnownIssue]) -> GraphSpec:
+    """The spec with every given issue's workaround applied."""
+    for k in issues:
+        spec = k.workaround(spec)
+    return spec
+
+
+def trigger_rates(examples: int) -> dict[KnownIssue, float]:
+    """Each entry's share of `examples` generated specs whose structure triggers it."""
+    from hypothesis import HealthCheck, given, settings
+
+    from strategies import graphs
+
+    specs: list[GraphSpec] = []
+
+    @settings(max_examples=examples, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(graphs())
+    def draw(spec: GraphSpec) -> None:
+        specs.append(spec)
+
+    draw()
+    return {k: sum(map(k.trigger, specs)) / max(1, len(specs)) for k in KNOWN_ISSUES}
+
+
+def run_reproducers() -> list[tuple[KnownIssue, bool]]:
+    """(entry, reproduced) for each entry's reproducer run on the installed torch."""
+    import subprocess
+    import sys
+
+    out = []
+    for issue in KNOWN_ISSUES:
+        done = subprocess.run([sys.executable, str(REPRODUCERS / issue.reproducer)], capture_output=True,
+                              text=True, timeout=600)
+        out.append((issue, done.returncode == 1 and "REPRODUCED" in done.stdout))
+    return out
+
+
+__all__ = ["KNOWN_ISSUES", "KnownIssue", "explained", "hits", "run_reproducers", "torch_release",
+           "trigger_rates", "workaround"]

@@ -23,6 +23,9 @@ NONLINEAR_OPS = ("sin", "square", "tanh")
 OUTPUT_KINDS = ("compute", "input", "view", "dirty", "const")
 SAVE_KINDS = ("inputs", "outputs", "intermediates")
 STYLES = ("old", "setup_context")
+#: how a Function's code is written: "generic" (one class body reading its spec from class
+#: attributes, closures and *args) or "plain" (explicit parameters, literal constants)
+CODE_STYLES = ("generic", "plain")
 NEEDS_INPUT_GRAD_MODES = ("ignore", "read", "saved")
 UNUSED_GRAD_MODES = ("none", "zeros")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
@@ -84,6 +87,7 @@ class FunctionSpec:
     outputs: tuple[OutputSpec, ...] = (OutputSpec(kind="const", value=0),)
     tuple_output: bool = True
     style: str = "old"
+    code: str = "generic"
     save: tuple[str, ...] = ()
     materialize_grads: bool = True
     needs_input_grad: str = "ignore"
@@ -231,6 +235,7 @@ def validate(g: GraphSpec) -> None:
 
 def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.style in STYLES, f"{w}.style", fn.style, f"choose one of {STYLES}")
+    _check(fn.code in CODE_STYLES, f"{w}.code", fn.code, f"choose one of {CODE_STYLES}")
     _check(all(s in SAVE_KINDS for s in fn.save) and tuple(sorted(set(fn.save))) == fn.save,
            f"{w}.save", fn.save, f"a sorted subset of {SAVE_KINDS}")
     _check(fn.needs_input_grad in NEEDS_INPUT_GRAD_MODES, f"{w}.needs_input_grad", fn.needs_input_grad,

@@ -107,7 +107,7 @@ def _record_crash(total: CampaignResult, w: _Worker, what: str, path_names: list
     destination = out_dir / f"crash_{len(total.failures)}.py"
     write_reproducer(spec, path_names, device, f"The campaign worker ended with {what} on this spec.",
                      destination)
-    total.failures[signature] = Failure(signature, spec, what, 1, str(destination))
+    total.failures[signature] = Failure(signature, spec, what, 1, str(destination), set(path_names))
 
 
 def _worker_main(config: dict[str, Any]) -> int:

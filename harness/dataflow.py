@@ -1,0 +1,191 @@
+"""Facts about a graph spec's data flow, derived without running it.
+
+The known-issue triggers (harness/known_issues.py) are predicates on exact graph
+structure: which values require grad, which gradient edges meet in one node, which
+forward-mode tangents exist. They are computed here, once, from the spec alone, following
+what torch does (the sources are cited where it matters).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from harness.spec import FunctionSpec, GraphSpec
+
+#: (function index, argument slot): one gradient edge from a Function node to a value
+Edge = tuple[int, int]
+
+
+def base_ref(ref: str) -> str:
+    """"x0[1]" -> "x0"; other refs unchanged."""
+    return ref.split("[")[0]
+
+
+def reads(out_kind: str, out, slot: int) -> bool:
+    """Does this output's backward send a gradient to `slot`?"""
+    if out_kind == "compute":
+        return any(t.slot == slot for t in out.terms)
+    return out_kind in ("input", "view", "dirty") and out.slot == slot
+
+
+def differentiable(fn: FunctionSpec, k: int) -> bool:
+    out = fn.outputs[k]
+    return out.kind != "const" and not out.non_differentiable
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    spec: GraphSpec
+
+    @functools.cached_property
+    def requires_grad(self) -> dict[str, bool]:
+        """Every tensor value: does it require grad? A custom Function's differentiable
+        outputs require grad when any tensor input does (non-differentiable ones never)."""
+        rg: dict[str, bool] = {}
+        for i, leaf in enumerate(self.spec.leaves):
+            for j in range(leaf.views):
+                rg[f"x{i}[{j}]"] = leaf.requires_grad
+            rg[f"x{i}"] = leaf.requires_grad
+        for n, fn in enumerate(self.spec.functions):
+            any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
+            for k in fn.tensor_outputs:
+                rg[f"f{n}.{k}"] = any_input and differentiable(fn, k)
+        return rg
+
+    def node_exists(self, n: int) -> bool:
+        """Function n has a backward node (some tensor input requires grad)."""
+        return any(self.requires_grad[a.ref] for a in self.spec.functions[n].args if a.ref is not None)
+
+    def edges_into(self, ref: str) -> list[Edge]:
+        """Gradient edges from Function nodes into the node of `ref` (a clone reads its source)."""
+        if not self.requires_grad.get(ref, False):
+            return []
+        return [(n, s) for n, fn in enumerate(self.spec.functions) if self.node_exists(n)
+                for s, a in enumerate(fn.args) if a.ref == ref]
+
+    def gets_gradient(self, n: int, slot: int) -> bool:
+        """Does Function n's backward return a tensor (not None) for this slot?
+        Mirrors harness/build.py `_backward`: a differentiable output that requires grad is in
+        the loss, so it receives a gradient; a slot no such output reads gets None unless the
+        Function returns zeros for unused inputs."""
+        fn = self.spec.functions[n]
+        arg = fn.args[slot]
+        if arg.ref is None or not self.requires_grad[arg.ref]:
+            return False
+        read = any(differentiable(fn, k) and self.requires_grad.get(f"f{n}.{k}", False)
+                   and reads(o.kind, o, slot) for k, o in enumerate(fn.outputs))
+        return read or fn.unused_grad == "zeros"
+
+    def none_gradient_edges(self) -> dict[str, list[Edge]]:
+        """Values that receive a None gradient from some Function node, with those edges.
+        A view of a leaf whose every incoming edge carries None passes None on to its leaf."""
+        out: dict[str, list[Edge]] = {}
+        for ref in self.requires_grad:
+            nones = [e for e in self.edges_into(ref) if not self.gets_gradient(*e)]
+            if nones:
+                out[ref] = nones
+        return out
+
+    def incoming_gradients(self, ref: str) -> int:
+        """How many gradients arrive at the node of `ref`: one per Function edge, one from
+        the loss for a Function output that requires grad, and for a whole leaf with views,
+        one per view that receives any gradient edge."""
+        count = len(self.edges_into(ref)) + (ref.startswith("f") and self.requires_grad.get(ref, False))
+        if ref.startswith("x") and "[" not in ref:
+            leaf = self.spec.leaves[int(ref[1:])]
+            count += sum(1 for j in range(leaf.views) if self.edges_into(f"{ref}[{j}]"))
+        return count
+
+    def none_meets_another_gradient(self) -> list[str]:
+        """Values where a None gradient from a Function meets another gradient in one node's
+        input buffer (the structure of ca-none-gradient-accumulated)."""
+        hits = []
+        nones = self.none_gradient_edges()
+        for ref, edges in nones.items():
+            if self.incoming_gradients(ref) >= 2:
+                hits.append(ref)
+            elif "[" in ref and len(edges) == len(self.edges_into(ref)):
+                leaf = base_ref(ref)  # the view's node passes None on to its leaf's buffer
+                if self.incoming_gradients(leaf) >= 2:
+                    hits.append(ref)
+        return hits
+
+    def upstream_leaves(self, ref: str) -> frozenset[str]:
+        """Whole leaves ("x0") whose gradient can depend on `ref`'s gradient."""
+        if ref.startswith("x"):
+            return frozenset({base_ref(ref)})
+        n = int(ref[1:].split(".")[0])
+        return frozenset().union(*(self.upstream_leaves(a.ref) for a in self.spec.functions[n].args
+                                   if a.ref is not None))
+
+    def downstream(self, refs: set[str]) -> frozenset[str]:
+        """`refs` and every Function output computed from them, transitively."""
+        tainted = set(refs)
+        for n, fn in enumerate(self.spec.functions):
+            if any(a.ref in tainted for a in fn.args if a.ref is not None):
+                tainted |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+        return frozenset(tainted)
+
+    # --- forward-mode AD, as torch's _process_forward_mode_AD does it -----------------------
+
+    @functools.cached_property
+    def forward_ad(self) -> "ForwardAD":
+        return _simulate_forward_ad(self.spec)
+
+
+@dataclass(frozen=True)
+class ForwardAD:
+    """What torch does with tangents through the graph (harness/run.py gives every leaf one).
+
+    torch/csrc/autograd/custom_function.cpp, _process_forward_mode_AD: for an output that
+    is a view of an input (an input returned as-is counts: it is returned as a view) whose
+    input has NO tangent while another input has one, the user's tangent is set in place and
+    the loop ends with `return` (fwad-view-drops-later-tangents), so later outputs get no
+    tangent; if the user's tangent is None there, setting it fails an internal assert
+    (fwad-input-as-is-none-tangent). A dirty output takes the in-place branch, with the same
+    assert for a None tangent."""
+
+    #: values that have a tangent after the forward
+    with_tangent: frozenset[str]
+    #: (function, output) where the None-tangent internal assert fires, in run order
+    asserts: tuple[tuple[int, int], ...]
+    #: (function, output) where the view branch returns early, and the outputs it drops
+    early_returns: tuple[tuple[int, int], ...]
+    dropped: frozenset[str]
+
+
+def _simulate_forward_ad(spec: GraphSpec) -> ForwardAD:
+    has = {r for r in spec.value_refs() if r.startswith("x")}
+    asserts: list[tuple[int, int]] = []
+    early: list[tuple[int, int]] = []
+    dropped: set[str] = set()
+    for n, fn in enumerate(spec.functions):
+        tangents = {s: a.ref in has for s, a in enumerate(fn.args) if a.ref is not None}
+        if not any(tangents.values()):
+            continue  # "If no input has forward grad, nothing to do here"
+        for k, out in enumerate(fn.outputs):
+            ref = f"f{n}.{k}"
+            if not differentiable(fn, k):
+                continue
+            if out.kind == "compute":
+                has.add(ref)
+                continue
+            if tangents[out.slot]:
+                has.add(ref)
+                continue
+            # the aliased input has no tangent: our jvp returns None unless torch
+            # materializes the undefined input tangent as zeros
+            if not fn.materialize_grads:
+                asserts.append((n, k))  # the forward raises here: nothing after it runs
+                return ForwardAD(frozenset(has), tuple(asserts), tuple(early), frozenset(dropped))
+            has.add(ref)
+            if out.kind in ("input", "view"):
+                early.append((n, k))
+                later = {f"f{n}.{j}" for j in fn.tensor_outputs if j > k and differentiable(fn, j)}
+                dropped |= later
+                break
+    return ForwardAD(frozenset(has), tuple(asserts), tuple(early), frozenset(dropped))
+
+
+__all__ = ["Dataflow", "ForwardAD", "base_ref", "differentiable", "reads"]

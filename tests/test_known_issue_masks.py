@@ -1,0 +1,176 @@
+"""A known torch issue never hides another failure.
+
+For every registry entry: an example that triggers it (the issue is hit, and the example
+is not failed), then the same example with an unrelated fault injected, which must fail:
+  * scaled_gradient: one Function's backward returns 1.5x the gradient of one input (every path);
+  * wrong_jvp: another Function's jvp returns 1.5x its tangents (every path);
+  * one_path_wrong: the path under test alone returns one gradient (or output) 1.5x.
+The faults are injected here, around the real build and the real paths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from harness import check as check_module
+from harness import paths
+from harness.build import build as real_build
+from harness.check import check
+from harness.known_issues import KNOWN_ISSUES
+from harness.run import RunResult
+from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
+
+X0, X1 = Arg("x0"), Arg("x1")
+
+
+def lin(slot: int, coeff: float = 2.0) -> OutputSpec:
+    return OutputSpec("compute", terms=(Term(slot, "linear", coeff),))
+
+
+def graph(*functions: FunctionSpec, **kw) -> GraphSpec:
+    return GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), functions=functions, **kw)
+
+
+def fn(*args: Arg, outputs: tuple[OutputSpec, ...], **kw) -> FunctionSpec:
+    return FunctionSpec(args=args, outputs=outputs, tuple_output=len(outputs) > 1, **kw)
+
+
+# a Function with a non-differentiable output, so a later Function has an input without a tangent
+TANGENTLESS = fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 1.0),), non_differentiable=True),
+                              lin(0)), jvp=True)
+
+#: issue id -> (path, a spec that triggers it, the Function whose backward the scaled_gradient
+#: fault changes and the slot, the Function whose jvp the wrong_jvp fault changes, or None)
+CASES = {
+    "fwad-input-as-is-none-tangent": ("eager", graph(
+        TANGENTLESS, fn(Arg("f0.0"), X1, outputs=(OutputSpec("input", slot=0), lin(1)), jvp=True,
+                        materialize_grads=False), forward_ad=True), (1, 1), 0),
+    "fwad-view-drops-later-tangents": ("eager", graph(
+        TANGENTLESS, fn(Arg("f0.0"), X1, outputs=(OutputSpec("view", slot=0), lin(1)), jvp=True),
+        forward_ad=True), (1, 1), 0),
+    "ca-none-gradient-accumulated": ("compiled", graph(
+        fn(X0, X0, X1, outputs=(lin(0), lin(2)))), (0, 2), None),
+    "ca-function-backward-unvalidated": ("compiled", graph(
+        fn(X0, Arg(const=2), outputs=(lin(0),), error="grad_for_nontensor", unused_grad="zeros"),
+        fn(X1, outputs=(lin(0),))), (1, 0), None),
+    "ca-too-few-gradients-indexerror": ("compiled", graph(
+        fn(X0, X1, outputs=(lin(0),), error="grad_count", unused_grad="zeros"), fn(X1, outputs=(lin(0),))),
+        (1, 0), None),
+    "ca-invalid-gradient-message": ("compiled", graph(
+        fn(X0, outputs=(lin(0),), error="grad_shape"), fn(X1, outputs=(lin(0),))), (1, 0), None),
+    "ca-prehook-unused-first-gradient": ("compiled", graph(
+        fn(X0, outputs=(OutputSpec("const", value=0), lin(0))), fn(X1, outputs=(lin(0),)),
+        hooks=(HookSpec("pre", "f0.1"),)), (1, 0), None),
+    "ca-unpack-hook-create-graph": ("compiled", graph(
+        fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
+        fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
+        backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
+    "dynamo-function-class-attribute": ("dynamo", graph(
+        fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-function-class-attribute-backward": ("compiled:eager", graph(
+        fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-function-varargs-forward": ("dynamo", graph(
+        fn(Arg(const=2), X0, outputs=(lin(1),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-function-varargs-forward-values": ("dynamo", graph(
+        fn(X0, X1, outputs=(lin(1),), style="setup_context"), fn(X1, outputs=(lin(0),), code="plain")),
+        (1, 0), None),
+    "dynamo-function-closure-object": ("dynamo", graph(
+        fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+}
+
+
+def test_every_registry_entry_has_a_mask_case():
+    assert set(CASES) == {k.id for k in KNOWN_ISSUES}
+
+
+def _with_faulty_classes(monkeypatch, change) -> None:
+    """Every graph check() builds gets its Function classes passed through `change`."""
+    def build(spec, device="cpu"):
+        built = real_build(spec, device)
+        return dataclasses.replace(built, functions=tuple(change(n, cls) for n, cls in enumerate(built.functions)))
+    monkeypatch.setattr(check_module, "build", build)
+
+
+def _scaled(cls: type, method: str, pick) -> type:
+    """A subclass whose `method` (backward or jvp) returns `pick`ed results scaled by 1.5."""
+    original = getattr(cls, method)
+
+    def wrong(ctx, *args):
+        out = original(ctx, *args)
+        many = isinstance(out, tuple)
+        out = [o * 1.5 if isinstance(o, torch.Tensor) and pick(i) else o
+               for i, o in enumerate(out if many else (out,))]
+        return tuple(out) if many else out[0]
+    return type(cls.__name__, (cls,), {method: staticmethod(wrong)})
+
+
+class OnePathWrong:
+    """The path under test, with one gradient (else one output) of its result scaled by 1.5."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name = inner, inner.name
+        self.exact_vs_eager = inner.exact_vs_eager
+        self.lifetimes_vs_eager = getattr(inner, "lifetimes_vs_eager", True)
+
+    def available(self):
+        return self.inner.available()
+
+    def unsupported(self, spec):
+        return self.inner.unsupported(spec)
+
+    def run(self, built) -> RunResult:
+        result = self.inner.run(built)
+        for checkpoint, prefix in (("backward", "grad:x1"), ("forward", "out:f1.0")):
+            t = result.tensors.get(checkpoint, {}).get(prefix)
+            if t is not None:
+                result.tensors[checkpoint][prefix] = t * 1.5
+                break
+        return result
+
+
+def _outcome(issue_id: str, path=None):
+    name, spec, _, _ = CASES[issue_id]
+    path = path or paths.get(name)
+    verdict = check(spec, [path])
+    return verdict, verdict.outcomes[path.name]
+
+
+@pytest.mark.parametrize("issue_id", sorted(CASES))
+def test_the_case_hits_its_issue_and_nothing_fails(issue_id):
+    verdict, outcome = _outcome(issue_id)
+    assert issue_id in outcome.known, verdict.report()
+    assert outcome.status != "failed", verdict.report()
+
+
+@pytest.mark.parametrize("issue_id", sorted(CASES))
+def test_a_scaled_gradient_beside_the_issue_fails(issue_id, monkeypatch):
+    n, slot = CASES[issue_id][2]
+    _with_faulty_classes(monkeypatch, lambda m, cls: _scaled(cls, "backward", lambda i: i == slot)
+                         if m == n else cls)
+    verdict, outcome = _outcome(issue_id)
+    assert outcome.status == "failed", verdict.report()
+    assert issue_id in outcome.known, verdict.report()
+
+
+@pytest.mark.parametrize("issue_id", sorted(k for k, case in CASES.items() if case[3] is not None))
+def test_a_wrong_jvp_in_another_function_fails(issue_id, monkeypatch):
+    other = CASES[issue_id][3]
+    _with_faulty_classes(monkeypatch, lambda m, cls: _scaled(cls, "jvp", lambda i: True) if m == other else cls)
+    verdict, outcome = _outcome(issue_id)
+    assert outcome.status == "failed", verdict.report()
+    assert issue_id in outcome.known, verdict.report()
+
+
+@pytest.mark.parametrize("issue_id", sorted(CASES))
+def test_a_wrong_value_on_that_path_alone_fails(issue_id):
+    name = CASES[issue_id][0]
+    if name == "eager":  # eager is every other path's reference: the fault goes on a native path
+        name = "owned"
+        if paths.get(name).available() is not None:
+            pytest.skip(paths.get(name).available())
+    verdict, outcome = _outcome(issue_id, OnePathWrong(paths.get(name)))
+    assert outcome.status == "failed", verdict.report()
+    assert issue_id in outcome.known, verdict.report()
