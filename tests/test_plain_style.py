@@ -2,6 +2,8 @@
 differential check that both styles of one spec give bit-identical results on eager."""
 
 import dataclasses
+import subprocess
+import sys
 import dis
 import json
 
@@ -165,3 +167,38 @@ def test_a_tuple_output_constant_needs_the_generic_style():
     fn = FunctionSpec(outputs=(OutputSpec("const", value=ConstTuple((1, 2))),), code="plain")
     with pytest.raises(SpecError, match=r"functions\[0\]\.outputs\[0\]\.value=ConstTuple\(\(1, 2\)\) is invalid"):
         GraphSpec(leaves=(LeafSpec(),), functions=(fn,))
+
+
+# --- reproducers -------------------------------------------------------------------------
+
+
+def test_a_plain_reproducer_shows_and_runs_its_functions(monkeypatch, tmp_path):
+    from harness.repro import write_reproducer
+
+    monkeypatch.setattr(build, "FAULT", "wrong_backward")
+    spec = HAND_MADE["every output kind, old style"]
+    verdict = check(spec, [paths.get("eager")])
+    assert verdict.failed
+    script = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "repro.py", verdict=verdict)
+    text = script.read_text()
+    assert "\nclass F0(torch.autograd.Function):\n" in text and '"code": "plain"' in text
+    fault_line = "gx0 = gx0 * 1.5  # self-test fault wrong_backward"
+    assert fault_line in text
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "eager vs math: backward grad:x0: outside tolerance" in done.stdout
+    # the classes shown are the ones that run: without the faulty line the failure is gone
+    script.write_text(text.replace(fault_line, "pass"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_failure_the_plain_style_does_not_share_keeps_the_generated_spec(monkeypatch, tmp_path):
+    from harness.repro import write_reproducer
+
+    monkeypatch.setattr(build, "FAULT", "leak_input")  # needs module state: generic Functions only
+    spec = HAND_MADE["every output kind, old style"]
+    verdict = check(spec, [paths.get("eager")])
+    assert verdict.failed
+    text = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "r.py", verdict=verdict).read_text()
+    assert "PLAIN_CLASSES = {}" in text and "class F0(" not in text
