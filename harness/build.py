@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.autograd.function import once_differentiable
 
+from harness import plain
 from harness.spec import FunctionSpec, GraphSpec, OutputSpec
 
 #: A deliberate bug for self-tests ("wrong_backward", "wrong_jvp"): proves the harness
@@ -23,8 +24,14 @@ FAULTS = ("wrong_backward", "wrong_jvp", "leak_input", "ctx_cycle", "drop_saved"
 FAULT: str | None = os.environ.get("HARNESS_INJECT_FAULT") or None
 _LEAKED: list = []  # where the "leak_input" fault keeps its extra references
 
-#: the lifetime oracle's observer of saved intermediates (set by the runner while it tracks)
+#: the lifetime oracle's observer of saved intermediates (set by the runner while it tracks;
+#: generic Functions only, see harness/plain.py)
 SAVED_OBSERVER: Callable[[int, list], None] | None = None
+
+#: classes to run for plain-style Function n instead of compiling its generated source: a
+#: plain reproducer defines its Functions as code and hands them over here, so what the
+#: user reads is what runs (empty otherwise)
+PLAIN_CLASSES: dict[int, type[torch.autograd.Function]] = {}
 
 # --- ops and their derivatives -------------------------------------------------------
 
@@ -80,7 +87,9 @@ def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device) 
 
 
 class GeneratedFunction(torch.autograd.Function):
-    """Base of every generated Function; `spec`, `shape`, `dtype`, `device` are set per class."""
+    """Base of every generic-style Function; `spec`, `index`, `shape`, `dtype`, `device` are
+    set per class. A plain-style class (harness.plain) derives from torch.autograd.Function
+    only and gets the same attributes once it is made; its methods never read them."""
 
     spec: FunctionSpec
     index: int  # position in the graph
@@ -246,7 +255,29 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
 
 def make_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                   device: torch.device) -> type[GeneratedFunction]:
-    """One Function class for one spec; its methods are derived from the spec."""
+    """One Function class for one spec, in the spec's code style."""
+    if spec.code == "plain":
+        return make_plain_function(spec, index, shape, dtype, device)
+    return make_generic_function(spec, index, shape, dtype, device)
+
+
+def make_plain_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                        device: torch.device) -> type[GeneratedFunction]:
+    """The class compiled from `plain.function_source` (or the one in PLAIN_CLASSES), with
+    the attributes the math oracle and reproducers read from outside."""
+    cls = PLAIN_CLASSES.get(index)
+    if cls is None:
+        source = plain.function_source(spec, index, shape, dtype, device, fault=FAULT)
+        cls = plain.compile_function(source, f"F{index}")
+        cls.source = source
+    for name, value in {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device}.items():
+        setattr(cls, name, value)
+    return cls  # type: ignore[return-value]
+
+
+def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                          device: torch.device) -> type[GeneratedFunction]:
+    """One class body for every spec: its methods read the spec from the class."""
 
     def run_forward(args: Sequence[Any]) -> list[Any]:
         return _raw_outputs(spec, args, shape, dtype, device)

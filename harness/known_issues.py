@@ -28,7 +28,7 @@ import torch
 from harness.dataflow import Dataflow
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
-from harness.spec import FunctionSpec, GraphSpec, OutputSpec, Term
+from harness.spec import FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
 
 REPRODUCERS = Path(__file__).resolve().parent.parent / "known_issues"
 
@@ -109,8 +109,17 @@ def _generic(fn: FunctionSpec) -> bool:
 
 
 def _all_plain(spec: GraphSpec) -> GraphSpec:
-    """Every Function written in the plain style (explicit parameters, literal constants)."""
-    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, code="plain"))
+    """Every Function written in the plain style (explicit parameters, literal constants),
+    where it can be (a tuple-valued constant output has no plain literal)."""
+    def plain(n: int, fn: FunctionSpec) -> FunctionSpec:
+        try:
+            candidate = dataclasses.replace(fn, code="plain")
+            GraphSpec(shape=spec.shape, dtype=spec.dtype, leaves=spec.leaves,
+                      functions=spec.functions[:n] + (candidate,))
+        except SpecError:
+            return fn
+        return candidate
+    return _functions_replaced(spec, plain)
 
 
 def _backward_runs(spec: GraphSpec, n: int) -> bool:

@@ -4,6 +4,11 @@ The script carries the spec as JSON and the source of the harness modules that b
 and judge it (registered under their own names), so it runs anywhere torch runs, with
 no checkout. It exits 1 and prints the mismatches when the failure reproduces, 0 when
 it does not.
+
+Given the verdict that found the failure, the writer also tries the spec with every
+Function in the plain style (harness/plain.py); when the same paths fail for the same
+reasons, the script runs that spec and carries its Function classes as readable code,
+which is what it runs (handed to the harness through build.PLAIN_CLASSES).
 """
 
 from __future__ import annotations
@@ -11,12 +16,19 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from harness import build as build_module
-from harness.spec import GraphSpec
+from harness import plain
+from harness.spec import GraphSpec, SpecError
+
+if TYPE_CHECKING:
+    from harness.check import Verdict
 
 #: modules a reproducer needs, packages before their contents
 MODULES = (
-    "harness", "harness.spec", "harness.dataflow", "harness.build", "harness.oracles", "harness.oracles.lifetimes",
+    "harness", "harness.spec", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
+    "harness.oracles.lifetimes",
     "harness.run", "harness.oracles.compare", "harness.oracles.math", "harness.known_issues",
     "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo",
     "harness.check",
@@ -37,6 +49,9 @@ Exit status 1 means the failure reproduced; 0 means it did not.
 import sys
 import types
 
+import torch
+
+{functions}
 SPEC = {spec!r}
 PATHS = {paths!r}
 DEVICE = {device!r}
@@ -77,6 +92,7 @@ def main() -> int:
     from harness.spec import GraphSpec
 
     build.FAULT = FAULT
+    build.PLAIN_CLASSES.update(PLAIN_CLASSES)
     spec = GraphSpec.from_json(SPEC)
     verdict = check.check(spec, [paths.get(name) for name in PATHS], DEVICE)
     for outcome in verdict.outcomes.values():
@@ -93,9 +109,24 @@ if __name__ == "__main__":
 
 
 def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: str,
-                     destination: str | Path) -> Path:
+                     destination: str | Path, *, verdict: "Verdict | None" = None) -> Path:
+    """Write the script. With `verdict` (the check of `spec` that failed), the plain-style
+    spec is tried and written instead when it fails the same way."""
     import torch
 
+    written = _plain_variant(spec, paths, device, verdict) if verdict is not None else None
+    classes = ""
+    if written is not None:
+        spec, plain_verdict = written
+        summary = (f"{plain_verdict.report()}\n\nThe Functions are written out below, in the plain style; "
+                   "they fail the same way as the generated spec that was found.")
+        shape, dtype = tuple(spec.shape), getattr(torch, spec.dtype)
+        sources = [plain.function_source(fn, n, shape, dtype, device, fault=build_module.FAULT)
+                   for n, fn in enumerate(spec.functions)]
+        names = ", ".join(f"{n}: F{n}" for n in range(len(sources)))
+        classes = "\n\n" + "\n\n".join(sources) + f"\n\nPLAIN_CLASSES = {{{names}}}  # what the harness runs\n"
+    else:
+        classes = "\nPLAIN_CLASSES = {}  # the Functions are generated from SPEC\n"
     destination = Path(destination)
     torch_only = not set(paths) & NATIVE_PATHS
     if not torch_only:
@@ -105,12 +136,29 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
                         for name in MODULES)
     text = _TEMPLATE.format(
         summary=summary.replace('"""', "'''"), torch=torch.__version__, name=destination.name,
-        spec=spec.to_json(), paths=list(paths), device=device, fault=build_module.FAULT,
+        functions=classes, spec=spec.to_json(), paths=list(paths), device=device, fault=build_module.FAULT,
         sources=sources, packages=sorted(PACKAGES),
     )
     destination.parent.mkdir(parents=True, exist_ok=True)
     destination.write_text(text)
     return destination
+
+
+def _plain_variant(spec: GraphSpec, paths: list[str], device: str,
+                   verdict: "Verdict") -> "tuple[GraphSpec, Verdict] | None":
+    """The spec with every Function plain, and its verdict, when it fails the same way."""
+    from harness import paths as path_registry
+    from harness.check import check
+
+    try:
+        variant = plain.in_code_style(spec, "plain")
+    except SpecError:  # e.g. a tuple-valued output constant, which plain cannot write
+        return None
+    if not verdict.failed:
+        return None
+    again = check(variant, [path_registry.get(n) for n in paths], device)
+    same = {(o.path, o.reason) for o in again.failed} == {(o.path, o.reason) for o in verdict.failed}
+    return (variant, again) if same else None
 
 
 __all__ = ["write_reproducer"]

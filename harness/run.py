@@ -43,6 +43,7 @@ class RunResult:
     reason: str = ""  # unsupported: why
     error: BaseException | None = None
     error_checkpoint: str = ""
+    note: str = ""  # how the path got this result, when not the plain way (e.g. a fallback)
     tensors: dict[str, dict[str, torch.Tensor | None]] = field(default_factory=dict)
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
 

@@ -23,8 +23,9 @@ NONLINEAR_OPS = ("sin", "square", "tanh")
 OUTPUT_KINDS = ("compute", "input", "view", "dirty", "const")
 SAVE_KINDS = ("inputs", "outputs", "intermediates")
 STYLES = ("old", "setup_context")
-#: how a Function's code is written: "generic" (one class body reading its spec from class
-#: attributes, closures and *args) or "plain" (explicit parameters, literal constants)
+#: how a Function class is written: "generic" (one class body reading its spec from class
+#: attributes and closures, inputs as *args) or "plain" (source text with explicit
+#: parameters and literal constants, as users write them; harness/plain.py)
 CODE_STYLES = ("generic", "plain")
 NEEDS_INPUT_GRAD_MODES = ("ignore", "read", "saved")
 UNUSED_GRAD_MODES = ("none", "zeros")
@@ -87,7 +88,6 @@ class FunctionSpec:
     outputs: tuple[OutputSpec, ...] = (OutputSpec(kind="const", value=0),)
     tuple_output: bool = True
     style: str = "old"
-    code: str = "generic"
     save: tuple[str, ...] = ()
     materialize_grads: bool = True
     needs_input_grad: str = "ignore"
@@ -97,6 +97,7 @@ class FunctionSpec:
     vmap: bool = False
     ctx_state: bool = False
     error: str | None = None
+    code: str = "generic"
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -272,6 +273,10 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
                        "a dirty input is not read by computed outputs")
         elif out.kind in ("input", "view", "dirty"):
             _check(out.slot in tensor_slots, f"{ow}.slot", out.slot, "not a tensor argument")
+        if out.kind == "const" and fn.code == "plain":
+            _check(_has_literal(out.value), f"{ow}.value", out.value,
+                   "a plain Function writes its constants as literals, which make plain tuples; "
+                   "use None, a number or a string, or code='generic'")
         if out.kind == "dirty":
             _check(fn.args[out.slot].clone, f"{ow}.slot", out.slot, "a dirty input must be a clone (clone=True)")
     if fn.error == "grad_for_nontensor":
@@ -291,6 +296,10 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     if fn.nonlinear_slots:
         _check("inputs" in fn.save or "intermediates" in fn.save, f"{w}.save", fn.save,
                "nonlinear terms need saved inputs or intermediates for their derivative")
+
+
+def _has_literal(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 # --- plain data <-> dataclasses ------------------------------------------------------

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from harness.spec import (
-    BACKWARD_MODES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
+    BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
     UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
 )
 
@@ -141,6 +141,7 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
         vmap=style == "setup_context" and draw(st.booleans()),
         ctx_state=draw(st.booleans()),
         error=error,
+        code=draw(st.sampled_from(CODE_STYLES)),  # about half plain: Dynamo sees both styles
     )
 
 

@@ -64,6 +64,9 @@ AXES = {
     "ctx state": lambda g: any(fn.ctx_state for fn in fns(g)),
     "old style": lambda g: any(fn.style == "old" for fn in fns(g)),
     "setup_context style": lambda g: any(fn.style == "setup_context" for fn in fns(g)),
+    "generic code": lambda g: any(fn.code == "generic" for fn in fns(g)),
+    "plain code": lambda g: any(fn.code == "plain" for fn in fns(g)),
+    "both code styles in one graph": lambda g: {fn.code for fn in fns(g)} == {"generic", "plain"},
     "backward None for unused": lambda g: any(fn.unused_grad == "none" for fn in fns(g)),
     "backward zeros for unused": lambda g: any(fn.unused_grad == "zeros" for fn in fns(g)),
     "unused input requiring grad": lambda g: any(

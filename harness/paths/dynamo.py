@@ -6,10 +6,14 @@ Dynamo traces into every custom Function (forward and backward, as one
 backward runs when the loss is differentiated. Backends: eager, aot_eager, inductor.
 
 Path names: `dynamo` (backend from HARNESS_DYNAMO_BACKEND, default aot_eager) and
-`dynamo:<backend>`. The forward is compiled with fullgraph=True, so a graph break is
-reported (a documented one as `unsupported`) and never silently runs part of the graph
-eagerly. Forward AD is not compiled (it runs the same eager code as `eager`); a spec that
-asks for torch.jit.trace is compiled instead of traced.
+`dynamo:<backend>`. The forward is compiled with fullgraph=True first, so a graph break
+is never silently passed over. When that run stops at a documented graph break (e.g.
+"Unsupported custom jvp"), the example is run again with fullgraph=False: Dynamo's eager
+fallback, which splits the graph around what it cannot trace, as users meet it. That
+second result is the path's result, compared like any other, and its `note` says so
+(e.g. "graph break: Unsupported custom jvp; ran through Dynamo's eager fallback"). The
+recompile limit stays `unsupported`. Forward AD is not compiled (it runs the same eager
+code as `eager`); a spec that asks for torch.jit.trace is compiled instead of traced.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ BACKEND_ENV = "HARNESS_DYNAMO_BACKEND"
 #: documented: AOT Autograd's backward is once-differentiable; torch raises "torch.compile
 #: with aot_autograd does not currently support double backward" (runtime_wrappers.py)
 AOT_DOUBLE_BACKWARD = "double backward (AOT Autograd backward graphs are once-differentiable)"
+
+#: how `compiled.limitation` starts the reason of a documented graph break
+GRAPH_BREAK = "graph break: "
 
 
 class DynamoPath:
@@ -57,13 +64,21 @@ class DynamoPath:
             return AOT_DOUBLE_BACKWARD
         return None
 
-    def _compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return torch.compile(fn, backend=self.backend, fullgraph=True)
+    def _compile(self, fn: Callable[..., Any], fullgraph: bool = True) -> Callable[..., Any]:
+        return torch.compile(fn, backend=self.backend, fullgraph=fullgraph)
 
-    def run(self, built: BuiltGraph) -> RunResult:
+    def _run(self, built: BuiltGraph, fullgraph: bool) -> RunResult:
         with isolated(self.reset_between_runs):
             return run_classified(self.name, lambda: run_graph(
-                built, apply_eager, self.name, compile_forward=self._compile))
+                built, apply_eager, self.name, compile_forward=lambda fn: self._compile(fn, fullgraph)))
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        whole = self._run(built, fullgraph=True)
+        if whole.status != "unsupported" or not whole.reason.startswith(GRAPH_BREAK):
+            return whole
+        fallback = self._run(built, fullgraph=False)
+        fallback.note = f"{whole.reason}; ran through Dynamo's eager fallback"
+        return fallback
 
 
 DYNAMO_FAMILY = PathFamily("dynamo", "backend", BACKENDS, DEFAULT_BACKEND, BACKEND_ENV, DynamoPath)

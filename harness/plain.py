@@ -1,0 +1,408 @@
+"""The `plain` generation style: a Function class written out as Python source text.
+
+`harness.build` makes a `generic` Function from one class body that reads its spec from
+class attributes, closures and module globals and takes its inputs as `*args`; that is
+how the three Dynamo bugs about such Functions stay covered. A `plain` Function is what a
+user writes instead: explicit parameters (`forward(ctx, a0, a1)`, or `forward(a0, a1)`
+plus `setup_context`), every constant a literal (shape, `torch.float64`, the device,
+coefficients, biases, which outputs are views or dirty), and nothing read inside
+forward/backward/jvp/setup_context but the `torch` module itself. The text is compiled
+with exec() into a namespace that holds only `torch`.
+
+The code follows the generic style's op order exactly (`y = torch.full(shape, bias)`,
+then `y = y + c * op(x)` per term; `g * c * deriv` in the same accumulation order; the
+same jvp), so both styles give bit-identical results; tests/test_plain_style.py checks it.
+
+Not in the plain style, by nature:
+  * the self-test faults that need module state (`leak_input` keeps inputs in a module
+    list, `crash_wide`/`hang_wide` call os.abort/time.sleep). The faults that only change
+    values or ctx (`wrong_backward`, `wrong_jvp`, `ctx_cycle`) are written into the
+    source when the class is made, as visible lines.
+  * the lifetime oracle's observer of saved intermediates (`build.SAVED_OBSERVER` is a
+    module global called from inside the forward): plain Functions report no saved
+    intermediates, so the saved-tensor lifetime rules see only generic Functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import linecache
+import math
+from typing import Any
+
+import torch
+
+from harness.spec import FunctionSpec, GraphSpec
+
+#: faults that the plain style writes into the source (see the module docstring)
+PLAIN_FAULTS = ("wrong_backward", "wrong_jvp", "ctx_cycle")
+
+_INDENT = "    "
+
+
+# --- literals ------------------------------------------------------------------------
+
+
+def literal(value: Any) -> str:
+    """Python source for a constant; evaluates to an equal value of the same type
+    (tuples as plain tuples; non-finite floats through torch, the one name in scope)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "torch.nan" if math.isnan(value) else ("torch.inf" if value > 0 else "-torch.inf")
+    if isinstance(value, tuple):
+        items = [literal(v) for v in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    raise ValueError(f"value={value!r} has no literal in the plain style; use code='generic' for it.")
+
+
+def _names(prefix: str, indices: Any) -> list[str]:
+    return [f"{prefix}{i}" for i in indices]
+
+
+def _unpack(names: list[str], source: str) -> str:
+    """`a, b = source` or `(a,) = source`."""
+    if len(names) == 1:
+        return f"({names[0]},) = {source}"
+    return f"{', '.join(names)} = {source}"
+
+
+def _tuple(items: list[str]) -> str:
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def _op(op: str, x: str) -> str:
+    """The source of op(x), as build._op computes it."""
+    return {"linear": x, "sin": f"torch.sin({x})", "square": f"({x} * {x})", "tanh": f"torch.tanh({x})"}[op]
+
+
+def _derivative(op: str, x: str) -> str:
+    """The source of d op/dx at x, as build._derivative computes it (parenthesised)."""
+    return {"sin": f"torch.cos({x})", "square": f"(2 * {x})", "tanh": f"(1 - torch.tanh({x}) ** 2)"}[op]
+
+
+class _Code:
+    """Lines of source with indentation."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def add(self, line: str) -> None:
+        self.lines.append(_INDENT * self.depth + line if line else "")
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+# --- the class -----------------------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self, spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                 device: torch.device, fault: str | None) -> None:
+        self.spec, self.index, self.fault = spec, index, fault if fault in PLAIN_FAULTS else None
+        self.shape_tuple = tuple(shape)
+        self.shape = literal(self.shape_tuple)
+        self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
+        self.args = _names("a", range(len(spec.args)))
+        self.outs = _names("o", range(len(spec.outputs)))
+        # the index of each nonlinear term among the saved intermediates, as build._backward
+        # counts them (compute outputs only)
+        self.deriv_index: dict[tuple[int, int], int] = {}
+        d = 0
+        for k, out in enumerate(spec.outputs):
+            if out.kind == "compute":
+                for i, t in enumerate(out.terms):
+                    if t.op != "linear":
+                        self.deriv_index[k, i] = d
+                        d += 1
+
+    def zeros(self, shape: str | None = None) -> str:
+        return f"torch.zeros({shape or self.shape}, {self.options})"
+
+    # --- forward -------------------------------------------------------------------
+    def outputs(self, c: _Code) -> None:
+        """The forward's values, in output order, as build._raw_outputs makes them."""
+        for k, out in enumerate(self.spec.outputs):
+            o = self.outs[k]
+            if out.kind == "compute":
+                c.add(f"{o} = torch.full({self.shape}, {literal(out.bias)}, {self.options})")
+                for t in out.terms:
+                    c.add(f"{o} = {o} + {literal(t.coeff)} * {_op(t.op, self.args[t.slot])}")
+            elif out.kind == "input":
+                c.add(f"{o} = {self.args[out.slot]}")
+            elif out.kind == "view":
+                c.add(f"{o} = {self.args[out.slot]}.view_as({self.args[out.slot]})")
+            elif out.kind == "dirty":
+                c.add(f"{o} = {self.args[out.slot]}.mul_({literal(out.coeff)})")
+            else:
+                c.add(f"{o} = {literal(out.value)}")
+
+    def setup(self, c: _Code) -> None:
+        """Everything the forward tells ctx, in build._setup's order."""
+        spec = self.spec
+        if not spec.materialize_grads:
+            c.add("ctx.set_materialize_grads(False)")
+        dirty = [self.args[o.slot] for o in spec.outputs if o.kind == "dirty"]
+        if dirty:
+            c.add(f"ctx.mark_dirty({', '.join(dirty)})")
+        nondiff = [self.outs[k] for k, o in enumerate(spec.outputs) if o.non_differentiable]
+        if nondiff:
+            c.add(f"ctx.mark_non_differentiable({', '.join(nondiff)})")
+        if spec.ctx_state:
+            coeffs = tuple(tuple(t.coeff for t in o.terms) for o in spec.outputs)
+            c.add(f"ctx.term_coeffs = {literal(coeffs)}")
+        if spec.needs_input_grad == "saved":
+            c.add("ctx.needs_input_grad_at_forward = tuple(ctx.needs_input_grad)")
+        nonlinear = [self.args[s] for s in spec.nonlinear_slots]
+        saved: list[str] = []
+        if "inputs" in spec.save:
+            saved += nonlinear
+        if "intermediates" in spec.save:
+            terms = [(self.args[t.slot], t.op) for o in spec.outputs for t in o.terms if t.op != "linear"]
+            for d, (x, op) in enumerate(terms):
+                deriv = _derivative(op, x)
+                c.add(f"d{d} = {deriv[1:-1] if deriv.startswith('(') else deriv}")
+            saved += _names("d", range(len(terms)))
+        if "outputs" in spec.save:
+            saved += [self.outs[k] for k in spec.tensor_outputs]
+        if saved:
+            c.add(f"ctx.save_for_backward({', '.join(saved)})")
+        if spec.jvp and nonlinear:
+            c.add(f"ctx.save_for_forward({', '.join(nonlinear)})")
+        if self.fault == "ctx_cycle" and spec.tensor_outputs:
+            c.add(f"ctx.cycle = {self.outs[spec.tensor_outputs[0]]}  # self-test fault ctx_cycle")
+
+    def returned(self, names: list[str]) -> str:
+        return f"return {_tuple(names)}" if self.spec.tuple_output else f"return {names[0]}"
+
+    # --- backward ------------------------------------------------------------------
+    def backward(self, c: _Code) -> None:
+        spec = self.spec
+        saved: list[str] = []
+        if "inputs" in spec.save:
+            saved += [self.args[s] for s in spec.nonlinear_slots]
+        if "intermediates" in spec.save:
+            saved += _names("d", range(sum(1 for o in spec.outputs for t in o.terms if t.op != "linear")))
+        saved_outputs = [self.outs[k] for k in spec.tensor_outputs] if "outputs" in spec.save else []
+        if saved or saved_outputs:
+            c.add(_unpack(saved + saved_outputs, "ctx.saved_tensors"))
+        for o in saved_outputs:  # unpacked (version checks) and sanity-checked, as generic does
+            c.add(f"if tuple({o}.shape) != {self.shape}:")
+            c.add(f"{_INDENT}raise AssertionError(f\"saved output has shape {{tuple({o}.shape)}}, "
+                  f"expected {{{self.shape}}}\")")
+        if spec.ctx_state:
+            c.add("c = ctx.term_coeffs")
+        if spec.needs_input_grad != "ignore":
+            c.add("needs = tuple(ctx.needs_input_grad)")
+        if spec.needs_input_grad == "saved":
+            c.add("if needs != ctx.needs_input_grad_at_forward:")
+            c.add(f"{_INDENT}raise AssertionError(f\"needs_input_grad changed between forward "
+                  "{ctx.needs_input_grad_at_forward} and backward {needs}\")")
+        # Per slot: "none" (no gradient yet), "some" (one for sure), "maybe" (only decided at
+        # run time: with materialize_grads=False an output's gradient may be None)
+        state = {s: "none" for s in spec.tensor_slots}
+        runtime = not spec.materialize_grads
+        if runtime:
+            touched = sorted({s for k in range(len(spec.outputs)) for s, _ in self._contributions(k)})
+            for s in touched:
+                c.add(f"gx{s} = None")
+        for k, out in enumerate(spec.outputs):
+            contributions = self._contributions(k)
+            if not contributions:
+                continue
+            before = dict(state)
+            if runtime:
+                c.add(f"if g{k} is not None:")
+                c.depth += 1
+            for s, term in contributions:
+                self._add(c, state, s, term)
+            if runtime:
+                c.depth -= 1
+                for s in state:
+                    if state[s] != before[s]:
+                        state[s] = "maybe" if before[s] in ("none", "maybe") else before[s]
+        if self.fault == "wrong_backward" and any(v != "none" for v in state.values()):
+            s = min(slot for slot, v in state.items() if v != "none")
+            guard = f"if gx{s} is not None: " if state[s] == "maybe" else ""
+            c.add(f"{guard}gx{s} = gx{s} * 1.5  # self-test fault wrong_backward")
+        self._grads_returned(c, state)
+
+    def _contributions(self, k: int) -> list[tuple[int, str]]:
+        """(slot, source of the gradient term) that output k adds, in build._backward's order."""
+        out, g = self.spec.outputs[k], f"g{k}"
+        if out.kind == "const" or out.non_differentiable:
+            return []
+        if out.kind == "compute":
+            terms = []
+            for i, t in enumerate(out.terms):
+                coeff = f"c[{k}][{i}]" if self.spec.ctx_state else literal(t.coeff)
+                if t.op == "linear":
+                    terms.append((t.slot, f"{g} * {coeff}"))
+                else:
+                    deriv = (_derivative(t.op, self.args[t.slot]) if "inputs" in self.spec.save
+                             else f"d{self.deriv_index[k, i]}")
+                    terms.append((t.slot, f"{g} * {coeff} * {deriv}"))
+            return terms
+        if out.kind in ("input", "view"):
+            return [(out.slot, g)]
+        return [(out.slot, f"{g} * {literal(out.coeff)}")]  # dirty
+
+    @staticmethod
+    def _add(c: _Code, state: dict[int, str], s: int, term: str) -> None:
+        if state[s] == "none":
+            c.add(f"gx{s} = {term}")
+        elif state[s] == "some":
+            c.add(f"gx{s} = gx{s} + {term}")
+        elif term.isidentifier():  # the first term of this slot only if no earlier one ran
+            c.add(f"gx{s} = {term} if gx{s} is None else gx{s} + {term}")
+        else:
+            c.add(f"t = {term}")
+            c.add(f"gx{s} = t if gx{s} is None else gx{s} + t")
+        state[s] = "some"
+
+    def _grads_returned(self, c: _Code, state: dict[int, str]) -> None:
+        spec = self.spec
+        grads: list[str] = []
+        for slot, arg in enumerate(spec.args):
+            if arg.ref is None:
+                grads.append("None")
+                continue
+            if state[slot] == "none":
+                grad = self.zeros() if spec.unused_grad == "zeros" else "None"
+            elif state[slot] == "maybe" and spec.unused_grad == "zeros":
+                grad = f"(gx{slot} if gx{slot} is not None else {self.zeros()})"
+            else:
+                grad = f"gx{slot}"
+            if spec.needs_input_grad != "ignore":
+                grad = f"{grad} if needs[{slot}] else None"
+            grads.append(grad)
+        # the deliberate error cases (build._break)
+        if spec.error == "grad_count":
+            c.add("# deliberately one gradient too few (error case grad_count)")
+            grads = grads[:-1]
+        elif spec.error == "grad_shape":
+            slot = spec.tensor_slots[0]
+            c.add(f"# deliberately a gradient of the wrong shape for input {slot} (error case grad_shape)")
+            grads[slot] = self.zeros(literal(tuple(s + 1 if s != 1 else s for s in self.shape_tuple)))
+        elif spec.error == "grad_for_nontensor":
+            slot = next(i for i, a in enumerate(spec.args) if a.ref is None)
+            c.add(f"# deliberately a gradient for the non-tensor input {slot} (error case grad_for_nontensor)")
+            grads[slot] = self.zeros()
+        c.add(f"return {_tuple(grads)}" if grads else "return ()")
+
+    # --- jvp -----------------------------------------------------------------------
+    def jvp(self, c: _Code) -> None:
+        spec = self.spec
+        tangents = _names("t", range(len(spec.args)))
+        if spec.nonlinear_slots:
+            c.add(_unpack([self.args[s] for s in spec.nonlinear_slots], "ctx.saved_tensors"))
+        results = _names("r", range(len(spec.outputs)))
+        for k, out in enumerate(spec.outputs):
+            r = results[k]
+            if out.kind == "const" or out.non_differentiable:
+                c.add(f"{r} = None")
+            elif out.kind == "compute":
+                c.add(f"{r} = {self.zeros()}")
+                for t in out.terms:
+                    if spec.args[t.slot].ref is None:
+                        continue  # a non-tensor argument has no tangent
+                    tx = tangents[t.slot]
+                    change = tx if t.op == "linear" else f"{_derivative(t.op, self.args[t.slot])} * {tx}"
+                    c.add(f"if {tx} is not None:")
+                    c.add(f"{_INDENT}{r} = {r} + {literal(t.coeff)} * ({change})" if t.op != "linear"
+                          else f"{_INDENT}{r} = {r} + {literal(t.coeff)} * {tx}")
+                if self.fault == "wrong_jvp":
+                    c.add(f"{r} = {r} * 1.5  # self-test fault wrong_jvp")
+            elif out.kind in ("input", "view"):  # torch requires a view here
+                tx = tangents[out.slot]
+                c.add(f"{r} = None if {tx} is None else {tx}.view_as({tx})")
+            else:  # dirty: the tangent is updated in place, like the primal
+                tx = tangents[out.slot]
+                c.add(f"{r} = None if {tx} is None else {tx}.mul_({literal(out.coeff)})")
+        c.add(self.returned(results))
+
+    # --- the whole class -----------------------------------------------------------
+    def source(self) -> str:
+        spec = self.spec
+        c = _Code()
+        c.add(f"class F{self.index}(torch.autograd.Function):")
+        c.depth += 1
+        if spec.style == "setup_context" and spec.vmap:
+            c.add("generate_vmap_rule = True")
+            c.add("")
+        c.add("@staticmethod")
+        if spec.style == "old":
+            c.add(f"def forward({', '.join(['ctx', *self.args])}):")
+            c.depth += 1
+            self.outputs(c)
+            self.setup(c)
+            c.add(self.returned(self.outs))
+            c.depth -= 1
+        else:
+            c.add(f"def forward({', '.join(self.args)}):")
+            c.depth += 1
+            self.outputs(c)
+            c.add(self.returned(self.outs))
+            c.depth -= 1
+            c.add("")
+            c.add("@staticmethod")
+            c.add("def setup_context(ctx, inputs, output):")
+            c.depth += 1
+            if self.args:
+                c.add(_unpack(self.args, "inputs"))
+            c.add(_unpack(self.outs, "output") if spec.tuple_output else f"{self.outs[0]} = output")
+            self.setup(c)
+            c.depth -= 1
+        c.add("")
+        c.add("@staticmethod")
+        if spec.once_differentiable:
+            c.add("@torch.autograd.function.once_differentiable")
+        c.add(f"def backward({', '.join(['ctx', *_names('g', range(len(spec.outputs)))])}):")
+        c.depth += 1
+        self.backward(c)
+        c.depth -= 1
+        if spec.jvp:
+            c.add("")
+            c.add("@staticmethod")
+            c.add(f"def jvp({', '.join(['ctx', *_names('t', range(len(spec.args)))])}):")
+            c.depth += 1
+            self.jvp(c)
+            c.depth -= 1
+        return c.text()
+
+
+def function_source(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                    device: torch.device | str, fault: str | None = None) -> str:
+    """The source text of the plain-style class `F<index>` for one Function spec.
+
+    `fault`: one of PLAIN_FAULTS is written into the source; any other is ignored (see
+    the module docstring)."""
+    return _Writer(spec, index, tuple(shape), dtype, torch.device(device), fault).source()
+
+
+def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
+    """exec() `source` in a namespace that holds only `torch`; return its class `name`.
+
+    The source is registered with linecache, so tracebacks (and Dynamo's graph-break
+    messages) show its lines."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<plain {name} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(compile(source, filename, "exec"), namespace)
+    cls = namespace.pop(name)  # the namespace keeps only torch
+    cls.__module__ = __name__
+    return cls
+
+
+
+
+def in_code_style(spec: GraphSpec, code: str) -> GraphSpec:
+    """`spec` with every Function written in one code style."""
+    return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, code=code) for fn in spec.functions))
+
+
+__all__ = ["PLAIN_FAULTS", "compile_function", "function_source", "in_code_style", "literal"]

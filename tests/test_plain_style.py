@@ -1,0 +1,204 @@
+"""The `plain` code style (harness/plain.py): what its source may read, and the
+differential check that both styles of one spec give bit-identical results on eager."""
+
+import dataclasses
+import subprocess
+import sys
+import dis
+import json
+
+import pytest
+import torch
+from hypothesis import given
+
+from harness import build, paths, plain
+from harness.check import check
+from harness.oracles.compare import EXACT, compare
+from harness.oracles.math import completed
+from harness.spec import Arg, ConstTuple, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term
+from strategies import graphs
+
+METHODS = ("forward", "setup_context", "backward", "jvp")
+
+# Hand-made specs for what the generated space reaches only now and then.
+HAND_MADE = {
+    "every output kind, old style": GraphSpec(
+        shape=(2, 3), leaves=(LeafSpec(), LeafSpec(layout="transposed")),
+        functions=(FunctionSpec(
+            args=(Arg("x0"), Arg(const=ConstTuple((1, None))), Arg("x1", clone=True), Arg("x1")),
+            outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(3, "square", -0.5),
+                                                  Term(0, "tanh", 2.0), Term(3))),
+                     OutputSpec("dirty", slot=2, coeff=-2.0), OutputSpec("view", slot=3),
+                     OutputSpec("input", slot=0), OutputSpec("const", value="tag"),
+                     OutputSpec("compute", terms=(Term(0, "linear", 0.5),), non_differentiable=True)),
+            save=("inputs", "intermediates", "outputs"), jvp=True, ctx_state=True),),
+        backward="retain", forward_ad=True),
+    "gradients decided at run time": GraphSpec(
+        shape=(3,), leaves=(LeafSpec(), LeafSpec(requires_grad=False)),
+        functions=(
+            FunctionSpec(args=(Arg("x0"), Arg("x1")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),), non_differentiable=True),
+                                  OutputSpec("compute", terms=(Term(1, "sin"), Term(0, "tanh", -1.0))),
+                                  OutputSpec("view", slot=0)),
+                         style="setup_context", save=("intermediates",), materialize_grads=False,
+                         needs_input_grad="saved", unused_grad="zeros", vmap=True, once_differentiable=True),
+            FunctionSpec(args=(Arg("f0.1"), Arg("x0")), outputs=(OutputSpec("compute", terms=(Term(1),)),),
+                         tuple_output=False, materialize_grads=False, needs_input_grad="read")),
+        backward="grad"),
+    "double backward with non-finite constants": GraphSpec(
+        shape=(2,), leaves=(LeafSpec(),),
+        functions=(FunctionSpec(args=(Arg("x0"), Arg(const=None)),
+                                outputs=(OutputSpec("compute", terms=(Term(0, "tanh", 2.0),), bias=float("inf")),
+                                         OutputSpec("const", value=float("nan"))),
+                                save=("inputs",), jvp=True),),
+        backward="double", forward_ad=True),
+    **{f"error {error}": GraphSpec(
+        shape=(2,), leaves=(LeafSpec(),),
+        functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),
+                                error=error),))
+       for error in ("grad_count", "grad_shape", "grad_for_nontensor")},
+}
+
+
+def _global_names(fn) -> set[str]:
+    code = fn.__code__
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:  # nested code (comprehensions)
+        if hasattr(const, "co_code"):
+            names |= {i.argval for i in dis.get_instructions(const) if i.opname == "LOAD_GLOBAL"}
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(HAND_MADE))
+def test_plain_methods_read_nothing_but_torch(name):
+    spec = plain.in_code_style(HAND_MADE[name], "plain")
+    for cls in build.build(spec).functions:
+        assert set(vars(cls)["forward"].__func__.__globals__) == {"torch", "__builtins__"}
+        for method in METHODS:
+            fn = vars(cls).get(method)
+            if fn is None:
+                continue
+            fn = getattr(fn.__func__, "__wrapped__", fn.__func__)  # under once_differentiable
+            assert fn.__code__.co_freevars == (), (method, fn.__code__.co_freevars)  # no closure
+            builtins = {"tuple", "AssertionError"}
+            assert _global_names(fn) <= {"torch"} | builtins, (method, _global_names(fn))
+            assert "cls" not in fn.__code__.co_varnames and f"F{cls.index}" not in _global_names(fn)
+
+
+def test_the_source_is_what_runs_and_reads_like_user_code():
+    spec = plain.in_code_style(HAND_MADE["every output kind, old style"], "plain")
+    cls = build.build(spec).functions[0]
+    source = cls.source
+    assert source.startswith("class F0(torch.autograd.Function):")
+    assert "def forward(ctx, a0, a1, a2, a3):" in source and "def backward(ctx, g0, g1, g2, g3, g4, g5):" in source
+    assert "torch.full((2, 3), 0.0, dtype=torch.float64, device='cpu')" in source
+    assert "o1 = a2.mul_(-2.0)" in source and "ctx.mark_dirty(a2)" in source
+    assert "ctx.term_coeffs = ((1.5, -0.5, 2.0, 1.0), (), (), (), (), (0.5,))" in source
+    import linecache
+    assert linecache.getline(cls.forward.__code__.co_filename, 1).startswith("class F0(")
+
+
+@pytest.mark.parametrize("name", sorted(HAND_MADE))
+def test_hand_made_specs_are_bit_identical_in_both_styles(name):
+    _assert_styles_agree(HAND_MADE[name])
+
+
+@given(spec=graphs())
+def test_both_styles_are_bit_identical_on_eager(spec):
+    _assert_styles_agree(spec)
+
+
+def _assert_styles_agree(spec: GraphSpec) -> None:
+    eager = paths.get("eager")
+    generic = eager.run(build.build(plain.in_code_style(spec, "generic")))
+    written = eager.run(build.build(plain.in_code_style(spec, "plain")))
+    assert (generic.status, generic.error_checkpoint) == (written.status, written.error_checkpoint), \
+        (generic.describe_error(), written.describe_error())
+    if generic.status == "error":
+        assert (type(generic.error), str(generic.error)) == (type(written.error), str(written.error))
+    assert compare(completed(generic), completed(written), EXACT) == []
+
+
+def test_the_differential_check_sees_a_one_ulp_difference(monkeypatch):
+    """The control for the tests above: a plain source that computes anything else is caught."""
+    spec = HAND_MADE["every output kind, old style"]
+    function_source = plain.function_source
+    monkeypatch.setattr(plain, "function_source", lambda *a, **k: function_source(*a, **k).replace(
+        "o0 = o0 + 1.5 * torch.sin(a0)", "o0 = o0 + 1.5 * torch.sin(a0) * (1 + 2 ** -40)"))
+    with pytest.raises(AssertionError, match="not bit-identical"):
+        _assert_styles_agree(spec)
+
+
+@pytest.mark.parametrize("name", sorted(HAND_MADE))
+def test_plain_functions_agree_on_every_path_here(name):
+    chosen = [paths.get("eager")] + [p for p in (paths.get("owned"), paths.get("borrowed")) if p.available() is None]
+    verdict = check(plain.in_code_style(HAND_MADE[name], "plain"), chosen)
+    assert not verdict.failed, verdict.report()
+
+
+@pytest.mark.parametrize("fault, report", [
+    ("wrong_backward", "eager vs math: backward grad:x0: outside tolerance"),
+    ("wrong_jvp", "eager vs math: forward_ad tangent:f0.0: outside tolerance"),
+])
+def test_value_faults_are_written_into_plain_source(fault, report, monkeypatch):
+    monkeypatch.setattr(build, "FAULT", fault)
+    spec = plain.in_code_style(HAND_MADE["every output kind, old style"], "plain")
+    assert f"# self-test fault {fault}" in build.build(spec).functions[0].source
+    assert report in check(spec, [paths.get("eager")]).report()
+
+
+# --- the spec axis -------------------------------------------------------------------------
+
+
+def test_code_is_validated_and_round_trips():
+    spec = plain.in_code_style(HAND_MADE["gradients decided at run time"], "plain")
+    assert GraphSpec.from_json(spec.to_json()) == spec
+    with pytest.raises(SpecError, match=r"functions\[0\]\.code='fancy' is invalid: choose one of \('generic', 'plain'\)"):
+        dataclasses.replace(spec, functions=(dataclasses.replace(spec.functions[0], code="fancy"),))
+
+
+def test_a_spec_without_the_field_is_generic():
+    data = json.loads(HAND_MADE["error grad_count"].to_json())
+    del data["functions"][0]["code"]
+    assert GraphSpec.from_json(json.dumps(data)).functions[0].code == "generic"
+
+
+def test_a_tuple_output_constant_needs_the_generic_style():
+    fn = FunctionSpec(outputs=(OutputSpec("const", value=ConstTuple((1, 2))),), code="plain")
+    with pytest.raises(SpecError, match=r"functions\[0\]\.outputs\[0\]\.value=ConstTuple\(\(1, 2\)\) is invalid"):
+        GraphSpec(leaves=(LeafSpec(),), functions=(fn,))
+
+
+# --- reproducers -------------------------------------------------------------------------
+
+
+def test_a_plain_reproducer_shows_and_runs_its_functions(monkeypatch, tmp_path):
+    from harness.repro import write_reproducer
+
+    monkeypatch.setattr(build, "FAULT", "wrong_backward")
+    spec = HAND_MADE["every output kind, old style"]
+    verdict = check(spec, [paths.get("eager")])
+    assert verdict.failed
+    script = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "repro.py", verdict=verdict)
+    text = script.read_text()
+    assert "\nclass F0(torch.autograd.Function):\n" in text and '"code": "plain"' in text
+    fault_line = "gx0 = gx0 * 1.5  # self-test fault wrong_backward"
+    assert fault_line in text
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "eager vs math: backward grad:x0: outside tolerance" in done.stdout
+    # the classes shown are the ones that run: without the faulty line the failure is gone
+    script.write_text(text.replace(fault_line, "pass"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_failure_the_plain_style_does_not_share_keeps_the_generated_spec(monkeypatch, tmp_path):
+    from harness.repro import write_reproducer
+
+    monkeypatch.setattr(build, "FAULT", "leak_input")  # needs module state: generic Functions only
+    spec = HAND_MADE["every output kind, old style"]
+    verdict = check(spec, [paths.get("eager")])
+    assert verdict.failed
+    text = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "r.py", verdict=verdict).read_text()
+    assert "PLAIN_CLASSES = {}" in text and "class F0(" not in text
