@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.autograd.forward_ad as fwAD
@@ -142,37 +142,44 @@ def _twin_spec(spec: GraphSpec, eta: float) -> GraphSpec:
 
 
 @dataclasses.dataclass(frozen=True)
-class _TwinGraph(BuiltGraph):
-    """The twin's inputs are the absolute values of the real graph's, in float64."""
+class _Float64Graph(BuiltGraph):
+    """A float64 rerun of `real`: its leaves and loss weights, passed through `inputs`."""
 
     real: BuiltGraph
+    inputs: Callable[[torch.Tensor], torch.Tensor]
 
     def make_leaves(self, generator_offset: int = 0) -> list[torch.Tensor]:
-        return [leaf.detach().abs().double().requires_grad_(leaf.requires_grad)
+        return [self.inputs(leaf.detach()).double().requires_grad_(leaf.requires_grad)
                 for leaf in self.real.make_leaves(generator_offset)]
 
     def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
-        return [w.abs().double() for w in self.real.weights(count, offset)]
+        return [self.inputs(w).double() for w in self.real.weights(count, offset)]
 
 
-def _run_twin(real: BuiltGraph, eta: float) -> RunResult:
-    spec = _twin_spec(real.spec, eta)
-    twin = _TwinGraph(spec, build(spec, real.device).functions, real.device, real)
-    leaf_tangents = [t.abs().double() for t in _leaf_tangents(real, real.make_leaves())]
+def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
+                     inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> RunResult:
+    """Run `spec` (float64, the structure of real.spec) by the math oracle on the real graph's
+    leaves, loss weights and forward-AD tangents, each passed through `inputs`."""
+    f64 = _Float64Graph(spec, build(spec, real.device).functions, real.device, real, inputs)
+    leaf_tangents = [inputs(t).double() for t in _leaf_tangents(real, real.make_leaves())]
 
     def apply(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-        return math_applier(n, cls, [_with_twin_tangent(a, arg.ref, leaf_tangents)
+        return math_applier(n, cls, [_with_leaf_tangent(a, arg.ref, leaf_tangents)
                                      for a, arg in zip(args, spec.functions[n].args)])
 
-    result = run_graph(twin, apply, "twin", lifetimes=False)
+    result = run_graph(f64, apply, "float64", lifetimes=False)
     if result.status == "error":
-        raise OracleError(f"the error-bound twin raised {result.describe_error()}") from result.error
+        raise OracleError(f"the float64 rerun raised {result.describe_error()}") from result.error
     return result
 
 
-def _with_twin_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Tensor]) -> Any:
-    """Under forward AD, a leaf (or leaf view) argument carries |its real tangent|: run_graph draws
-    the twin's own tangents in float64, which differ from a float32 graph's."""
+def _run_twin(real: BuiltGraph, eta: float) -> RunResult:
+    return rerun_in_float64(real, _twin_spec(real.spec, eta), torch.abs)
+
+
+def _with_leaf_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Tensor]) -> Any:
+    """Under forward AD, a leaf (or leaf view) argument carries the real graph's tangent:
+    run_graph draws float64 tangents for the rerun, which differ from a float32 graph's."""
     if ref is None or not ref.startswith("x") or not isinstance(value, torch.Tensor):
         return value
     primal, tangent = fwAD.unpack_dual(value)
@@ -180,7 +187,8 @@ def _with_twin_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Te
         return value
     leaf, _, view = ref[1:].partition("[")
     real = leaf_tangents[int(leaf)]
-    return fwAD.make_dual(primal, real[int(view[:-1])] if view else real)
+    # a copy per argument: a dirty output updates its (cloned) argument's tangent in place
+    return fwAD.make_dual(primal, (real[int(view[:-1])] if view else real).clone())
 
 
-__all__ = ["LIBRARY_ULPS", "ROUNDINGS", "Tolerances", "error_bounds"]
+__all__ = ["LIBRARY_ULPS", "ROUNDINGS", "Tolerances", "error_bounds", "rerun_in_float64"]
