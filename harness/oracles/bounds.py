@@ -40,7 +40,7 @@ from harness.build import BuiltGraph, GeneratedFunction, build
 from harness.oracles.compare import Tolerance
 from harness.oracles.math import OracleError, math_applier
 from harness.run import RunResult, _leaf_tangents, run_graph
-from harness.spec import FunctionSpec, GraphSpec, OutputSpec, Term
+from harness.spec import GraphSpec, OutputSpec, Term
 
 #: accuracy of sin, cos, tanh in eager libm/SLEEF and in compiled kernels, in ulps
 LIBRARY_ULPS = 4
@@ -75,7 +75,7 @@ def error_bounds(built: BuiltGraph) -> Tolerances:
     eps = torch.finfo(built.dtype).eps
     tiny = torch.finfo(built.dtype).tiny
     plain, scaled = (_run_twin(built, eta) for eta in (0.0, ETA))
-    total_roundings = sum(_output_roundings(spec, fn, o) for fn in spec.functions for o in fn.outputs)
+    total_roundings = sum(_output_roundings(spec, o) for fn in spec.functions for o in fn.outputs)
     bounds: dict[tuple[str, str], torch.Tensor | None] = {}
     for checkpoint, roles in plain.tensors.items():
         for role, a in roles.items():
@@ -100,7 +100,7 @@ def _consumers(spec: GraphSpec) -> int:
     return max(reads.values(), default=1)
 
 
-def _output_roundings(spec: GraphSpec, fn: FunctionSpec, out: OutputSpec) -> int:
+def _output_roundings(spec: GraphSpec, out: OutputSpec) -> int:
     factor = DOUBLE_BACKWARD_FACTOR if spec.backward == "double" else 1
     accumulate = _consumers(spec)
     if out.kind == "compute":
@@ -112,8 +112,8 @@ def _output_roundings(spec: GraphSpec, fn: FunctionSpec, out: OutputSpec) -> int
     return 0  # const
 
 
-def _twin_output(spec: GraphSpec, fn: FunctionSpec, out: OutputSpec, eta: float) -> OutputSpec:
-    scale = 1 + _output_roundings(spec, fn, out) * eta
+def _twin_output(spec: GraphSpec, out: OutputSpec, eta: float) -> OutputSpec:
+    scale = 1 + _output_roundings(spec, out) * eta
     curvature = spec.backward == "double"
     if out.kind == "compute":
         terms: list[Term] = []
@@ -135,7 +135,7 @@ def _twin_output(spec: GraphSpec, fn: FunctionSpec, out: OutputSpec, eta: float)
 
 def _twin_spec(spec: GraphSpec, eta: float) -> GraphSpec:
     functions = tuple(
-        dataclasses.replace(fn, outputs=tuple(_twin_output(spec, fn, o, eta) for o in fn.outputs),
+        dataclasses.replace(fn, outputs=tuple(_twin_output(spec, o, eta) for o in fn.outputs),
                             style="old", vmap=False, save=("inputs",), error=None)
         for fn in spec.functions)
     return dataclasses.replace(spec, dtype="float64", functions=functions, trace=False)
