@@ -90,7 +90,7 @@ def test_the_graph_wide_tolerance_missed_x2_there(mixed):
 
 
 class _PerturbedEager:
-    """A path that runs eager and then doubles one gradient: check() must report it."""
+    """A path that runs eager and then negates one small gradient: check() must report it."""
 
     name = "perturbed"
     exact_vs_eager = False
