@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from harness import known_issues
 from harness import paths as path_registry
 from harness.build import build
-from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare, magnitude
+from harness.oracles.bounds import error_bounds
+from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LIFE, PROBE, rule_violations, without_lifetimes
 from harness.oracles.math import completed, error_is_expected, run_math
 from harness.paths import Path
@@ -76,7 +77,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
     """
     built = build(spec, device)
     math = run_math(built)
-    tol = Tolerance.for_graph(spec, magnitude(math))
+    tol = error_bounds(built)
     with tracking_lifetimes(lifetimes):
         eager = path_registry.get("eager").run(built)
         results = {p.name: eager if p.name == "eager" else path_registry.run_path(p, built) for p in paths}

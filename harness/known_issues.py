@@ -389,8 +389,11 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         trigger=_double_backward_through_unpacked_saved_tensors,
         witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
                                              for m in ms),
-        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:"),
-        damages="second-order gradients (double_backward dgrad:*)",
+        # retained grads and tensor hooks also see the second backward's (lost) contributions
+        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:") or (
+            m.checkpoint == "backward" and m.role.startswith(("retained:", "hook"))),
+        damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
+                "gradients at backward, which the second backward adds to",
         workaround=_without_saved_tensors_hooks,
     ),
     KnownIssue(

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 #: modules a reproducer needs, packages before their contents
 MODULES = (
     "harness", "harness.spec", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
-    "harness.oracles.lifetimes",
-    "harness.run", "harness.oracles.compare", "harness.oracles.math", "harness.known_issues",
+    "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
+    "harness.oracles.bounds", "harness.known_issues",
     "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo",
     "harness.check",
 )

@@ -1,27 +1,26 @@
-"""Compare two RunResults tensor by tensor, with dtype-aware tolerances.
+"""Compare two RunResults tensor by tensor, with per-tensor, dtype-aware tolerances.
 
 Every role at every checkpoint is checked before anything is reported (nnsmith once
 returned after the first mismatch).
 
-Tolerance model. Two paths that run the same forward/backward code must agree
-bit-for-bit (`exact=True`). Against the math oracle the backward formulas differ in
-op order, so results differ by rounding only. A value built from n floating-point
-operations on numbers of magnitude at most M is off by at most about n * eps * M
-(Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3); we take n as the
-number of arithmetic steps in the graph (`Tolerance.for_graph`) and M as the largest
-magnitude seen anywhere in the expected result (so cancellation is covered).
+Two paths that run the same forward/backward code must agree bit-for-bit (`EXACT`).
+Against the math oracle, or between paths that compile differently, results differ by
+rounding only: `harness.oracles.bounds.error_bounds` gives each role its own elementwise
+bound (`Tolerances`), from that tensor's own summands and op count.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from harness.run import RunResult
-from harness.spec import GraphSpec
+
+if TYPE_CHECKING:
+    from harness.oracles.bounds import Tolerances
 
 
 @dataclass(frozen=True)
@@ -39,41 +38,25 @@ class Mismatch:
         return f"{self.path} vs {self.against}: {self.checkpoint} {self.role}: {self.detail}{err}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Tolerance:
-    """|a - e| <= atol + rtol * |e|, per element; exact means bit-identical."""
+    """|a - e| <= atol + rtol * |e|, per element; exact means bit-identical.
+
+    atol may be a tensor of the compared shape: a bound per element."""
 
     exact: bool = True
     rtol: float = 0.0
-    atol: float = 0.0
-
-    @staticmethod
-    def for_graph(spec: GraphSpec, magnitude: float) -> "Tolerance":
-        eps = torch.finfo(getattr(torch, spec.dtype)).eps
-        steps = 4 + sum(2 * len(o.terms) + 2 for fn in spec.functions for o in fn.outputs)
-        steps *= 3 if spec.backward == "double" else 1
-        rtol = steps * eps
-        return Tolerance(exact=False, rtol=rtol, atol=rtol * max(1.0, magnitude))
+    atol: float | torch.Tensor = 0.0
 
 
 EXACT = Tolerance()
 
 
-def magnitude(result: RunResult) -> float:
-    """Largest finite magnitude among all tensors of a result."""
-    m = 0.0
-    for roles in result.tensors.values():
-        for t in roles.values():
-            if t is not None and t.numel() and t.is_floating_point():
-                finite = t[torch.isfinite(t)]
-                if finite.numel():
-                    m = max(m, float(finite.abs().max()))
-    return m
-
-
-def compare(expected: RunResult, actual: RunResult, tol: Tolerance, *,
+def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances, *,
             none_is_zero: bool = False) -> list[Mismatch]:
     """Every difference between two results that both ran to completion.
+
+    tol: one Tolerance for every role (EXACT), or Tolerances with a bound per role.
 
     none_is_zero: a missing gradient (None) equals an all-zero one; used against the
     math oracle, whose graph differs in structure, never between paths.
@@ -90,7 +73,8 @@ def compare(expected: RunResult, actual: RunResult, tol: Tolerance, *,
             if role not in e_roles or role not in a_roles:
                 miss(checkpoint, role, "present on one side only")
                 continue
-            detail = _tensor_difference(e_roles[role], a_roles[role], tol, none_is_zero)
+            role_tol = tol if isinstance(tol, Tolerance) else tol.for_role(checkpoint, role)
+            detail = _tensor_difference(e_roles[role], a_roles[role], role_tol, none_is_zero)
             if detail is not None:
                 miss(checkpoint, role, *detail)
     for checkpoint in sorted(set(expected.values) | set(actual.values)):
@@ -134,11 +118,16 @@ def _tensor_difference(e: torch.Tensor | None, a: torch.Tensor | None, tol: Tole
     # the actual value must be non-finite too, but need not match exactly.
     if bool((~e_finite & torch.isfinite(a)).any()) or bool((e_finite & ~torch.isfinite(a)).any()):
         return ("finite where expected is not, or the reverse",)
-    diff = (a - e).abs()[e_finite]
-    bound = (tol.atol + tol.rtol * e.abs())[e_finite]
+    # in float64, so that the difference itself is exact
+    diff = (a.double() - e.double()).abs()[e_finite]
+    bound = (tol.atol + tol.rtol * e.double().abs())[e_finite]
     if bool((diff <= bound).all()):
         return None
     abs_err, rel_err = _errors(e, a)
+    if isinstance(tol.atol, torch.Tensor):
+        worst = float((diff / bound).nan_to_num(nan=0.0, posinf=float("inf")).max())
+        return (f"outside tolerance (per-element error bound; worst error is {worst:.3g} x its bound)",
+                abs_err, rel_err)
     return (f"outside tolerance rtol={tol.rtol:.2g} atol={tol.atol:.2g}", abs_err, rel_err)
 
 
@@ -151,4 +140,4 @@ def _errors(e: torch.Tensor, a: torch.Tensor) -> tuple[float, float]:
     return float(diff.max()), float(rel.max())
 
 
-__all__ = ["EXACT", "Mismatch", "Tolerance", "compare", "magnitude"]
+__all__ = ["EXACT", "Mismatch", "Tolerance", "compare"]

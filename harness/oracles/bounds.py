@@ -1,0 +1,194 @@
+"""Per-tensor error bounds: how far a correct result may be from the math oracle, element by element.
+
+Model (Wilkinson's running error analysis; Higham, "Accuracy and Stability of Numerical
+Algorithms", ch. 3). Each floating-point operation rounds its result v to v(1 + d), |d| <= eps
+for + - * (eps of the spec's dtype, twice the unit roundoff: room for compiled kernels that
+reorder or contract) and |d| <= LIBRARY_ULPS * eps for sin, cos, tanh. To first order a role is
+then off by at most sum_i |dr/dv_i| |v_i| |d_i| over the rounded intermediates v_i.
+
+We compute that sum with an *absolute-value twin*: the graph run again by the math oracle (so
+every role, forward to double backward, forward AD and hook-seen gradients, comes out under its
+own name), in float64, on |leaves|, |loss weights|, |tangents|, |coeff|, |bias|, with each op f
+replaced by a majorant F: |f(x)| <= F(X) and |f'(x)| <= F'(X) (and |f''(x)| <= F''(X) under
+double backward) whenever |x| <= X:
+    linear: X    square: X^2    sin, tanh: X, plus 2 X^2 under double backward.
+A twin value A therefore bounds every partial sum and product met while computing that role: the
+bound of a tensor follows cancellation among its OWN summands, never the graph's largest value.
+Each Function's outputs are also scaled by (1 + k eta), k its rounding count (`ROUNDINGS` per
+term in forward, backward and jvp, plus the sums of gradients from a value's consumers). The
+scale flows into every gradient and tangent through that Function, so D = dA/deta is the sum
+above in units of eps, errors inherited from earlier ops included and amplified as the real
+ops amplify them (a square doubles a relative error). D is a forward difference, which never
+underestimates: A is a polynomial in eta with non-negative coefficients, so convex.
+
+Bound per element: 2 eps (D + SLACK A) + k_total tiny. Twice, because both sides of a
+comparison round; SLACK covers the few roundings outside Functions (a retained second backward
+adds to .grad); tiny (smallest normal number) covers underflow and flush-to-zero.
+Where the twin overflows, the bound is infinite (only finiteness is then compared).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.autograd.forward_ad as fwAD
+
+from harness.build import BuiltGraph, GeneratedFunction, build
+from harness.oracles.compare import Tolerance
+from harness.oracles.math import OracleError, math_applier
+from harness.run import RunResult, _leaf_tangents, run_graph
+from harness.spec import GraphSpec, OutputSpec, Term
+
+#: accuracy of sin, cos, tanh in eager libm/SLEEF and in compiled kernels, in ulps
+LIBRARY_ULPS = 4
+#: roundings (in eps) per term: forward (op, times coeff, add), backward (derivative, times
+#: gradient, times coeff, accumulate) and jvp alike; tanh's derivative 1 - tanh(x)^2 squares the
+#: library error and cancels against 1 (relative to 1 + tanh^2 <= 2, F' = 1)
+ROUNDINGS = {"linear": 2, "square": 4, "sin": 2 * LIBRARY_ULPS + 4, "tanh": 3 * LIBRARY_ULPS + 6}
+#: a second backward goes through the first one's graph: once more as many roundings
+DOUBLE_BACKWARD_FACTOR = 2
+SLACK = 2
+ETA = 2.0 ** -20
+
+
+class Tolerances:
+    """An elementwise error bound per (checkpoint, role); see the module docstring."""
+
+    def __init__(self, bounds: dict[tuple[str, str], torch.Tensor | None]) -> None:
+        self.bounds = bounds
+
+    def for_role(self, checkpoint: str, role: str) -> Tolerance:
+        if (checkpoint, role) not in self.bounds:
+            raise KeyError(f"no error bound for {checkpoint} {role}: the absolute-value twin records the "
+                           f"roles of run_graph; a new tensor role needs its bound here.")
+        bound = self.bounds[checkpoint, role]
+        # None: the oracle has no tensor there (a None gradient), so every contribution is an exact zero
+        return Tolerance(exact=False, atol=0.0 if bound is None else bound)
+
+
+def error_bounds(built: BuiltGraph) -> Tolerances:
+    """Per-role error bounds for the graph `built` (any dtype and device)."""
+    spec = built.spec
+    eps = torch.finfo(built.dtype).eps
+    tiny = torch.finfo(built.dtype).tiny
+    plain, scaled = (_run_twin(built, eta) for eta in (0.0, ETA))
+    total_roundings = sum(_output_roundings(spec, o) for fn in spec.functions for o in fn.outputs)
+    bounds: dict[tuple[str, str], torch.Tensor | None] = {}
+    for checkpoint, roles in plain.tensors.items():
+        for role, a in roles.items():
+            a_eta = scaled.tensors[checkpoint][role]
+            if a is None or a_eta is None:
+                bounds[checkpoint, role] = None
+                continue
+            d = (a_eta - a) / ETA
+            bound = 2 * eps * (d + SLACK * a) + total_roundings * tiny
+            bound = torch.where(torch.isfinite(bound), bound, torch.inf)
+            bounds[checkpoint, role] = bound.cpu()
+    return Tolerances(bounds)
+
+
+# --- the absolute-value twin ------------------------------------------------------------------
+
+
+def _consumers(spec: GraphSpec) -> int:
+    """Most gradient contributions summed into one value: its readers, plus the loss for outputs."""
+    reads = Counter(a.ref for fn in spec.functions for a in fn.args if a.ref is not None)
+    reads.update(r for r in spec.value_refs() if r.startswith("f"))
+    return max(reads.values(), default=1)
+
+
+def _output_roundings(spec: GraphSpec, out: OutputSpec) -> int:
+    factor = DOUBLE_BACKWARD_FACTOR if spec.backward == "double" else 1
+    accumulate = _consumers(spec)
+    if out.kind == "compute":
+        return factor * sum(ROUNDINGS[t.op] for t in out.terms) + accumulate
+    if out.kind == "dirty":
+        return factor * ROUNDINGS["linear"] + accumulate
+    if out.kind in ("input", "view"):
+        return accumulate  # no rounding of their own
+    return 0  # const
+
+
+def _twin_output(spec: GraphSpec, out: OutputSpec, eta: float) -> OutputSpec:
+    scale = 1 + _output_roundings(spec, out) * eta
+    curvature = spec.backward == "double"
+    if out.kind == "compute":
+        terms: list[Term] = []
+        for t in out.terms:
+            c = abs(t.coeff) * scale
+            if t.op == "square":
+                terms.append(Term(t.slot, "square", c))
+            else:
+                terms.append(Term(t.slot, "linear", c))
+                if t.op != "linear" and curvature:
+                    terms.append(Term(t.slot, "square", 2 * c))
+        return dataclasses.replace(out, terms=tuple(terms), bias=abs(out.bias) * scale)
+    if out.kind == "dirty":
+        return dataclasses.replace(out, coeff=abs(out.coeff) * scale)
+    if out.kind in ("input", "view"):  # computed in the twin, so that it can carry the scale
+        return OutputSpec("compute", terms=(Term(out.slot, "linear", scale),))
+    return out
+
+
+def _twin_spec(spec: GraphSpec, eta: float) -> GraphSpec:
+    functions = tuple(
+        dataclasses.replace(fn, outputs=tuple(_twin_output(spec, o, eta) for o in fn.outputs),
+                            style="old", vmap=False, save=("inputs",), error=None)
+        for fn in spec.functions)
+    return dataclasses.replace(spec, dtype="float64", functions=functions, trace=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Float64Graph(BuiltGraph):
+    """A float64 rerun of `real`: its leaves and loss weights, passed through `inputs`."""
+
+    real: BuiltGraph
+    inputs: Callable[[torch.Tensor], torch.Tensor]
+
+    def make_leaves(self, generator_offset: int = 0) -> list[torch.Tensor]:
+        return [self.inputs(leaf.detach()).double().requires_grad_(leaf.requires_grad)
+                for leaf in self.real.make_leaves(generator_offset)]
+
+    def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
+        return [self.inputs(w).double() for w in self.real.weights(count, offset)]
+
+
+def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
+                     inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> RunResult:
+    """Run `spec` (float64, the structure of real.spec) by the math oracle on the real graph's
+    leaves, loss weights and forward-AD tangents, each passed through `inputs`."""
+    f64 = _Float64Graph(spec, build(spec, real.device).functions, real.device, real, inputs)
+    leaf_tangents = [inputs(t).double() for t in _leaf_tangents(real, real.make_leaves())]
+
+    def apply(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
+        return math_applier(n, cls, [_with_leaf_tangent(a, arg.ref, leaf_tangents)
+                                     for a, arg in zip(args, spec.functions[n].args)])
+
+    result = run_graph(f64, apply, "float64", lifetimes=False)
+    if result.status == "error":
+        raise OracleError(f"the float64 rerun raised {result.describe_error()}") from result.error
+    return result
+
+
+def _run_twin(real: BuiltGraph, eta: float) -> RunResult:
+    return rerun_in_float64(real, _twin_spec(real.spec, eta), torch.abs)
+
+
+def _with_leaf_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Tensor]) -> Any:
+    """Under forward AD, a leaf (or leaf view) argument carries the real graph's tangent:
+    run_graph draws float64 tangents for the rerun, which differ from a float32 graph's."""
+    if ref is None or not ref.startswith("x") or not isinstance(value, torch.Tensor):
+        return value
+    primal, tangent = fwAD.unpack_dual(value)
+    if tangent is None:
+        return value
+    leaf, _, view = ref[1:].partition("[")
+    real = leaf_tangents[int(leaf)]
+    # a copy per argument: a dirty output updates its (cloned) argument's tangent in place
+    return fwAD.make_dual(primal, (real[int(view[:-1])] if view else real).clone())
+
+
+__all__ = ["LIBRARY_ULPS", "ROUNDINGS", "Tolerances", "error_bounds", "rerun_in_float64"]
