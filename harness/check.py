@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from harness import known_issues
 from harness import paths as path_registry
 from harness.build import build
-from harness.oracles.bounds import error_bounds
+from harness.oracles.bounds import Tolerances, error_bounds
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LIFE, PROBE, rule_violations, without_lifetimes
 from harness.oracles.math import completed, error_is_expected, run_math
@@ -131,7 +131,7 @@ def _summary(m: Mismatch) -> str:
     return f"differs from {m.against} at {m.checkpoint}"
 
 
-def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tolerance) -> list[Mismatch]:
+def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tolerances) -> list[Mismatch]:
     if result.status == "error" and not error_is_expected(spec, result):
         return [Mismatch(result.path, "math", result.error_checkpoint, "error",
                          f"raised {result.describe_error()}")]
@@ -178,7 +178,7 @@ def _owned_vs_borrowed(owned: RunResult, borrowed: RunResult) -> list[Mismatch]:
     return compare(lifetimes_only(owned), lifetimes_only(borrowed), EXACT)
 
 
-def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance, *,
+def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Tolerances, *,
                    lifetimes: bool = True) -> list[Mismatch]:
     """lifetimes=False: a path whose checkpoints cannot match eager's (docs/compiled.md) is
     held to the expected-lifetime rules only."""

@@ -34,6 +34,15 @@ def graph(*functions: FunctionSpec, **kw) -> GraphSpec:
     return GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), functions=functions, **kw)
 
 
+def without_grad(*functions: FunctionSpec) -> GraphSpec:
+    """Leaves x0, x1 that do not require grad, and x2 that does."""
+    return GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(False), LeafSpec(False), LeafSpec()),
+                     functions=functions)
+
+
+SIN1 = OutputSpec("compute", terms=(Term(1, "sin", 2.0),))
+
+
 def fn(*args: Arg, outputs: tuple[OutputSpec, ...], **kw) -> FunctionSpec:
     return FunctionSpec(args=args, outputs=outputs, tuple_output=len(outputs) > 1, **kw)
 
@@ -72,13 +81,16 @@ CASES = {
         fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-class-attribute-backward": ("compiled:eager", graph(
         fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
-    "dynamo-function-varargs-forward": ("dynamo", graph(
-        fn(Arg(const=2), X0, outputs=(lin(1),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
-    "dynamo-function-varargs-forward-values": ("dynamo", graph(
-        fn(X0, X1, outputs=(lin(1),), style="setup_context"), fn(X1, outputs=(lin(0),), code="plain")),
+    # no input of the generic Function requires grad, so Dynamo traces into its forward(*args)
+    "dynamo-function-varargs-forward": ("dynamo", without_grad(
+        fn(X0, X1, outputs=(SIN1,), save=("inputs",)), fn(Arg("x2"), outputs=(lin(0),), code="plain")),
         (1, 0), None),
+    "dynamo-function-varargs-forward-values": ("dynamo", without_grad(
+        fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
+        fn(Arg("x2"), outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-closure-object": ("dynamo", graph(
-        fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+        fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
+        fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
 }
 
 

@@ -28,24 +28,36 @@ from strategies import graphs
 EXAMPLES = max(3, settings.default.max_examples // 4)
 
 
-def _assert_agrees(spec: GraphSpec, name: str) -> None:
+def _assert_agrees(spec: GraphSpec, name: str) -> bool:
+    """No failure on `name`; returns whether the example was really checked there."""
     verdict = check(spec, [paths.get(name)])
     assert not verdict.failed, f"{verdict.report()}\nspec: {spec.to_json()}"
+    return verdict.outcomes[name].checked
+
+
+def _agrees_over_generated_specs(name: str, min_share: float) -> None:
+    """No failure over generated specs, and at least `min_share` of them really checked:
+    known issues and unsupported features must not turn this into a test that cannot fail."""
+    checked: list[bool] = []
+
+    @settings(max_examples=EXAMPLES)
+    @given(spec=graphs())
+    def agrees(spec):
+        checked.append(_assert_agrees(spec, name))
+
+    agrees()
+    assert sum(checked) >= min_share * len(checked), f"{name} checked {sum(checked)} of {len(checked)} examples"
 
 
 # --- eager versus the compiled paths, over the generated space -----------------------------
 
 
-@settings(max_examples=EXAMPLES)
-@given(spec=graphs())
-def test_compiled_agrees_with_eager(spec):
-    _assert_agrees(spec, "compiled")
+def test_compiled_agrees_with_eager():
+    _agrees_over_generated_specs("compiled", 0.4)  # examples without a backward are unsupported
 
 
-@settings(max_examples=EXAMPLES)
-@given(spec=graphs())
-def test_dynamo_agrees_with_eager(spec):
-    _assert_agrees(spec, "dynamo")
+def test_dynamo_agrees_with_eager():
+    _agrees_over_generated_specs("dynamo", 0.5)
 
 
 @pytest.mark.slow
@@ -55,12 +67,7 @@ def test_other_modes_agree_with_eager(name):
     if paths.get(name).available() is not None:
         pytest.skip(paths.get(name).available())
 
-    @settings(max_examples=EXAMPLES)
-    @given(spec=graphs())
-    def agrees(spec):
-        _assert_agrees(spec, name)
-
-    agrees()
+    _agrees_over_generated_specs(name, 0.0)  # slow: what these modes check is reported, not required
 
 
 # --- hand-made graphs ------------------------------------------------------------------------
