@@ -17,7 +17,8 @@ from harness.spec import GraphSpec
 #: modules a reproducer needs, packages before their contents
 MODULES = (
     "harness", "harness.spec", "harness.build", "harness.oracles", "harness.oracles.lifetimes",
-    "harness.run", "harness.oracles.compare", "harness.oracles.math", "harness.known_issues",
+    "harness.run", "harness.oracles.compare", "harness.oracles.math", "harness.oracles.metadata",
+    "harness.known_issues",
     "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo",
     "harness.check",
 )
