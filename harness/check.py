@@ -18,6 +18,7 @@ from harness.oracles.bounds import Tolerances, error_bounds
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LIFE, PROBE, rule_violations, without_lifetimes
 from harness.oracles.math import completed, error_is_expected, run_math
+from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.paths import Path
 from harness.run import RunResult, tracking_lifetimes
 from harness.spec import GraphSpec
@@ -88,10 +89,13 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
             outcomes[path.name] = PathOutcome(path.name, "unsupported", result.reason, result=result,
                                               checked_spec=spec)
             continue
-        mismatches = _against_math(spec, math, result, tol) + _lifetime_rules(spec, result)
+        no_meta = without_metadata  # metadata is compared per path by metadata_mismatches
+        mismatches = (_against_math(spec, no_meta(math), no_meta(result), tol) + _lifetime_rules(spec, result)
+                      + metadata_mismatches(spec, math, result))
         if path.name != "eager":
-            mismatches += _against_eager(eager, result, EXACT if path.exact_vs_eager else tol,
+            mismatches += _against_eager(no_meta(eager), no_meta(result), EXACT if path.exact_vs_eager else tol,
                                          lifetimes=getattr(path, "lifetimes_vs_eager", True))
+            mismatches += metadata_mismatches(spec, eager, result)
         owned = results.get("owned")
         if path.name == "borrowed" and owned is not None and owned.status != "unsupported":
             mismatches += _owned_vs_borrowed(owned, result)

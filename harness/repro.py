@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 MODULES = (
     "harness", "harness.spec", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
     "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
-    "harness.oracles.bounds", "harness.known_issues",
+    "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues",
     "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo",
     "harness.check",
 )

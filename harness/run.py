@@ -227,12 +227,17 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     gc_was_enabled = gc.isenabled()
     if tracker is not None:
         gc.disable()
-        build_module.SAVED_OBSERVER = tracker.observe_saved
+        if compile_forward is None:
+            # Under torch.compile the generated forward is traced, not run: the observer would
+            # see fake tensors, and Dynamo graph-breaks on it ("Attempted to call function
+            # marked as skipped"); what AOT Autograd saves at run time is its own choice.
+            build_module.SAVED_OBSERVER = tracker.observe_saved
     try:
         _run(built, applier, result, around or contextlib.nullcontext, tracker, compile_forward)
     except _Stop:
         pass
     finally:
+        _record_strides(result)
         build_module.SAVED_OBSERVER = None
         if gc_was_enabled:
             gc.enable()
@@ -282,6 +287,7 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
     for ref in function_output_refs(built):
         result.put("forward", f"out:{ref}", values[ref])
         result.put("forward", f"requires_grad:{ref}", values[ref].requires_grad)
+    _record_output_metadata(built, values, leaves, result)
     for ref, value in consts.items():
         result.put("forward", f"const:{ref}", value)
     leaf_refs = {f"x{i}": t for i, t in enumerate(leaves)}
@@ -294,14 +300,80 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
         with around():
             _backward(built, values, leaves, result, tracker)
         record_hooks("backward")
+        _record_untouched_grads(leaves, result)
     if spec.forward_ad:
         _forward_ad(built, applier, result)
     if tracker is not None:
+        if spec.backward == "double":
+            _break_documented_grad_cycles(built, values)
         values.clear()  # drop outputs, views and every non-leaf value
         tracker.record("drop_outputs", leaf_refs)
         leaf_refs.clear()
         del leaves
         tracker.record("drop_all", {})
+
+
+def _break_documented_grad_cycles(built: BuiltGraph, values: dict[str, torch.Tensor]) -> None:
+    """Reset the retained `.grad` of non-leaf values after a create_graph backward.
+
+    torch documents that a backward with create_graph=True "will create a reference cycle
+    between the parameter and its gradient which can cause a memory leak ... make sure to
+    reset the .grad fields of your parameters to None after use to break the cycle"
+    (torch.autograd.backward and Tensor.backward, Note). retain_grad() makes a non-leaf
+    collect .grad the same way, so under `double` its gradient's graph can hold the tensor
+    itself (plain torch leaks identically). Removing exactly that documented edge, as the
+    docs tell users to, keeps every other reference judged by the lifetime rules."""
+    for hook in built.spec.hooks:
+        if hook.kind == "retain_grad" and not values[hook.target].is_leaf:
+            values[hook.target].grad = None
+
+
+#: checkpoint prefix of metadata observations (strides, aliasing, versions, autograd flags),
+#: compared per path by harness.oracles.metadata
+META = "meta:"
+
+
+def _record_output_metadata(built: BuiltGraph, values: dict[str, torch.Tensor],
+                            leaves: Sequence[torch.Tensor], result: RunResult) -> None:
+    """What the forward promises about each Function output besides its values."""
+    named: dict[int, str] = {}  # TensorImpl -> the first value that is it
+    for i, leaf in enumerate(leaves):
+        named.setdefault(leaf._cdata, f"x{i}")
+    for ref, value in values.items():
+        if ref.startswith("f"):
+            break
+        named.setdefault(value._cdata, ref)
+    for ref in function_output_refs(built):
+        out = values[ref]
+        result.put(META + "forward", f"alias:{ref}", _alias(out, named))
+        named.setdefault(out._cdata, ref)
+        result.put(META + "forward", f"version:{ref}", out._version)
+        result.put(META + "forward", f"grad_fn:{ref}", out.grad_fn is not None)
+        result.put(META + "forward", f"is_leaf:{ref}", out.is_leaf)
+
+
+def _record_untouched_grads(leaves: Sequence[torch.Tensor], result: RunResult) -> None:
+    """Autograd never writes the .grad of a leaf that does not require grad."""
+    for i, leaf in enumerate(leaves):
+        if not leaf.requires_grad:
+            result.put(META + "backward", f"grad_is_none:x{i}", leaf.grad is None)
+
+
+def _alias(out: torch.Tensor, named: dict[int, str]) -> str:
+    """'is <ref>' (the same tensor), 'view of <ref>' (its _base), or 'fresh'."""
+    if out._cdata in named:
+        return f"is {named[out._cdata]}"
+    if out._base is not None:
+        return f"view of {named.get(out._base._cdata, 'an unnamed tensor')}"
+    return "fresh"
+
+
+def _record_strides(result: RunResult) -> None:
+    """The strides of every recorded tensor, as plain values (`meta:<checkpoint>`)."""
+    for checkpoint, roles in list(result.tensors.items()):
+        for role, t in roles.items():
+            if t is not None:
+                result.put(META + checkpoint, f"stride:{role}", tuple(t.stride()))
 
 
 def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | None:
@@ -373,4 +445,4 @@ def _leaf_tangents(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> list[to
             for leaf in leaves]
 
 
-__all__ = ["CHECKPOINTS", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes"]
+__all__ = ["CHECKPOINTS", "META", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes"]

@@ -8,7 +8,7 @@ import pytest
 from harness import build, paths
 from harness.check import check
 from harness.oracles.compare import EXACT, compare
-from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
 
 SPEC = GraphSpec(
     shape=(2, 3), dtype="float64",
@@ -86,3 +86,58 @@ def test_owned_and_borrowed_probes_are_compared_exactly():
     weak, node = probe["f0.0"]
     probe["f0.0"] = (weak + 1, node)
     assert [m.role for m in compare(owned, borrowed, EXACT)] == ["f0.0"]
+
+
+# f0.0 has no terms (a constant of x0) and f1 applies sin to it: under create_graph the
+# gradient retained on f0.0 holds sin's saved input, f0.0 itself, and no second-order
+# gradient flows back through f0.0 to overwrite it. torch documents this .grad cycle.
+RETAINED_UNDER_CREATE_GRAPH = GraphSpec(
+    shape=(3,), dtype="float64", leaves=(LeafSpec(True),),
+    functions=(FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", bias=1.0),)),
+               FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5),)),),
+                            save=("inputs",))),
+    backward="double", hooks=(HookSpec("retain_grad", "f0.0"),))
+
+
+def test_plain_torch_leaks_a_retained_grad_under_create_graph():
+    """The documented cycle itself, without the harness: why it is exempted."""
+    import gc
+
+    import torch
+
+    gc.disable()
+    try:
+        x = torch.rand(3, dtype=torch.float64, requires_grad=True)
+        y = x * 0 + 1
+        z = torch.sin(y)
+        y.retain_grad()
+        torch.autograd.grad((y + z).sum(), [x], create_graph=True, allow_unused=True)
+        ref = torch._C._WeakTensorRef(y)
+        del y, z
+        gc.collect()
+        assert not ref.expired()  # the cycle y -> y.grad -> CosBackward -> y; C++ only, gc cannot free it
+    finally:
+        gc.enable()
+
+
+def test_the_documented_create_graph_grad_cycle_is_no_false_alarm():
+    verdict = check(RETAINED_UNDER_CREATE_GRAPH, all_paths())
+    assert not verdict.failed, verdict.report()
+    for name in verdict.outcomes:
+        assert verdict.outcomes[name].result.tensors["backward"]["retained:f0.0"] is not None  # the hook ran
+        assert not any(alive for alive, _ in life(verdict, name, "drop_all").values())
+
+
+def test_a_real_leak_beside_the_documented_cycle_is_still_reported(fault):
+    fault("leak_input")  # the Function keeps its inputs in a closure's list
+    verdict = check(RETAINED_UNDER_CREATE_GRAPH, all_paths())
+    for name, outcome in verdict.outcomes.items():
+        details = {(m.against, m.role, m.detail) for m in outcome.mismatches}
+        assert ("lifetime rule", "x0", "still alive after every reference was dropped (leak)") in details, name
+
+
+def test_a_cycle_beside_the_documented_one_is_still_reported(fault):
+    fault("ctx_cycle")  # ctx.cycle = output, in both Functions
+    verdict = check(RETAINED_UNDER_CREATE_GRAPH, [paths.get("eager")])
+    details = {m.detail for m in verdict.outcomes["eager"].mismatches if m.against == "lifetime rule"}
+    assert "freed only by gc.collect(): held by a reference cycle" in details, details
