@@ -268,6 +268,28 @@ def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
         for m in mismatches)
 
 
+#: the release checks of the lifetime oracle: after the outputs, then everything, are dropped
+_RELEASE_CHECKPOINTS = ("drop_outputs", "drop_all", "life:drop_outputs", "life:drop_all", "life:released")
+
+
+def _released_late(spec: GraphSpec, m: Mismatch) -> bool:
+    return m.checkpoint in _RELEASE_CHECKPOINTS
+
+
+def _released(result: RunResult, kind: str) -> tuple[str, ...]:
+    return result.values.get("life:released", {}).get(kind, ())
+
+
+def _leaf_count_above_start(result: RunResult) -> bool:
+    start, dropped = result.values.get("life:start", {}), result.values.get("life:drop_outputs", {})
+    return any(role in dropped and dropped[role][1] is not None and count is not None
+               and dropped[role][1] > count for role, (_, count) in start.items())
+
+
+def _a_function_backward_runs(spec: GraphSpec) -> bool:
+    return any(_backward_runs(spec, n) for n in range(len(spec.functions)))
+
+
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
 
@@ -395,6 +417,36 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
                 "gradients at backward, which the second backward adds to",
         workaround=_without_saved_tensors_hooks,
+    ),
+    KnownIssue(
+        id="ca-eager-backend-pins-inputs",
+        title=("Compiled autograd with torch.compile(backend='eager'): the compiled backward graph keeps "
+               "the real input list of its first call as the inputs placeholder's meta['example_value'], "
+               "so the leaves, saved tensors and arguments of that backward stay alive until "
+               "torch._dynamo.reset()"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager",),
+        reproducer="ca_eager_backend_pins_inputs.py",
+        trigger=lambda spec: spec.backward != "none",
+        witness=lambda spec, result, ms: bool(_released(result, "leaks")),
+        damage=_released_late,
+        damages="the release checks (drop_outputs, drop_all: leaks, use counts)",
+        workaround=lambda spec: spec,  # the backend is the trigger: no spec avoids it
+    ),
+    KnownIssue(
+        id="ca-dynamo-function-ctx-cycle",
+        title=("Compiled autograd handing its graph to torch.compile: Dynamo traces a custom Function's "
+               "backward with its real ctx, which a leftover SideEffects object keeps in a reference "
+               "cycle, so the leaves behind the Function hold an extra reference and die only under "
+               "gc.collect()"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
+        reproducer="ca_dynamo_function_ctx_cycle.py",
+        trigger=_a_function_backward_runs,
+        witness=lambda spec, result, ms: bool(_released(result, "cycles")) or _leaf_count_above_start(result),
+        damage=_released_late,
+        damages="the release checks (drop_outputs use counts, drop_all: reference cycles)",
+        workaround=lambda spec: spec,  # every custom Function's backward: no spec avoids it
     ),
     KnownIssue(
         id="dynamo-function-class-attribute",

@@ -77,6 +77,10 @@ CASES = {
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
         fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
+    "ca-eager-backend-pins-inputs": ("compiled:eager", graph(
+        fn(X0, outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "ca-dynamo-function-ctx-cycle": ("compiled:aot_eager", graph(
+        fn(X0, outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-class-attribute": ("dynamo", graph(
         fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-class-attribute-backward": ("compiled:eager", graph(
