@@ -163,7 +163,11 @@ def _early_return_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
 
 
 def _tangent_ref(m: Mismatch) -> str | None:
-    return m.role[len("tangent:"):] if m.checkpoint == "forward_ad" and m.role.startswith("tangent:") else None
+    """The value whose tangent (or the tangent's strides) this mismatch is about."""
+    for checkpoint, prefix in (("forward_ad", "tangent:"), ("meta:forward_ad", "stride:tangent:")):
+        if m.checkpoint == checkpoint and m.role.startswith(prefix):
+            return m.role[len(prefix):]
+    return None
 
 
 def _dropped_tangent_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
