@@ -369,11 +369,20 @@ def _alias(out: torch.Tensor, named: dict[int, str]) -> str:
 
 
 def _record_strides(result: RunResult) -> None:
-    """The strides of every recorded tensor, as plain values (`meta:<checkpoint>`)."""
+    """The significant strides of every recorded tensor, as plain values (`meta:<checkpoint>`)."""
     for checkpoint, roles in list(result.tensors.items()):
         for role, t in roles.items():
             if t is not None:
-                result.put(META + checkpoint, f"stride:{role}", tuple(t.stride()))
+                result.put(META + checkpoint, f"stride:{role}", significant_strides(t))
+
+
+def significant_strides(t: torch.Tensor) -> tuple[int | None, ...]:
+    """Strides, None where they carry no meaning: a dimension of length 1, or any dimension
+    of an empty tensor. torch's own stride checks compare the same ones
+    (torch/_prims_common `_check_strides_helper`, significant_only)."""
+    if t.numel() == 0:
+        return (None,) * t.dim()
+    return tuple(s if n > 1 else None for n, s in zip(t.shape, t.stride()))
 
 
 def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | None:
