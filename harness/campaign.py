@@ -258,7 +258,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                                until=time.perf_counter() + share)
         path = Path(out_dir) / f"{name_prefix}failure_{i}.py"
         verdict = check(failure.spec, failing, device)
-        write_reproducer(failure.spec, [p.name for p in failing], device, verdict.report(), path)
+        write_reproducer(failure.spec, [p.name for p in failing], device, verdict.report(), path, verdict=verdict)
         failure.reproducer = str(path)
     result.seconds = time.perf_counter() - start
     return result

@@ -294,6 +294,33 @@ def _a_function_backward_runs(spec: GraphSpec) -> bool:
     return any(_backward_runs(spec, n) for n in range(len(spec.functions)))
 
 
+def _single_non_differentiable_outputs(spec: GraphSpec) -> set[int]:
+    return {n for n, fn in enumerate(spec.functions)
+            if not fn.tuple_output and fn.outputs[0].non_differentiable}
+
+
+def _returned_as_tuples(spec: GraphSpec) -> GraphSpec:
+    bad = _single_non_differentiable_outputs(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, tuple_output=True) if n in bad else fn)
+
+
+def _inputs_returned_without_grad(spec: GraphSpec) -> set[str]:
+    """Outputs that return an input as-is from a Function none of whose inputs requires grad."""
+    flow = Dataflow(spec)
+    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions) if not flow.node_exists(n)
+            for k, o in enumerate(fn.outputs) if o.kind == "input"}
+
+
+def _returned_as_views(spec: GraphSpec) -> GraphSpec:
+    bad = _inputs_returned_without_grad(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        OutputSpec("view", slot=o.slot) if f"f{n}.{k}" in bad else o for k, o in enumerate(fn.outputs))))
+
+
+def _alias_of(m: Mismatch) -> str | None:
+    return m.role[len("alias:"):] if m.checkpoint == "meta:forward" and m.role.startswith("alias:") else None
+
+
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
 
@@ -517,6 +544,36 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=_anything,
         damages="every value: the forward computes with shifted inputs, so all that follows differs",
         workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-single-non-differentiable-output",
+        title=("torch.compile of a custom Function whose forward returns one tensor (not a tuple) marked "
+               "with ctx.mark_non_differentiable fails inside Dynamo with 'AssertionError: Expected fwd_out "
+               "to be a BaseListVariable', with fullgraph=True and False alike; returning (out,) compiles"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_single_non_differentiable_output.py",
+        trigger=lambda spec: bool(_single_non_differentiable_outputs(spec)),
+        witness=raised("forward", r"Expected fwd_out to be a BaseListVariable"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_returned_as_tuples,
+    ),
+    KnownIssue(
+        id="dynamo-input-returned-as-is-not-a-view",
+        title=("torch.compile: a custom Function returning an input as-is, none of whose inputs requires "
+               "grad, returns the input tensor itself; eager returns a view of it (custom_function.cpp, "
+               "_view_as_self_with_no_grad)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_input_returned_as_is_not_a_view.py",
+        trigger=lambda spec: bool(_inputs_returned_without_grad(spec)),
+        witness=lambda spec, result, ms: any(
+            _alias_of(m) in _inputs_returned_without_grad(spec) and m.detail.startswith("expected 'view of ")
+            and "got 'is " in m.detail for m in ms),
+        damage=lambda spec, m: _alias_of(m) in _inputs_returned_without_grad(spec),
+        damages="the alias relation (meta:forward alias:*) of those outputs",
+        workaround=_returned_as_views,
     ),
     KnownIssue(
         id="dynamo-function-closure-object",

@@ -92,6 +92,12 @@ CASES = {
     "dynamo-function-varargs-forward-values": ("dynamo", without_grad(
         fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
         fn(Arg("x2"), outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-single-non-differentiable-output": ("dynamo", graph(
+        fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True),),
+           code="plain"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-input-returned-as-is-not-a-view": ("dynamo", without_grad(
+        fn(X0, X1, outputs=(OutputSpec("input", slot=0), lin(1)), code="plain"),
+        fn(Arg("x2"), outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-closure-object": ("dynamo", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
