@@ -253,9 +253,10 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
         if not failing:
             continue  # a gradcheck failure or a crashed worker: nothing to replay
         # each cause gets an equal share of what is left (a fast one leaves more to the rest)
+        # (half of it to shrink, half to check the result again and write the script)
         share = (end - time.perf_counter()) / (len(failures) - i)
         failure.spec = _shrink(failure, failing, device, shrink_examples, on_example,
-                               until=time.perf_counter() + share)
+                               until=time.perf_counter() + share / 2)
         path = Path(out_dir) / f"{name_prefix}failure_{i}.py"
         verdict = check(failure.spec, failing, device)
         write_reproducer(failure.spec, [p.name for p in failing], device, verdict.report(), path, verdict=verdict)

@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     fuzz = sub.add_parser("fuzz", help="a fuzz campaign over the selected paths")
-    fuzz.add_argument("--budget", type=parse_duration, default=60.0, help="time budget, e.g. 90s, 8h (default 60s)")
+    fuzz.add_argument("--budget", type=parse_duration, default=60.0, help="time budget for everything, e.g. 90s, 8h (default 60s): fuzzing stops at 85%% of it "
+                           "and shrinking and writing reproducers share the rest")
     fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")
     fuzz.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")

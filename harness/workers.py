@@ -49,7 +49,9 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
 
     def spawn(index: int, generation: int) -> _Worker:
         heartbeat, partial = scratch / f"w{index}.{generation}.spec", scratch / f"w{index}.{generation}.json"
-        config = {"paths": path_names, "device": device, "budget_s": max(1.0, deadline - time.perf_counter()),
+        # the wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget
+        ends_at = time.time() + max(1.0, deadline - time.perf_counter())
+        config = {"paths": path_names, "device": device, "ends_at": ends_at,
                   "out_dir": str(out_dir), "database": database, "max_examples": per_worker_max,
                   "lifetimes": lifetimes, "heartbeat": str(heartbeat), "partial": str(partial),
                   "prefix": f"w{index}.{generation}_"}
@@ -133,7 +135,8 @@ def _worker_main(config: dict[str, Any]) -> int:
         tmp.write_text(json.dumps(result.as_json()))
         os.replace(tmp, partial)  # atomic: the parent never reads half a file
 
-    result = run_campaign([paths.get(n) for n in config["paths"]], budget_s=config["budget_s"],
+    result = run_campaign([paths.get(n) for n in config["paths"]],
+                          budget_s=max(1.0, config["ends_at"] - time.time()),
                           device=config["device"], out_dir=config["out_dir"], database=database,
                           max_examples=config["max_examples"], lifetimes=config["lifetimes"],
                           on_example=beat, on_progress=save, name_prefix=config["prefix"])
