@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis.errors import FlakyFailure, NoSuchExample
 
 from harness.check import PathOutcome, Verdict, check
+from harness.dataflow import Dataflow
 from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS, gradcheck_verdict
 from harness.paths import Path as ExecPath
 from harness.repro import write_reproducer
@@ -96,7 +97,7 @@ class CampaignResult:
     paths: list[str]
     device: str
     examples: int = 0
-    with_backward: int = 0  # examples whose spec runs a backward (compiled autograd's share)
+    with_backward: int = 0  # examples where a backward really runs (compiled autograd's share)
     seconds: float = 0.0
     counts: dict[str, PathCounts] = field(default_factory=dict)
     failures: dict[str, Failure] = field(default_factory=dict)
@@ -115,7 +116,7 @@ class CampaignResult:
 
     def add(self, verdict: Verdict) -> None:
         self.examples += 1
-        self.with_backward += verdict.spec.backward != "none"
+        self.with_backward += has_backward(verdict.spec)
         for name, outcome in verdict.outcomes.items():
             self.counts.setdefault(name, PathCounts()).add(outcome)
             if outcome.status == "failed":
@@ -189,6 +190,9 @@ class CampaignResult:
                 lines.append(f"{'':<18}   known torch issue hit: {issue} ({n})")
             if c.past_known:
                 lines.append(f"{'':<18}   checked past a known issue on its workaround: {c.past_known}")
+            if name.startswith("compiled") and self.with_backward:  # it can only check a backward
+                lines.append(f"{'':<18}   checked {100 * c.checked / self.with_backward:.0f}% of the "
+                             f"{self.with_backward} examples where a backward runs")
         g = self.gradcheck
         lines += ["", f"float64 gradcheck (examples of at most {CAMPAIGN_GRADCHECK_ELEMENTS} input elements): "
                       f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"]
@@ -201,6 +205,12 @@ class CampaignResult:
         else:
             lines += ["", "no failures"]
         return "\n".join(lines)
+
+
+def has_backward(spec: GraphSpec) -> bool:
+    """A backward really runs: the spec asks for one and some Function output requires grad."""
+    flow = Dataflow(spec)
+    return spec.backward != "none" and any(flow.requires_grad[r] for r in spec.value_refs() if r.startswith("f"))
 
 
 def signature(outcome: PathOutcome) -> str:
