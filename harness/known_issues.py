@@ -322,6 +322,16 @@ def _alias_of(m: Mismatch) -> str | None:
     return m.role[len("alias:"):] if m.checkpoint == "meta:forward" and m.role.startswith("alias:") else None
 
 
+def _no_argument_functions_reading_needs_input_grad(spec: GraphSpec) -> set[int]:
+    return {n for n, fn in enumerate(spec.functions) if not fn.args and fn.needs_input_grad == "saved"}
+
+
+def _needs_input_grad_read_in_backward_only(spec: GraphSpec) -> GraphSpec:
+    bad = _no_argument_functions_reading_needs_input_grad(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, needs_input_grad="read")
+                               if n in bad else fn)
+
+
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
 
@@ -575,6 +585,20 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=lambda spec, m: _alias_of(m) in _inputs_returned_without_grad(spec),
         damages="the alias relation (meta:forward alias:*) of those outputs",
         workaround=_returned_as_views,
+    ),
+    KnownIssue(
+        id="dynamo-no-inputs-needs-input-grad-none",
+        title=("torch.compile: in the forward of a custom Function applied with no arguments, "
+               "ctx.needs_input_grad is None (eager: ()), since AutogradFunctionContextVariable.create "
+               "sets it only `if args`; tuple(ctx.needs_input_grad) raises TypeError"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_no_inputs_needs_input_grad.py",
+        trigger=lambda spec: bool(_no_argument_functions_reading_needs_input_grad(spec)),
+        witness=raised("forward", r"'NoneType' object is not iterable", TypeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_needs_input_grad_read_in_backward_only,
     ),
     KnownIssue(
         id="dynamo-function-closure-object",

@@ -98,6 +98,10 @@ CASES = {
     "dynamo-input-returned-as-is-not-a-view": ("dynamo", without_grad(
         fn(X0, X1, outputs=(OutputSpec("input", slot=0), lin(1)), code="plain"),
         fn(Arg("x2"), outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-no-inputs-needs-input-grad-none": ("dynamo", graph(
+        FunctionSpec(args=(), outputs=(OutputSpec("compute", bias=0.5),), tuple_output=False,
+                     needs_input_grad="saved", code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
+        (1, 0), None),
     "dynamo-function-closure-object": ("dynamo", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
