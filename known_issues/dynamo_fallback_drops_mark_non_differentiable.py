@@ -2,10 +2,11 @@
 
 torch.compile(fullgraph=False) of a call to an old-style custom autograd.Function (forward
 takes ctx) whose forward marks an output with ctx.mark_non_differentiable: when Dynamo
-cannot trace the Function as a whole, it graph-breaks at `.apply` (here "Unsupported
-custom jvp", because the class defines a jvp; a graph break in the backward, e.g. a
-print, does the same) and runs `.apply` eagerly. The C++ apply then calls `forward`, and Dynamo compiles
-that frame on its own with the real ctx as an input. In that frame
+cannot trace the Function as a whole, it graph-breaks at `.apply` and runs it eagerly.
+Here the graph break is "Unsupported custom jvp" (the class defines a jvp); the same
+happens for "autograd.Function.apply: duplicate tensor input" (F.apply(x, x)) and for a
+graph break in the backward (e.g. a print). The C++ apply then calls `forward`, and
+Dynamo compiles that frame on its own, with the real ctx as an input. In that frame
 ctx.mark_non_differentiable is only recorded on Dynamo's stand-in for ctx
 (AutogradFunctionContextVariable in torch/_dynamo/variables/misc.py) and never replayed
 on the real ctx, so ctx.non_differentiable stays None: the output comes back with
@@ -15,12 +16,14 @@ Damage: the output joins the autograd graph. A loss that uses it backpropagates 
 Function (eager: nothing to differentiate when it is the only output), and the Function's
 backward receives a real gradient for that output where eager passes zeros (or None with
 set_materialize_grads(False)). A backward that ignores that gradient still gives eager's
-input gradients.
+input gradients. Later Functions that take the output see an input that requires grad
+(ctx.needs_input_grad, and their own outputs may require grad where eager's do not).
 
-Needs: old style (setup_context style is fine: its forward has no ctx and the marking in
-setup_context runs eagerly), an input that requires grad, the eager fallback
-(fullgraph=True stops at the graph break instead). Backends eager, aot_eager and inductor
-alike (torch 2.13.0+cpu).
+Needs: an input that requires grad; the eager fallback (fullgraph=True stops at the
+graph break instead); the marking made in a frame Dynamo compiles: an old-style forward,
+or a setup_context that itself runs a tensor op (e.g. computes a tensor to save; a
+setup_context without tensor ops is left to run eagerly and is fine). Backends eager,
+aot_eager and inductor alike (torch 2.13.0+cpu).
 Related, not the same: pytorch/pytorch#118396 (ctx methods ignored when Dynamo traces
 the Function as a whole; mark_non_differentiable there has since been supported).
 
