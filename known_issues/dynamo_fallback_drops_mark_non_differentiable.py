@@ -75,7 +75,8 @@ def reproduces(backend):
         print(f"{backend} fullgraph=False: REPRODUCED: output marked non-differentiable has "
               f"requires_grad=True; compiled {got}; eager {expected}")
         return True
-    print(f"{backend} fullgraph=False: not reproduced (fixed in torch {torch.__version__}?) {got}")
+    print(f"{backend} fullgraph=False: not reproduced (fixed in torch {torch.__version__}?): "
+          f"{got}")
     return False
 
 
