@@ -332,6 +332,50 @@ def _needs_input_grad_read_in_backward_only(spec: GraphSpec) -> GraphSpec:
                                if n in bad else fn)
 
 
+def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
+    """Dynamo cannot trace this Function's apply: a user jvp, or one tensor passed twice."""
+    refs = [a.ref for a in fn.args if a.ref is not None and not a.clone]
+    return fn.jvp or len(refs) != len(set(refs))
+
+
+def _marks_on_the_real_ctx_lost(spec: GraphSpec) -> set[str]:
+    """Non-differentiable outputs of plain Functions that Dynamo runs through its eager
+    fallback, whose forward frame it then compiles with the real ctx as an input (an old-style
+    forward, or a setup_context that runs a tensor op)."""
+    flow = Dataflow(spec)
+    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions)
+            if fn.code == "plain" and _breaks_the_graph_itself(fn) and flow.node_exists(n)
+            and (fn.style == "old" or "intermediates" in fn.save and fn.nonlinear_slots)
+            for k, o in enumerate(fn.outputs) if o.non_differentiable}
+
+
+def _ref_of(role: str) -> str:
+    return role.split(":", 1)[1] if ":" in role else role
+
+
+def _requires_grad_came_back(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    marked = _marks_on_the_real_ctx_lost(spec)
+    return "eager fallback" in result.note and any(
+        m.checkpoint == "forward" and m.role.startswith("requires_grad:") and _ref_of(m.role) in marked
+        and m.detail == "expected False, got True" for m in mismatches)
+
+
+def _marked_outputs_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
+    tainted = Dataflow(spec).downstream(_marks_on_the_real_ctx_lost(spec))
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in tainted
+    # the output now requires grad, so it joins the loss: a backward runs where eager's had none
+    return m.checkpoint in ("backward", "meta:backward") and (
+        m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook"))
+
+
+def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
+    lost = _marks_on_the_real_ctx_lost(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) if f"f{n}.{k}" in lost else o
+        for k, o in enumerate(fn.outputs))))
+
+
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
 
@@ -599,6 +643,21 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_needs_input_grad_read_in_backward_only,
+    ),
+    KnownIssue(
+        id="dynamo-fallback-drops-mark-non-differentiable",
+        title=("torch.compile's eager fallback for a custom Function it cannot trace: Dynamo then compiles "
+               "the forward frame with the real ctx, records ctx.mark_non_differentiable only on its "
+               "stand-in, and the output comes back requiring grad (with a grad_fn)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_fallback_drops_mark_non_differentiable.py",
+        trigger=lambda spec: bool(_marks_on_the_real_ctx_lost(spec)),
+        witness=_requires_grad_came_back,
+        damage=_marked_outputs_and_what_follows,
+        damages=("requires_grad, grad_fn and is_leaf of the marked outputs and of what is computed from "
+                 "them; at backward, a backward that eager skipped (nothing else required grad)"),
+        workaround=_differentiable_after_all,
     ),
     KnownIssue(
         id="dynamo-function-closure-object",
