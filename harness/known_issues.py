@@ -376,6 +376,21 @@ def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
         for k, o in enumerate(fn.outputs))))
 
 
+def _graph_break_in_the_forward_loop(spec: GraphSpec) -> bool:
+    """A Function whose apply Dynamo cannot trace, with an input that requires grad: the
+    fallback breaks the graph inside harness/run.py `forward`'s enumerate loop."""
+    flow = Dataflow(spec)
+    return any(_breaks_the_graph_itself(fn) and flow.node_exists(n) for n, fn in enumerate(spec.functions))
+
+
+def _gc_only_cycles_after_fallback(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return "eager fallback" in result.note and bool(_released(result, "cycles")) and not _released(result, "leaks")
+
+
+def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
+    return m.checkpoint == "drop_all" and m.detail.startswith("freed only by gc.collect()")
+
+
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
 
@@ -658,6 +673,20 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages=("requires_grad, grad_fn and is_leaf of the marked outputs and of what is computed from "
                  "them; at backward, a backward that eager skipped (nothing else required grad)"),
         workaround=_differentiable_after_all,
+    ),
+    KnownIssue(
+        id="dynamo-skipped-frame-tracer-cycle",
+        title=("torch.compile without fullgraph: a graph break inside a `for ... in enumerate(...)` loop "
+               "makes Dynamo skip the frame; the abandoned trace keeps the frame's locals (the real "
+               "tensors) in a reference cycle that only a full gc.collect() frees"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_skipped_frame_tracer_cycle.py",
+        trigger=_graph_break_in_the_forward_loop,
+        witness=_gc_only_cycles_after_fallback,
+        damage=_freed_only_by_gc,
+        damages="drop_all: 'freed only by gc.collect()' (cycles, never leaks) of leaves, views and arguments",
+        workaround=lambda spec: spec,  # the break is the jvp or the repeated input: no smaller spec avoids it
     ),
     KnownIssue(
         id="dynamo-function-closure-object",

@@ -105,6 +105,8 @@ CASES = {
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-skipped-frame-tracer-cycle": ("dynamo", graph(
+        fn(X0, outputs=(lin(0),), code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-closure-object": ("dynamo", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
