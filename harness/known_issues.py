@@ -260,17 +260,17 @@ def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
 
 
 def _generic_varargs_forward(spec: GraphSpec) -> bool:
-    """forward(*args) with setup_context: Dynamo binds the ctx as the first input."""
-    return any(_generic(fn) and fn.style == "setup_context" and fn.tensor_slots for fn in spec.functions)
+    """forward(*args) or forward(ctx, *args): Dynamo binds the inputs shifted."""
+    return any(_generic(fn) and fn.tensor_slots for fn in spec.functions)
 
 
 def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
                                              mismatches: list[Mismatch]) -> bool:
-    shifted = {n for n, fn in enumerate(spec.functions)
-               if _generic(fn) and fn.style == "setup_context" and fn.tensor_slots}
+    """An output of a generic Function differs in value or in what it aliases."""
+    shifted = {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots}
     return result.status != "error" and any(
-        m.checkpoint == "forward" and m.role.startswith("out:f") and int(m.role[5:].split(".")[0]) in shifted
-        for m in mismatches)
+        m.checkpoint in ("forward", "meta:forward") and m.role.startswith(("out:f", "alias:f"))
+        and int(_ref_of(m.role)[1:].split(".")[0]) in shifted for m in mismatches)
 
 
 #: the release checks of the lifetime oracle: after the outputs, then everything, are dropped
@@ -389,6 +389,25 @@ def _gc_only_cycles_after_fallback(spec: GraphSpec, result: RunResult, mismatche
 
 def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
     return m.checkpoint == "drop_all" and m.detail.startswith("freed only by gc.collect()")
+
+
+_DOCUMENTED_BACKWARD_ERROR = re.compile(
+    r"[Ff]unction \w+Backward returned (an incorrect number of gradients|a gradient different than None at "
+    r"position \d+, but the corresponding forward input was not a Variable|an invalid gradient at index \d+)")
+
+
+def _invalid_backward_runs(spec: GraphSpec) -> bool:
+    return any(fn.error is not None and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
+
+
+def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Eager raised its documented error at backward and this path did not raise it there, or
+    this path raised it (or compiled autograd's IndexError) somewhere else or under another name."""
+    return any(m.role == "error" and (
+        "eager raised RuntimeError at backward" in m.detail and _DOCUMENTED_BACKWARD_ERROR.search(m.detail)
+        or _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and "ApplyTemplateBackward" in m.detail
+        or m.checkpoint == "forward" and "IndexError at forward: list index out of range" in m.detail)
+        for m in mismatches)
 
 
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
@@ -687,6 +706,21 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=_freed_only_by_gc,
         damages="drop_all: 'freed only by gc.collect()' (cycles, never leaks) of leaves, views and arguments",
         workaround=lambda spec: spec,  # the break is the jvp or the repeated input: no smaller spec avoids it
+    ),
+    KnownIssue(
+        id="dynamo-function-backward-checked-differently",
+        title=("torch.compile validates a custom Function's backward results differently from eager: a "
+               "gradient for a non-tensor input (or a missing one) passes silently, a missing tensor "
+               "gradient raises IndexError at compile time, a wrongly shaped one raises at compile time "
+               "under AOT backends and names the node ApplyTemplateBackward"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_backward_checked_differently.py",
+        trigger=_invalid_backward_runs,
+        witness=_invalid_backward_checked_differently,
+        damage=lambda spec, m: m.role == "error",
+        damages="the error (raised elsewhere, under another name, or not at all)",
+        workaround=_without_errors(lambda n, fn: fn.error is not None),
     ),
     KnownIssue(
         id="dynamo-function-closure-object",

@@ -107,6 +107,9 @@ CASES = {
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-skipped-frame-tracer-cycle": ("dynamo", graph(
         fn(X0, outputs=(lin(0),), code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-function-backward-checked-differently": ("dynamo", graph(
+        fn(X0, Arg(const=2), outputs=(lin(0),), error="grad_for_nontensor", unused_grad="zeros", code="plain"),
+        fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-closure-object": ("dynamo", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),

@@ -52,7 +52,7 @@ def _graph_wide_tolerance(spec: GraphSpec, math: RunResult) -> Tolerance:
 def _perturbed(result: RunResult, checkpoint: str, role: str, change) -> RunResult:
     tensors = {c: dict(roles) for c, roles in result.tensors.items()}
     tensors[checkpoint][role] = change(tensors[checkpoint][role])
-    return dataclasses.replace(result, path="perturbed", tensors=tensors)
+    return dataclasses.replace(result, path="eager:perturbed", tensors=tensors)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_the_graph_wide_tolerance_missed_x2_there(mixed):
 class _PerturbedEager:
     """A path that runs eager and then negates one small gradient: check() must report it."""
 
-    name = "perturbed"
+    name = "eager:perturbed"  # eager's family: its metadata must equal eager's
     exact_vs_eager = False
 
     def available(self) -> str | None:
@@ -108,7 +108,7 @@ class _PerturbedEager:
 def test_check_reports_a_wrong_small_gradient():
     verdict = check(MIXED, [paths.get("eager"), _PerturbedEager()])
     assert verdict.outcomes["eager"].status == "ok", verdict.report()
-    wrong = verdict.outcomes["perturbed"]
+    wrong = verdict.outcomes["eager:perturbed"]
     assert wrong.status == "failed"
     assert {(m.against, m.role) for m in wrong.mismatches} == {("math", "grad:x1"), ("eager", "grad:x1")}
 
