@@ -377,10 +377,12 @@ def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
 
 
 def _graph_break_in_the_forward_loop(spec: GraphSpec) -> bool:
-    """A Function whose apply Dynamo cannot trace, with an input that requires grad: the
-    fallback breaks the graph inside harness/run.py `forward`'s enumerate loop."""
-    flow = Dataflow(spec)
-    return any(_breaks_the_graph_itself(fn) and flow.node_exists(n) for n, fn in enumerate(spec.functions))
+    """A Function whose apply Dynamo may not trace (a user jvp, a repeated tensor input, or
+    mark_dirty: "Unsupported autograd.Function context `mark_dirty`"): the fallback then breaks
+    the graph inside harness/run.py `forward`'s enumerate loop. (Necessary, not sufficient:
+    the witness requires that the fallback really ran.)"""
+    return any(_breaks_the_graph_itself(fn) or any(o.kind == "dirty" for o in fn.outputs)
+               for fn in spec.functions)
 
 
 def _gc_only_cycles_after_fallback(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
