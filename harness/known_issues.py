@@ -412,6 +412,12 @@ def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mi
         for m in mismatches)
 
 
+def _dirty_sites_with_grad(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    flow = Dataflow(spec)
+    return tuple((n, k) for n, fn in enumerate(spec.functions) if flow.node_exists(n)
+                 for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
 
@@ -723,6 +729,20 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=lambda spec, m: m.role == "error",
         damages="the error (raised elsewhere, under another name, or not at all)",
         workaround=_without_errors(lambda n, fn: fn.error is not None),
+    ),
+    KnownIssue(
+        id="dynamo-mark-dirty-inplace-result",
+        title=("torch.compile: a custom Function that marks an input dirty and returns the in-place op's "
+               "result (`return a.mul_(2)`, which is `a`) gets the graph break 'mark_dirty input not "
+               "returned' when an input requires grad; `a.mul_(2); return a` compiles"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_mark_dirty_inplace_result.py",
+        trigger=lambda spec: bool(_dirty_sites_with_grad(spec)),
+        witness=raised("forward", r"mark_dirty input not returned"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_sites_with_grad),
     ),
     KnownIssue(
         id="dynamo-function-closure-object",

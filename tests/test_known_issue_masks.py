@@ -110,6 +110,9 @@ CASES = {
     "dynamo-function-backward-checked-differently": ("dynamo", graph(
         fn(X0, Arg(const=2), outputs=(lin(0),), error="grad_for_nontensor", unused_grad="zeros", code="plain"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    "dynamo-mark-dirty-inplace-result": ("dynamo", graph(
+        fn(Arg("x0", clone=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0), lin(1)), code="plain"),
+        fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-closure-object": ("dynamo", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
