@@ -1,4 +1,5 @@
-"""Known torch issue dynamo-skipped-frame-tracer-cycle (found by the harness; torch only).
+"""Known torch issue dynamo-trace-state-cycle, its reproduced case: a skipped frame's abandoned
+trace (found by the harness; torch only).
 
 torch.compile without fullgraph of a function that graph-breaks inside a
 `for ... in enumerate(...)` loop (here: a custom autograd.Function with a `jvp`, "Unsupported

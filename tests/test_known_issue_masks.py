@@ -105,7 +105,7 @@ CASES = {
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
-    "dynamo-skipped-frame-tracer-cycle": ("dynamo", graph(
+    "dynamo-trace-state-cycle": ("dynamo", graph(
         fn(X0, outputs=(lin(0),), code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-backward-checked-differently": ("dynamo", graph(
         fn(X0, Arg(const=2), outputs=(lin(0),), error="grad_for_nontensor", unused_grad="zeros", code="plain"),
