@@ -12,7 +12,10 @@ from strategies import graphs
 
 @given(spec=graphs())
 def test_paths_agree_with_math_and_eager(selected_paths, device, spec):
-    verdict = check(spec, selected_paths, device)
+    # dynamo over the generated space has its own property test, which lists the open
+    # findings that still fail it (tests/compiled/test_compiled_paths.py)
+    chosen = [p for p in selected_paths if p.name.partition(":")[0] != "dynamo"]
+    verdict = check(spec, chosen, device)
     assert not verdict.failed, verdict.report()
 
 
