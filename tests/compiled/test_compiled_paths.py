@@ -56,10 +56,6 @@ def test_compiled_agrees_with_eager():
     _agrees_over_generated_specs("compiled", 0.4)  # examples without a backward are unsupported
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open dynamo findings, not yet reduced to a standalone reproducer and registered: an output of a "
-    "plain Function that requires grad in eager comes back without grad (requires_grad, grad_fn, "
-    "is_leaf differ; see the issue 9 note). Strict: once they are registered, this fails as XPASS."))
 def test_dynamo_agrees_with_eager():
     _agrees_over_generated_specs("dynamo", 0.5)
 
