@@ -8,7 +8,6 @@ import dis
 import json
 
 import pytest
-import torch
 from hypothesis import given
 
 from harness import build, paths, plain
