@@ -256,11 +256,7 @@ def _generic_function_with_grad_input(spec: GraphSpec) -> bool:
 
 
 def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
-    return any(_generic(fn) and fn.tensor_slots for fn in spec.functions)
-
-
-def _generic_varargs_forward(spec: GraphSpec) -> bool:
-    """forward(*args) or forward(ctx, *args): Dynamo binds the inputs shifted."""
+    """forward(*args) or forward(ctx, *args) with a tensor to shift: Dynamo binds the inputs shifted."""
     return any(_generic(fn) and fn.tensor_slots for fn in spec.functions)
 
 
@@ -626,7 +622,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_function_varargs_forward.py",
-        trigger=_generic_varargs_forward,
+        trigger=_generic_function_with_tensor_input,
         witness=_wrong_forward_value_of_varargs_function,
         damage=_anything,
         damages="every value: the forward computes with shifted inputs, so all that follows differs",
