@@ -21,8 +21,11 @@ def test_fuzz_writes_the_summary(tmp_path, capsys):
     assert summary["torch"].startswith("2.")
     assert summary["examples"] == 20 and summary["seconds"] > 0
     counts = summary["paths"]["eager"]
-    assert counts["ok"] + counts["failed"] + sum(counts["known"].values()) == 20
+    # Every example is exactly one of ok, failed, stopped by a known issue or unsupported.
+    assert counts["ok"] + counts["failed"] + counts["stopped_by_known"] == 20
     assert counts["unsupported"] == {}
+    assert counts["checked"] == counts["ok"] + counts["failed"]
+    assert counts["checked_past_known"] <= sum(counts["known"].values())
     assert "examples/s" in capsys.readouterr().out
 
 
