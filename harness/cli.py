@@ -88,6 +88,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_known(args: argparse.Namespace) -> int:
+    import torch
+
     from harness import known_issues
 
     if args.rates:
@@ -95,13 +97,18 @@ def cmd_known(args: argparse.Namespace) -> int:
             print(f"{100 * share:6.1f}%  {issue.id:<42} damages: {issue.damages}")
         print(f"\nshare of {args.examples} generated specs whose structure triggers each known torch issue")
         return 0
-    present = 0
-    for issue, reproduced in known_issues.run_reproducers():
-        expected = "affects" if issue.affects_installed_torch() else "does not affect"
-        print(f"{'present' if reproduced else 'fixed':<8} {issue.id:<42} (the registry says it {expected} "
-              f"this torch)")
-        present += reproduced
-    return 0
+    surprises = 0
+    for issue, state, last_line in known_issues.run_reproducers():
+        expected = "present" if issue.affects_installed_torch() else "fixed"
+        note = "as the registry says" if state == expected else f"the registry says {expected}"
+        print(f"{state:<8} {issue.id:<46} ({note})")
+        if state == "broken":
+            print(f"{'':<8} the reproducer failed another way: {last_line}")
+        surprises += state != expected
+    if surprises:
+        print(f"\n{surprises} reproducer(s) disagree with the registry's first/last affected versions "
+              f"for torch {torch.__version__}: update the registry (harness/known_issues.py) or the reproducer")
+    return 1 if surprises else 0
 
 
 def _passthrough(command: str, rest: list[str]) -> int:

@@ -596,7 +596,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "and computes with the wrong inputs (wrong values, or AttributeError on the ctx); "
                "forward(ctx, *args) reads past its inputs (IndexError) or a non-tensor argument "
                "where a tensor was passed (TypeError)"),
-        first=(2, 13, 0), last=None,
+        first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
         paths=("dynamo",),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
@@ -619,7 +619,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         id="dynamo-function-varargs-forward-values",
         title=("The wrong-value side of dynamo-function-varargs-forward: a Function whose "
                "forward(*args) reads shifted inputs returns wrong outputs without an error"),
-        first=(2, 13, 0), last=None,
+        first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
         paths=("dynamo",),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
@@ -786,18 +786,30 @@ def trigger_rates(examples: int) -> dict[KnownIssue, float]:
     return {k: sum(map(k.trigger, specs)) / max(1, len(specs)) for k in KNOWN_ISSUES}
 
 
-def run_reproducers() -> list[tuple[KnownIssue, bool]]:
-    """(entry, reproduced) for each entry's reproducer run on the installed torch."""
+def reproduce(issue: KnownIssue) -> tuple[str, str]:
+    """Run an entry's reproducer on the installed torch: (state, last line it printed).
+
+    state is "present" (exit 1 and REPRODUCED), "fixed" (exit 0) or "broken": the reproducer
+    itself failed some other way, which says nothing about the bug and must be looked at."""
     import subprocess
     import sys
 
-    out = []
-    for issue in KNOWN_ISSUES:
-        done = subprocess.run([sys.executable, str(REPRODUCERS / issue.reproducer)], capture_output=True,
-                              text=True, timeout=600)
-        out.append((issue, done.returncode == 1 and "REPRODUCED" in done.stdout))
-    return out
+    done = subprocess.run([sys.executable, str(REPRODUCERS / issue.reproducer)], capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode == 1 and "REPRODUCED" in done.stdout:
+        state = "present"
+    elif done.returncode == 0:
+        state = "fixed"
+    else:
+        state = "broken"
+    lines = (done.stdout + done.stderr).strip().splitlines() or [f"exit status {done.returncode}"]
+    return state, lines[-1]
 
 
-__all__ = ["KNOWN_ISSUES", "KnownIssue", "explained", "hits", "run_reproducers", "torch_release",
+def run_reproducers() -> list[tuple[KnownIssue, str, str]]:
+    """(entry, state, last line) for every entry; see `reproduce`."""
+    return [(issue, *reproduce(issue)) for issue in KNOWN_ISSUES]
+
+
+__all__ = ["KNOWN_ISSUES", "KnownIssue", "explained", "hits", "reproduce", "run_reproducers", "torch_release",
            "trigger_rates", "workaround"]
