@@ -1,0 +1,124 @@
+"""Campaigns beyond one machine, on existing engines rather than a scheduler of our own.
+
+Shared state is Hypothesis' own example database: a folder on one machine, or Redis
+(`--database redis://host:port`) so that a failure found on any machine is replayed first
+everywhere. Scheduling is Ray (`fuzz --cluster ADDRESS`): one task per node, each running an
+ordinary `python -m harness fuzz` in a subprocess on its node, so the process-level crash
+isolation of `--workers` stays inside every shard. The shards' summaries come back as JSON
+and are merged with `CampaignResult.merge`, the same merge the local workers use.
+
+Both need the optional extra `cluster` (pip install -e '.[cluster]'): `redis` and `ray`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REDIS_PREFIX = b"autograd-function-harness:"  # keys of our examples in a shared Redis
+
+
+class ClusterError(Exception):
+    """A database or cluster that cannot be used, with the fix in the message."""
+
+
+def example_database(location: str | None) -> Any:
+    """Hypothesis' example database for --database: a redis:// URL or a folder (None: none)."""
+    if not location:
+        return None
+    if location.startswith(("redis://", "rediss://")):
+        try:
+            import redis
+            from hypothesis.extra.redis import RedisExampleDatabase
+        except ImportError:
+            raise ClusterError(f"--database {location} needs the redis client; install it with "
+                               f"pip install -e '.[cluster]'") from None
+        client = redis.Redis.from_url(location)
+        try:
+            client.ping()
+        except redis.exceptions.ConnectionError as e:
+            raise ClusterError(f"--database {location}: no Redis server answers there ({e}); "
+                               f"start one (redis-server --port PORT) or fix the URL") from None
+        return RedisExampleDatabase(client, key_prefix=REDIS_PREFIX)
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    return DirectoryBasedExampleDatabase(location)
+
+
+def _run_shard(index: int, fuzz_argv: list[str]) -> dict[str, Any]:
+    """One shard on whatever node Ray put it: an ordinary fuzz campaign in a subprocess.
+
+    Returns its summary and the text of the reproducers it wrote, which live on that node."""
+    import socket
+
+    with tempfile.TemporaryDirectory(prefix=f"harness-shard-{index}-") as tmp:
+        summary, out = Path(tmp) / "summary.json", Path(tmp) / "failures"
+        done = subprocess.run([sys.executable, "-m", "harness", "fuzz", *fuzz_argv,
+                               "--json", str(summary), "--out", str(out)],
+                              capture_output=True, text=True)
+        if not summary.exists():
+            return {"index": index, "node": socket.gethostname(), "error":
+                    f"exit status {done.returncode}: {(done.stderr or done.stdout).strip()[-2000:]}"}
+        files = {p.name: p.read_text() for p in out.glob("*") if p.is_file()}
+        return {"index": index, "node": socket.gethostname(), "summary": json.loads(summary.read_text()),
+                "files": files, "stdout_tail": done.stdout[-2000:]}
+
+
+def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: int | None = None):
+    """Run campaign shards as Ray tasks (one per alive node unless `shards` says) and merge them.
+
+    `fuzz_argv` is the fuzz command line each shard runs (budget, paths, workers, database...),
+    without --json/--out/--cluster. Reproducers come back under out_dir/shard-<i>/."""
+    from harness.campaign import CampaignResult
+
+    try:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    except ImportError:
+        raise ClusterError("--cluster needs Ray; install it with pip install -e '.[cluster]'") from None
+    started = time.monotonic()
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    except (ConnectionError, RuntimeError) as e:
+        raise ClusterError(f"--cluster {address}: no Ray cluster there ({str(e).splitlines()[0]}); "
+                           f"start one with `ray start --head` and pass its address") from None
+    try:
+        nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+        count = shards or len(nodes)
+        task = ray.remote(num_cpus=1, max_retries=0)(_run_shard)
+        # one shard per node, round robin: a node's own workers use its other cores
+        futures = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)],
+                                                                                   soft=True))
+                   .remote(i, fuzz_argv) for i in range(count)]
+        outcomes = ray.get(futures)
+    finally:
+        ray.shutdown()
+    merged: CampaignResult | None = None
+    errors = []
+    for shard in sorted(outcomes, key=lambda s: s["index"]):
+        if "error" in shard:
+            errors.append(f"shard {shard['index']} on {shard['node']}: {shard['error']}")
+            continue
+        where = Path(out_dir) / f"shard-{shard['index']}"
+        where.mkdir(parents=True, exist_ok=True)
+        for name, text in shard["files"].items():
+            (where / name).write_text(text)
+        part = CampaignResult.from_json(shard["summary"])
+        for failure in part.failures.values():
+            if failure.reproducer:
+                failure.reproducer = str(where / Path(failure.reproducer).name)
+        if merged is None:
+            merged = part
+        else:
+            merged.merge(part)
+    if merged is None:
+        raise ClusterError("every shard failed: " + "; ".join(errors))
+    merged.seconds = time.monotonic() - started
+    merged.shards = count - len(errors)
+    merged.shard_errors = errors
+    return merged
