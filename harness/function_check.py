@@ -1004,7 +1004,7 @@ def _property(function: type, strategy: Any, options: _Options, report: Function
     from hypothesis import HealthCheck, given, settings
 
     __tracebackhide__ = True
-    overrides: dict[str, Any] = dict(deadline=None, report_multiple_bugs=False,
+    overrides: dict[str, Any] = dict(deadline=None, report_multiple_bugs=False, print_blob=False,
                                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                                      # one test body serves every Function: replaying one Function's
                                      # saved failure on another would only mislead
@@ -1014,7 +1014,7 @@ def _property(function: type, strategy: Any, options: _Options, report: Function
 
     @settings(**overrides)
     @given(strategy)
-    def holds_for(sample: Any) -> None:
+    def sample_passes_every_check(sample: Any) -> None:
         sample = tuple(sample) if isinstance(sample, (tuple, list)) else (sample,)
         one = FunctionReport(report.function, samples=[sample])
         one.records = _check_sample(function, sample, 0, options)
@@ -1023,7 +1023,7 @@ def _property(function: type, strategy: Any, options: _Options, report: Function
         if one.failures:
             raise _error(function, one, options)
 
-    holds_for()
+    sample_passes_every_check()
     return report
 
 
