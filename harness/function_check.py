@@ -41,7 +41,7 @@ from torch.autograd.function import _SingleLevelFunction, once_differentiable
 
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LifetimeTracker, rule_violations
-from harness.run import RunResult, _checkpoint, _Stop
+from harness.run import CHECKPOINTS, RunResult, _checkpoint, _Stop
 
 CHECKS = ("outputs", "gradients", "gradcheck", "jvp", "vmap", "double_backward", "mark_dirty", "lifetimes")
 #: the checks whose results come from running each path (the others run the stock apply)
@@ -137,8 +137,8 @@ class FunctionCheckError(AssertionError):
         self.report = report
         self.reproducers = reproducers  # check -> Python source
         failed = report.failures
-        lines = [f"{report.function} failed {len({(r.check, r.path) for r in failed})} check(s) "
-                 f"over {len(report.samples)} sample(s):"]
+        checks = len({(r.check, r.path) for r in failed})
+        lines = [f"{report.function} failed {checks} check(s) over {len(report.samples)} sample(s):"]
         for r in failed:
             lines.append(f"  {r.check} [{r.path}] sample {r.sample}: {r.detail}")
         for check, source in reproducers.items():
@@ -371,8 +371,7 @@ def _observing_saved(tracker: LifetimeTracker | None) -> Iterator[None]:
 
 
 def observe(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: str, *,
-            lifetimes: bool = False, device: torch.device | None = None,
-            timings: dict[str, float] | None = None) -> RunResult:
+            lifetimes: bool = False, timings: dict[str, float] | None = None) -> RunResult:
     """Run `function` on `sample` the way `runner`'s path does, recording what harness.run records.
 
     mode: "backward" (forward, weighted loss, .backward()), "double" (autograd.grad with
@@ -389,9 +388,9 @@ def observe(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: s
             gc.disable()
         try:
             if mode == "forward_ad":
-                _forward_ad(function, sample, runner, result, device)
+                _forward_ad(function, sample, runner, result)
             else:
-                _forward_backward(function, sample, runner, mode, result, tracker, device, timings)
+                _forward_backward(function, sample, runner, mode, result, tracker, timings)
         except _Stop:
             pass
         finally:
@@ -408,9 +407,8 @@ def observe(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: s
 
 
 def _forward_backward(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: str, result: RunResult,
-                      tracker: LifetimeTracker | None, device: torch.device | None,
-                      timings: dict[str, float]) -> None:
-    leaves = _fresh(sample, device)
+                      tracker: LifetimeTracker | None, timings: dict[str, float]) -> None:
+    leaves = _fresh(sample)
     tensor_idx = _tensor_indices(leaves)
     leaf_refs = {f"x{i}": leaves[i] for i in tensor_idx}
     if tracker is not None:
@@ -501,9 +499,8 @@ def _backward(outs: tuple, leaves: list[Any], runner: _EagerRunner, mode: str, r
         result.put("double_backward", f"dgrad:{name}", g)
 
 
-def _forward_ad(function: type, sample: Sequence[Any], runner: _EagerRunner, result: RunResult,
-                device: torch.device | None) -> None:
-    leaves = _fresh(sample, device)
+def _forward_ad(function: type, sample: Sequence[Any], runner: _EagerRunner, result: RunResult) -> None:
+    leaves = _fresh(sample)
     tangents = dict(zip(_differentiable_indices(leaves), _weights(
         [leaves[i] for i in _differentiable_indices(leaves)], 3_000_017)))
     with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
@@ -581,6 +578,8 @@ class _Options:
 
 def _check_sample(function: type, sample: tuple, index: int, options: _Options) -> list[CheckRecord]:
     records: list[CheckRecord] = []
+    if options.device is not None:
+        sample = tuple(_fresh(sample, options.device))
 
     def add(check: str, path: str, status: str, detail: str = "", seconds: float = 0.0) -> None:
         if check in options.checks:
@@ -600,7 +599,7 @@ def _check_sample(function: type, sample: tuple, index: int, options: _Options) 
             add(check, FLOAT64, status, detail, time.perf_counter() - started)
     if "vmap" in options.checks:
         started = time.perf_counter()
-        status, detail = _check_vmap(function, sample, options.device)
+        status, detail = _check_vmap(function, sample)
         add("vmap", VMAP, status, detail, time.perf_counter() - started)
     return records
 
@@ -637,7 +636,7 @@ def _check_paths(function: type, sample: tuple, options: _Options, add: Callable
                 for check in judged:
                     add(check, runner.name, "unsupported", reason)
                 continue
-            result = observe(function, sample, runner, mode, device=options.device, timings=timings,
+            result = observe(function, sample, runner, mode, timings=timings,
                              lifetimes="lifetimes" in wants and mode == "backward")
             elapsed = time.perf_counter() - started
             if runner.name == "eager":
@@ -647,48 +646,58 @@ def _check_paths(function: type, sample: tuple, options: _Options, add: Callable
 
 def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult, eager: RunResult | None,
                timings: dict[str, float], elapsed: float, add: Callable[..., None]) -> None:
-    note = f" ({result.note})" if result.note else ""
+    """One record per judged check: failed (with every problem), passed, eager's "reference",
+    unsupported, or not_applicable when the run stopped before the check's checkpoint."""
     if result.status == "unsupported":
         for check in judged:
             add(check, runner.name, "unsupported", result.reason)
         return
-    by_check: dict[str, list[str]] = {c: [] for c in judged}
-    if runner.name == "eager":
-        if result.status == "error":
-            check = CHECK_OF_CHECKPOINT.get(result.error_checkpoint, judged[0])
-            by_check.setdefault(check, []).append(f"eager raised {result.describe_error()}")
-    else:
-        assert eager is not None
-        for m in _against_eager(eager, result, runner.exact):
-            by_check.setdefault(CHECK_OF_CHECKPOINT.get(m.checkpoint, judged[0]), []).append(_mismatch_text(m))
-    if "lifetimes" in judged and result.status != "error":
-        by_check["lifetimes"] = [f"{_role_text(v.role)} at {v.checkpoint}: {v.detail}"
-                                 for v in rule_violations(result, "backward")]
-    elif "lifetimes" in judged:
-        by_check["lifetimes"] = by_check.get("lifetimes", [])
-    spent = {"outputs": timings.get("outputs", 0.0), "gradients": timings.get("gradients", 0.0),
-             "lifetimes": timings.get("lifetimes", 0.0)}
+    problems = _problems(judged, runner, result, eager)
+    note = result.note  # how the path got this result, e.g. through Dynamo's eager fallback
     for check in judged:
-        problems = by_check.get(check, [])
-        seconds = spent.get(check, elapsed) if len(judged) > 1 else elapsed
-        if problems:
-            add(check, runner.name, "failed", "; ".join(problems) + note, seconds)
-        elif result.status == "error" and CHECKPOINT_ORDER.index(_checkpoint_of(check)) > CHECKPOINT_ORDER.index(
-                result.error_checkpoint):
+        seconds = timings.get(check, 0.0) if len(judged) > 1 else elapsed
+        if problems[check]:
+            add(check, runner.name, "failed", "; ".join(problems[check]) + (f" ({note})" if note else ""), seconds)
+        elif not _reached(check, result):
             add(check, runner.name, "not_applicable", f"the run stopped earlier ({result.describe_error()})", seconds)
         elif runner.name == "eager" and check != "lifetimes":
-            add(check, runner.name, "reference", "the reference for other paths; judged by the float64 oracles",
+            add(check, runner.name, "reference", "the reference for the other paths; judged by the float64 oracles",
                 seconds)
         else:
-            add(check, runner.name, "passed", note.strip(" ()"), seconds)
+            add(check, runner.name, "passed", note, seconds)
 
 
-CHECKPOINT_ORDER = ("forward", "backward", "double_backward", "forward_ad", "drop_all")
+def _problems(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
+              eager: RunResult | None) -> dict[str, list[str]]:
+    """check -> what is wrong: eager's own errors; every other path's differences from eager;
+    the lifetime rules of a run that completed."""
+    problems: dict[str, list[str]] = {check: [] for check in judged}
+
+    def note(checkpoint: str, text: str) -> None:
+        check = CHECK_OF_CHECKPOINT.get(checkpoint, judged[0])
+        problems[check if check in problems else judged[0]].append(text)
+
+    if runner.name == "eager":
+        if result.status == "error":
+            note(result.error_checkpoint, f"eager raised {result.describe_error()}")
+    else:
+        assert eager is not None, "eager runs first: it is the reference"
+        for m in _against_eager(eager, result, runner.exact):
+            note(m.checkpoint, _mismatch_text(m))
+    if "lifetimes" in problems and result.status != "error":
+        problems["lifetimes"] = [f"{_role_text(v.role)} at {v.checkpoint}: {v.detail}"
+                                 for v in rule_violations(result, "backward")]
+    return problems
 
 
-def _checkpoint_of(check: str) -> str:
-    return {"outputs": "forward", "gradients": "backward", "double_backward": "double_backward",
-            "jvp": "forward_ad", "lifetimes": "drop_all"}[check]
+def _reached(check: str, result: RunResult) -> bool:
+    """Whether the run got as far as the checkpoint that `check` judges (lifetimes: the end)."""
+    if result.status != "error":
+        return True
+    if check == "lifetimes":
+        return False
+    at = {c: k for k, c in CHECK_OF_CHECKPOINT.items()}[check]
+    return CHECKPOINTS.index(at) <= CHECKPOINTS.index(result.error_checkpoint)
 
 
 def _double_backward_not_applicable(function: type, sample: Sequence[Any]) -> str | None:
@@ -709,7 +718,7 @@ def _jvp_not_applicable(function: type, sample: Sequence[Any]) -> str | None:
 
 def _check_mark_dirty(function: type, sample: tuple, options: _Options, add: Callable[..., None]) -> None:
     started = time.perf_counter()
-    result = observe(function, sample, _EagerRunner(), "backward", device=options.device)
+    result = observe(function, sample, _EagerRunner(), "backward")
     mutated = result.values.get("mark_dirty", {})
     undeclared = [role for role, status in mutated.items() if status == "undeclared"]
     unknown = [role for role, status in mutated.items() if status == "unknown"]
@@ -717,8 +726,9 @@ def _check_mark_dirty(function: type, sample: tuple, options: _Options, add: Cal
     if undeclared:
         add("mark_dirty", "eager", "failed",
             f"forward modified {', '.join(r.replace('arg', 'argument ') for r in undeclared)} in place without "
-            "ctx.mark_dirty(); autograd then computes gradients for the old values (declare every input "
-            "the forward modifies with ctx.mark_dirty and return it)", seconds)
+            "ctx.mark_dirty(), so autograd does not know it changed and gradients through its later uses "
+            "skip this Function (declare every input the forward modifies with ctx.mark_dirty and return it)",
+            seconds)
     elif unknown:
         add("mark_dirty", "eager", "not_applicable",
             f"forward modified {', '.join(unknown)} in place, but no output requires grad, so no graph "
@@ -762,7 +772,7 @@ def _float64_function(function: type, sample: Sequence[Any]) -> tuple[Callable[.
     try:
         with torch.enable_grad():
             outs = all_outputs(*inputs)
-    except Exception as e:  # the Function's own choice (e.g. a fixed dtype): reported, not passed
+    except Exception as e:  # noqa: BLE001  the Function's own choice (e.g. a fixed dtype): reported, not passed
         return fn, inputs, f"the Function does not run in float64 ({type(e).__name__}: {e})"
     differentiable_outputs.extend(k for k, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad)
     outs = fn(*inputs)
@@ -823,10 +833,9 @@ def _batch_element(sample: Sequence[Any], b: int) -> list[Any]:
             if isinstance(a, torch.Tensor) else a for a in sample]
 
 
-def _check_vmap(function: type, sample: Sequence[Any], device: torch.device | None) -> tuple[str, str]:
+def _check_vmap(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     if not has_vmap_rule(function):
         return "not_applicable", f"{function.__name__} has no vmap staticmethod and no generate_vmap_rule"
-    sample = _fresh(sample, device)
     tensor_idx = _tensor_indices(sample)
     if not tensor_idx:
         return "not_applicable", "no tensor argument to batch"
@@ -911,7 +920,7 @@ def _import_or_source(function: type) -> str:
 
 
 def reproducer(function: type, sample: Sequence[Any], checks: Sequence[str], paths: Sequence[str],
-               device: str, summary: str) -> str:
+               device: str | None, summary: str) -> str:
     """A standalone script: re-runs exactly these checks on this sample; exits 1 while they fail."""
     runs = [p for p in paths if p not in (FLOAT64, VMAP)] or ["eager"]
     summary = summary.replace('"""', "'''")
@@ -1004,11 +1013,12 @@ def _property(function: type, strategy: Any, options: _Options, report: Function
     from hypothesis import HealthCheck, given, settings
 
     __tracebackhide__ = True
-    overrides: dict[str, Any] = dict(deadline=None, report_multiple_bugs=False, print_blob=False,
-                                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-                                     # one test body serves every Function: replaying one Function's
-                                     # saved failure on another would only mislead
-                                     database=None)
+    overrides: dict[str, Any] = {
+        "deadline": None, "report_multiple_bugs": False, "print_blob": False,
+        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+        # one test body serves every Function: replaying one Function's saved failure on
+        # another would only mislead
+        "database": None}
     if max_examples is not None:
         overrides["max_examples"] = max_examples
 
@@ -1028,7 +1038,7 @@ def _property(function: type, strategy: Any, options: _Options, report: Function
 
 
 def _error(function: type, report: FunctionReport, options: _Options) -> FunctionCheckError:
-    device = str(options.device or "cpu")
+    device = None if options.device is None else str(options.device)
     by_check: dict[str, list[CheckRecord]] = {}
     for r in report.failures:
         by_check.setdefault(r.check, []).append(r)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-
 # --- correct Functions ----------------------------------------------------------------------
 
 

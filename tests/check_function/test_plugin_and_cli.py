@@ -115,7 +115,7 @@ def _cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
     (tmp_path / "user_functions.py").write_text(USER_MODULE)
     env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, "-m", "harness", "check", *argv], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
+                          timeout=300, env=env, cwd=tmp_path, check=False)
 
 
 def test_the_cli_checks_a_function_by_name(tmp_path):
