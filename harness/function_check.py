@@ -190,8 +190,14 @@ def _weights(outputs: Sequence[torch.Tensor], offset: int) -> list[torch.Tensor]
 
 
 def _weighted_sum(tensors: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) -> torch.Tensor:
-    terms = [(t * w).sum() for t, w in zip(tensors, weights)]
-    return sum((t.real if t.is_complex() else t for t in terms[1:]), terms[0].real if terms[0].is_complex() else terms[0])
+    """sum_k (t_k * w_k).sum(), a real scalar (the real part for complex outputs)."""
+    total = None
+    for t, w in zip(tensors, weights):
+        term = (t * w).sum()
+        term = term.real if term.is_complex() else term
+        total = term if total is None else total + term
+    assert total is not None, "called with at least one tensor"
+    return total
 
 
 # --- paths: how each applies the user's Function -----------------------------------------

@@ -192,3 +192,13 @@ def test_harness_exposes_check_function():
     import harness
 
     assert harness.check_function is check_function
+
+
+def test_a_sample_the_function_cannot_take_fails_outputs_on_eager():
+    wrong_shapes = [(torch.randn(4, 3, requires_grad=True), torch.randn(2, 5, requires_grad=True), None)]
+    with pytest.raises(FunctionCheckError) as caught:
+        check_function(functions.LinearFunction, wrong_shapes, paths=["eager"], checks=["outputs", "gradients"])
+    outcomes = caught.value.report.outcomes()
+    assert outcomes[("outputs", "eager")][0] == "failed"
+    assert outcomes[("outputs", "eager")][1].startswith("eager raised RuntimeError at forward")
+    assert outcomes[("gradients", "eager")][0] == "not_applicable"  # never reached: not passed
