@@ -550,6 +550,11 @@ def _against_eager(eager: RunResult, result: RunResult, exact: bool) -> list[Mis
     return against_eager(eager, result, EXACT if exact else _DtypeTolerances(eager), lifetimes=False)
 
 
+#: the lifetime checkpoints (harness.oracles.lifetimes) in the user's words
+WHEN = {"forward": "after the forward", "backward": "after the backward",
+        "drop_outputs": "once the outputs and the graph were dropped", "drop_all": "in the end"}
+
+
 def _role_text(role: str) -> str:
     """A lifetime role in the user's words."""
     kind, _, n = role.rpartition(":") if ":" in role else ("", "", role)
@@ -691,7 +696,7 @@ def _problems(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
         for m in _against_eager(eager, result, runner.exact):
             note(m.checkpoint, _mismatch_text(m))
     if "lifetimes" in problems and result.status != "error":
-        problems["lifetimes"] = [f"{_role_text(v.role)} at {v.checkpoint}: {v.detail}"
+        problems["lifetimes"] = [f"{_role_text(v.role)} {WHEN.get(v.checkpoint, 'at ' + v.checkpoint)}: {v.detail}"
                                  for v in rule_violations(result, "backward")]
     return problems
 
