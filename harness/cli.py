@@ -72,10 +72,55 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
+#: `check module:FunctionName`: a user's own autograd.Function instead of a spec file
+FUNCTION_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _attribute(target: str, option: str):
+    import importlib
+
+    module_name, _, name = target.partition(":")
+    try:
+        value = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SystemExit(f"error: {option} {target!r}: cannot import {module_name!r} ({e}); run from the "
+                         "folder that holds it or add it to PYTHONPATH.") from None
+    for part in name.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise SystemExit(f"error: {option} {target!r}: {module_name!r} has no attribute {name!r}.") from None
+    return value
+
+
+def cmd_check_function(args: argparse.Namespace) -> int:
+    from harness.function_check import FunctionCheckError, check_function
+
+    if not args.samples:
+        raise SystemExit(f"error: check {args.spec} needs --samples module:function (a function returning "
+                         "argument tuples or a Hypothesis strategy).")
+    function = _attribute(args.spec, "check")
+    samples = _attribute(args.samples, "--samples")
+    try:
+        report = check_function(function, samples, paths=args.paths.split(",") if args.paths else None,
+                                device=args.device, checks=args.checks.split(",") if args.checks else None,
+                                max_examples=args.max_examples)
+    except FunctionCheckError as e:
+        print(e.report.table())
+        print(e)
+        return 1
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    print(report.table())
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.check import check
     from harness.spec import SpecError, load_spec
 
+    if FUNCTION_TARGET.match(args.spec) and not Path(args.spec).exists():
+        return cmd_check_function(args)
     try:
         spec = load_spec(args.spec)
     except SpecError as e:
@@ -165,10 +210,15 @@ def main(argv: list[str] | None = None) -> int:
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
 
-    chk = sub.add_parser("check", help="check one spec file (JSON) on the selected paths")
-    chk.add_argument("spec")
+    chk = sub.add_parser("check", help="check one spec file (JSON), or your own autograd.Function "
+                                       "(module:FunctionName --samples module:function), on the selected paths")
+    chk.add_argument("spec", help="a spec file, or module:FunctionName")
     chk.add_argument("--paths")
     chk.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    chk.add_argument("--samples", help="with module:FunctionName: module:function returning argument tuples "
+                                       "or a Hypothesis strategy")
+    chk.add_argument("--checks", help="with module:FunctionName: comma-separated checks (default: all)")
+    chk.add_argument("--max-examples", type=int, help="with a Hypothesis strategy: examples to run")
     chk.set_defaults(func=cmd_check)
 
     known = sub.add_parser("known", help="run every known torch issue's reproducer on this torch "
