@@ -128,7 +128,7 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
     else:
         classes = "\nPLAIN_CLASSES = {}  # the Functions are generated from SPEC\n"
     destination = Path(destination)
-    torch_only = not set(paths) & NATIVE_PATHS
+    torch_only = not {p.partition("@")[0] for p in paths} & NATIVE_PATHS  # "owned@cuda" is native too
     if not torch_only:
         summary += ("\n\nThis failure involves a native path (owned/borrowed), which needs the compiled "
                     "extension: run it with this project installed (pip install -e .).")

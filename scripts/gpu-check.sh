@@ -13,7 +13,9 @@
 # usage: scripts/gpu-check.sh [OUT_DIR]      (default: $OUT when set, else ./gpu-check-out)
 # environment: PYTHON (default python3), HARNESS_TORCH_WHEELS and HARNESS_WHEELS (folders of
 #   wheels to install torch and the other requirements from, when the machine lacks them),
-#   GPU_CHECK_BUDGET (campaign seconds, default 180), GPU_CHECK_WORKERS (default 6).
+#   GPU_CHECK_BUDGET (campaign seconds, default 180), GPU_CHECK_WORKERS (default 6),
+#   GPU_CHECK_REHEARSAL=1 (every step on the CPU instead, to test this script where there is
+#   no GPU; the summary says so and no GPU result comes of it).
 # Exit: 0 all checks passed; 1 a test or campaign failed; 2 no usable GPU or environment.
 # At most 8 files are written to OUT_DIR (what the device tool brings back).
 set -uo pipefail
@@ -31,11 +33,16 @@ die() {  # one sentence on stderr, exit 2
   exit 2
 }
 
+DEVICE=cuda CROSS=cpu,cuda
+REHEARSAL=${GPU_CHECK_REHEARSAL:-}
+[[ "$REHEARSAL" == 1 ]] && DEVICE=cpu CROSS=cpu
+
 # --- 1. a GPU, and a torch that can use it ----------------------------------------------
-if ! command -v nvidia-smi >/dev/null 2>&1; then
+if [[ "$REHEARSAL" == 1 ]]; then
+  :
+elif ! command -v nvidia-smi >/dev/null 2>&1; then
   die "no GPU is visible (nvidia-smi is not installed); run this on a machine with an NVIDIA GPU and its driver."
-fi
-if ! GPUS=$(nvidia-smi -L 2>&1) || ! grep -q '^GPU ' <<<"$GPUS"; then
+elif ! GPUS=$(nvidia-smi -L 2>&1) || ! grep -q '^GPU ' <<<"$GPUS"; then
   die "no GPU is visible (nvidia-smi -L lists none: $(head -n1 <<<"$GPUS")); run this on a machine with an NVIDIA GPU and its driver."
 fi
 command -v "$PYTHON" >/dev/null 2>&1 || die "no Python interpreter '$PYTHON' here; set PYTHON to one that has torch."
@@ -63,8 +70,10 @@ if not torch.cuda.is_available():
 PY
 }
 PROBLEM=$(torch_problem)
+[[ "$REHEARSAL" == 1 ]] && PROBLEM=
 if [[ -n "$PROBLEM" && -n "${HARNESS_TORCH_WHEELS:-}" ]]; then
   install_from "$HARNESS_TORCH_WHEELS" torch && PROBLEM=$(torch_problem)
+[[ "$REHEARSAL" == 1 ]] && PROBLEM=
 fi
 if [[ -n "$PROBLEM" ]]; then
   die "$PROBLEM; put a CUDA build of torch that matches the driver in a folder named by HARNESS_TORCH_WHEELS and run again."
@@ -84,12 +93,16 @@ mkdir -p "$OUT_DIR" || die "cannot write to $OUT_DIR; give a writable folder as 
 SUMMARY=$OUT_DIR/summary.txt
 {
   echo "gpu-check of $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'an unversioned tree') on $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n1)"
+  if [[ "$REHEARSAL" == 1 ]]; then
+    echo "REHEARSAL on the CPU (GPU_CHECK_REHEARSAL=1): every step ran on the CPU; no GPU was used."
+  else
+    echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n1)"
+  fi
   "$PYTHON" -c 'import sys, torch, hypothesis; print(f"python {sys.version.split()[0]}, torch {torch.__version__} (CUDA {torch.version.cuda}), hypothesis {hypothesis.__version__}")'
 } >"$SUMMARY"
 
 # --- 2. the native extension --------------------------------------------------------------
-export HARNESS_NATIVE_CACHE=$WORK/native MAX_JOBS=16 TORCHINDUCTOR_COMPILE_THREADS=2 PYTHONUNBUFFERED=1
+export HARNESS_NATIVE_CACHE=${HARNESS_NATIVE_CACHE:-$WORK/native} MAX_JOBS=16 TORCHINDUCTOR_COMPILE_THREADS=2 PYTHONUNBUFFERED=1
 cd "$ROOT"
 PATHS="eager,owned,borrowed,compiled:capture,compiled:eager,compiled:aot_eager,compiled:inductor,dynamo:eager,dynamo:aot_eager,dynamo:inductor"
 CROSS_PATHS="eager,owned,borrowed"
@@ -101,17 +114,18 @@ else
   CROSS_PATHS=eager
 fi
 # every path that can run here (a missing compiler for inductor, say, is named in the summary)
-read -r PATHS UNAVAILABLE < <("$PYTHON" - "$PATHS" <<'PY'
+{ read -r PATHS; read -r UNAVAILABLE; } < <("$PYTHON" - "$PATHS" <<'PY'
 import sys
 from harness import paths
 ok, out = [], []
 for name in sys.argv[1].split(","):
     why = paths.get(name).available()
     (ok if why is None else out).append(name if why is None else f"{name} ({why})")
-print(",".join(ok), "; ".join(out).replace(" ", "_") or "-")
+print(",".join(ok))
+print("; ".join(out).replace("\n", " "))
 PY
 )
-[[ "$UNAVAILABLE" == "-" ]] || echo "paths that cannot run here: ${UNAVAILABLE//_/ }" >>"$SUMMARY"
+[[ -z "$UNAVAILABLE" ]] || echo "paths that cannot run here: $UNAVAILABLE" >>"$SUMMARY"
 
 # --- 3. tests and campaigns, side by side ---------------------------------------------------
 FAILURES=$WORK/failures
@@ -120,9 +134,9 @@ campaign() {  # campaign NAME DEVICE PATHS WORKERS
     --budget "${BUDGET}s" --json "$OUT_DIR/campaign-$1.json" --out "$FAILURES/$1" \
     >"$OUT_DIR/campaign-$1.log" 2>&1
 }
-campaign cuda cuda "$PATHS" "$WORKERS" &
+campaign cuda "$DEVICE" "$PATHS" "$WORKERS" &
 CUDA_PID=$!
-campaign cpu-cuda cpu,cuda "$CROSS_PATHS" 2 &
+campaign cpu-cuda "$CROSS" "$CROSS_PATHS" 2 &
 CROSS_PID=$!
 HARNESS_PROFILE=ci timeout $((BUDGET + 30)) "$PYTHON" -m pytest -p no:xdist -q -rA tests/cuda \
   >"$OUT_DIR/pytest.log" 2>&1
@@ -135,8 +149,8 @@ fi
 
 # --- 4. the summary -------------------------------------------------------------------------
 "$PYTHON" "$ROOT/scripts/gpu_check_summary.py" --tests-log "$OUT_DIR/pytest.log" --tests-rc "$TESTS_RC" \
-  --campaign "cuda=$OUT_DIR/campaign-cuda.json:$CUDA_RC" \
-  --campaign "cpu,cuda=$OUT_DIR/campaign-cpu-cuda.json:$CROSS_RC" \
+  --campaign "$DEVICE=$OUT_DIR/campaign-cuda.json:$CUDA_RC" \
+  --campaign "$CROSS=$OUT_DIR/campaign-cpu-cuda.json:$CROSS_RC" \
   --wall-seconds $(($(date +%s) - START)) >>"$SUMMARY"
 STATUS=$?
 cat "$SUMMARY"

@@ -47,13 +47,16 @@ def runnable(names: tuple[str, ...]) -> list:
 
 
 FAST = ("eager", "owned", "borrowed")
-EVERY = FAST + ("compiled:capture", "compiled:aot_eager", "dynamo:aot_eager", "dynamo:inductor")
+#: Triton compiles take seconds each: generated graphs skip inductor here (the campaign of
+#: scripts/gpu-check.sh runs it), the hand-written CPU scalar graph takes every path
+SOME = FAST + ("compiled:capture", "compiled:aot_eager", "dynamo:aot_eager")
+EVERY = SOME + ("compiled:eager", "compiled:inductor", "dynamo:eager", "dynamo:inductor")
 
 
 @FEW
 @given(graphs(max_functions=2, max_inputs=8))
-def test_every_path_agrees_on_cuda(spec):
-    verdict = check(spec, runnable(EVERY), "cuda")
+def test_paths_agree_on_cuda(spec):
+    verdict = check(spec, runnable(SOME), "cuda")
     assert not verdict.failed, verdict.report()
 
 

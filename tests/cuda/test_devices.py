@@ -5,6 +5,9 @@ What needs a GPU is in test_cuda_paths.py."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import shutil
 import subprocess
@@ -179,3 +182,45 @@ def test_gpu_check_fails_in_one_sentence_where_torch_cannot_use_the_gpu(tmp_path
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"gpu-check: torch {torch.__version__} at {sys.executable} cannot use the GPU")
+
+
+def _summary(tmp_path, campaign, tests_log: str, tests_rc: int = 0) -> tuple[int, str]:
+    import importlib.util
+    loaded = importlib.util.spec_from_file_location("gpu_check_summary", ROOT / "scripts/gpu_check_summary.py")
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    (tmp_path / "pytest.log").write_text(tests_log)
+    if campaign is not None:
+        (tmp_path / "c.json").write_text(json.dumps(campaign.as_json()))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = module.main(["--tests-log", str(tmp_path / "pytest.log"), "--tests-rc", str(tests_rc),
+                          "--campaign", f"cuda={tmp_path / 'c.json'}:0", "--wall-seconds", "321"])
+    return rc, out.getvalue()
+
+
+def test_the_gpu_check_summary_gives_examples_per_path_failures_and_memory_checks(tmp_path):
+    from harness.campaign import CampaignResult, Failure, PathCounts
+
+    campaign = CampaignResult(["eager", "owned"], "cuda", examples=12, with_backward=9, seconds=180.0)
+    campaign.counts = {"eager": PathCounts(ok=12), "owned": PathCounts(ok=10)}
+    campaign.counts["owned"].unsupported["tracing"] = 2
+    log = "PASSED tests/cuda/test_cuda_paths.py::test_memory_returns_to_its_baseline_on_cuda\n9 passed in 3s\n"
+    rc, text = _summary(tmp_path, campaign, log)
+    assert rc == 0, text
+    assert "campaign on cuda: 12 examples (9 with a backward) in 180 s" in text
+    assert "unsupported: tracing (2)" in text
+    assert "memory-baseline test tests/cuda/test_cuda_paths.py::test_memory_returns_to_its_baseline_on_cuda: PASSED" in text
+    assert text.rstrip().endswith("wall time: 321 s (limit 480 s)\nresult: PASSED")
+
+    spec = GraphSpec(leaves=(LeafSpec(),))
+    campaign.failures["m"] = Failure("vs lifetime rule at drop_all cuda_bytes: N bytes of CUDA memory above", spec,
+                                     "report", paths={"owned"})
+    rc, text = _summary(tmp_path, campaign, log)
+    assert rc == 1 and "1 distinct failure(s)" in text and text.rstrip().endswith("result: FAILED")
+    assert "on every lifetime-checked run): 1 distinct failure(s)" in text
+
+
+def test_the_gpu_check_summary_fails_without_a_campaign_result(tmp_path):
+    rc, text = _summary(tmp_path, None, "", tests_rc=2)
+    assert rc == 1 and "campaign on cuda: no summary (exit 0)" in text and "no pytest result line" in text
