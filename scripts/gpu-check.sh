@@ -78,16 +78,21 @@ fi
 if [[ -n "$PROBLEM" ]]; then
   die "$PROBLEM; put a CUDA build of torch that matches the driver in a folder named by HARNESS_TORCH_WHEELS and run again."
 fi
-MISSING=$("$PYTHON" -c '
+missing() {  # the requirements not importable (ninja: not on PATH; torch's build needs it)
+  "$PYTHON" -c '
 import importlib.util
-print(" ".join(m for m in ("hypothesis", "pytest", "numpy", "ninja") if importlib.util.find_spec(m) is None))')
+from torch.utils.cpp_extension import is_ninja_available
+missing = [m for m in ("hypothesis", "pytest", "numpy") if importlib.util.find_spec(m) is None]
+print(" ".join(missing + ([] if is_ninja_available() else ["ninja"])))'
+}
+export PATH="$WORK/site/bin:$PATH"  # where a ninja wheel installed below puts its binary
+MISSING=$(missing)
 if [[ -n "$MISSING" && -n "${HARNESS_WHEELS:-}" ]]; then
   install_from "$HARNESS_WHEELS" $MISSING
-  MISSING=$("$PYTHON" -c '
-import importlib.util
-print(" ".join(m for m in ("hypothesis", "pytest", "numpy", "ninja") if importlib.util.find_spec(m) is None))')
+  MISSING=$(missing)
 fi
-[[ -z "$MISSING" ]] || die "the Python packages $MISSING are missing and no wheels for them were given; carry wheels in a folder named by HARNESS_WHEELS and run again."
+# without ninja only the native build fails, and step 2 says so; the rest is needed
+[[ -z "${MISSING/ninja/}" ]] || die "the Python packages $MISSING are missing and no wheels for them were given; carry wheels in a folder named by HARNESS_WHEELS and run again."
 
 mkdir -p "$OUT_DIR" || die "cannot write to $OUT_DIR; give a writable folder as the first argument."
 SUMMARY=$OUT_DIR/summary.txt

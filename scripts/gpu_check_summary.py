@@ -36,8 +36,9 @@ def campaign_lines(device: str, file: Path, rc: int) -> tuple[list[str], bool]:
         lines += [f"  {'':<26}   known torch issue: {issue} ({n})" for issue, n in sorted(c["known"].items())]
     failures = data["failures"]
     memory = [f for f in failures if MEMORY_FAILURE in f["signature"]]
-    lines.append(f"  memory baseline (CUDA allocator back to its baseline after drop_all, on every "
-                 f"lifetime-checked run): {len(memory)} distinct failure(s)")
+    if "cuda" in device:
+        lines.append(f"  memory baseline (CUDA allocator back to its baseline after drop_all, on every "
+                     f"lifetime-checked CUDA run): {len(memory)} distinct failure(s)")
     lines.append(f"  {len(failures)} distinct failure(s)" + (":" if failures else ""))
     lines += [f"    x{f['count']} on {','.join(f['paths'])}: {f['signature']}" for f in failures]
     return lines, rc == 0 and not failures and data["examples"] > 0

@@ -218,7 +218,7 @@ def test_the_gpu_check_summary_gives_examples_per_path_failures_and_memory_check
                                      "report", paths={"owned"})
     rc, text = _summary(tmp_path, campaign, log)
     assert rc == 1 and "1 distinct failure(s)" in text and text.rstrip().endswith("result: FAILED")
-    assert "on every lifetime-checked run): 1 distinct failure(s)" in text
+    assert "on every lifetime-checked CUDA run): 1 distinct failure(s)" in text
 
 
 def test_the_gpu_check_summary_fails_without_a_campaign_result(tmp_path):
