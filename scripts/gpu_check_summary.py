@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 #: the tests whose outcome is the memory-baseline check (harness/oracles/lifetimes.py)
-MEMORY_TESTS = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED)\S* (\S*memory\S*)", re.M)
+MEMORY_TESTS = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED)\S* (\S*memory\S*)", re.MULTILINE)
 #: a campaign failure that is the CUDA memory rule
 MEMORY_FAILURE = "cuda_bytes"
 
@@ -26,8 +26,8 @@ def campaign_lines(device: str, file: Path, rc: int) -> tuple[list[str], bool]:
     if not file.is_file():
         return [f"campaign on {device}: no summary (exit {rc}); see {file.with_suffix('.log').name}"], False
     data = json.loads(file.read_text())
-    lines = [f"campaign on {device}: {data['examples']} examples ({data['examples_with_backward']} with a "
-             f"backward) in {data['seconds']:.0f} s, torch {data['torch']}, exit {rc}",
+    lines = [(f"campaign on {device}: {data['examples']} examples ({data['examples_with_backward']} with a "
+              f"backward) in {data['seconds']:.0f} s, torch {data['torch']}, exit {rc}"),
              f"  {'path':<26} {'checked':>8} {'ok':>6} {'failed':>7} {'unsupported':>12}"]
     for name, c in data["paths"].items():
         lines.append(f"  {name:<26} {c['checked']:>8} {c['ok']:>6} {c['failed']:>7} "

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import torch
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from harness import devices, paths
 from harness.build import build
@@ -159,11 +158,11 @@ def test_a_known_issue_of_a_path_is_known_on_that_path_on_any_device():
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has nvidia-smi")
 def test_gpu_check_fails_in_one_sentence_where_no_gpu_is_visible(tmp_path):
     done = subprocess.run(["bash", str(ROOT / "scripts/gpu-check.sh"), str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+                          check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "gpu-check: no GPU is visible (nvidia-smi is not installed); run this on a machine with an NVIDIA GPU "
-        "and its driver."]
+        ("gpu-check: no GPU is visible (nvidia-smi is not installed); run this on a machine with an NVIDIA GPU "
+         "and its driver.")]
 
 
 @needs_no_cuda
@@ -178,7 +177,8 @@ def test_gpu_check_fails_in_one_sentence_where_torch_cannot_use_the_gpu(tmp_path
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHON": sys.executable,
            "PYTHONPATH": str(ROOT)}
     done = subprocess.run(["bash", str(ROOT / "scripts/gpu-check.sh"), str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+                          check=False, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=env)
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"gpu-check: torch {torch.__version__} at {sys.executable} cannot use the GPU")
@@ -224,3 +224,13 @@ def test_the_gpu_check_summary_gives_examples_per_path_failures_and_memory_check
 def test_the_gpu_check_summary_fails_without_a_campaign_result(tmp_path):
     rc, text = _summary(tmp_path, None, "", tests_rc=2)
     assert rc == 1 and "campaign on cuda: no summary (exit 0)" in text and "no pytest result line" in text
+
+
+def test_bench_workloads_make_their_leaves_on_the_device_the_worker_is_given(monkeypatch):
+    from harness.counting import workloads
+
+    monkeypatch.setenv(workloads.DEVICE_ENV, "meta")  # any device but the CPU shows the plumbing
+    inputs = workloads.returning_inputs(3).make_inputs()
+    assert [t.device.type for t in inputs] == ["meta"] * 3
+    monkeypatch.delenv(workloads.DEVICE_ENV)
+    assert workloads.returning_inputs(1).make_inputs()[0].device.type == "cpu"
