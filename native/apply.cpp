@@ -497,6 +497,8 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
   // that is not on the CPU (a CPU scalar may ride along with CUDA tensors), as
   // dispatched ops do; kernels go to that device's current stream, which the guard
   // leaves as the caller set it. All-CPU inputs take no guard (no cost on CPU).
+  // torch's THPFunction_apply sets no device here: the two differ only when the
+  // caller's current device is not the inputs' (never on one GPU).
   at::OptionalDeviceGuard device_guard;
   for (const auto i : c10::irange(inputs.size())) {
     if (!inputs[i].is_cpu()) {
