@@ -358,7 +358,8 @@ class BuiltGraph:
         leaves = []
         for leaf in self.spec.leaves:
             shape = ((leaf.views,) if leaf.views else ()) + tuple(self.spec.shape)
-            leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, self.dtype, self.device, gen))
+            device = torch.device("cpu") if leaf.on_cpu else self.device  # a CPU scalar beside CUDA ones
+            leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, self.dtype, device, gen))
         return leaves
 
     def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:

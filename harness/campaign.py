@@ -21,6 +21,7 @@ from hypothesis.errors import FlakyFailure, NoSuchExample
 
 from harness.check import PathOutcome, Verdict, check
 from harness.dataflow import Dataflow
+from harness.devices import is_cuda
 from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS, gradcheck_verdict
 from harness.paths import Path as ExecPath
 from harness.repro import write_reproducer
@@ -244,7 +245,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
 
     @settings(max_examples=BATCH, deadline=None, database=database, derandomize=False,
               phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(graphs())
+    @given(graphs(mixed_device=is_cuda(device)))  # CPU scalars beside CUDA leaves
     def one_batch(spec: GraphSpec) -> None:
         if time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
             if on_example is not None:
@@ -292,7 +293,7 @@ def _shrink(failure: Failure, paths: list[ExecPath], device: str, max_examples: 
         return any(signature(o) == failure.signature for o in verdict.failed)
 
     try:
-        found = find(graphs(), same_failure, settings=settings(
+        found = find(graphs(mixed_device=is_cuda(device)), same_failure, settings=settings(
             max_examples=max_examples, deadline=None, database=None,
             suppress_health_check=list(HealthCheck)))
     except (NoSuchExample, FlakyFailure, _OutOfTime):

@@ -8,6 +8,8 @@ import re
 import sys
 from pathlib import Path
 
+DEVICE_HELP = ("cpu (default), cuda, or cpu,cuda: the same graph on both, the CUDA runs judged "
+               "against the CPU's within the error bounds")
 DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
 
@@ -35,12 +37,21 @@ def _paths(text: str | None):
     return selected
 
 
-def _device(text: str) -> str:
-    import torch
+def _devices(text: str) -> tuple[str, ...]:
+    from harness.devices import DeviceError, parse_devices
 
-    if text == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("error: --device cuda needs a CUDA build of torch and a GPU; use --device cpu.")
-    return text
+    try:
+        return parse_devices(text)
+    except DeviceError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def _on_devices(paths: list, devices: tuple[str, ...]) -> tuple[list, str]:
+    """The first device checks every path; each further one adds every path again as
+    "<path>@<device>" (harness.paths.on_device), judged against the first device's results."""
+    from harness.paths.on_device import on_device
+
+    return paths + [on_device(p, d) for d in devices[1:] for p in paths], devices[0]
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
@@ -48,8 +59,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     if args.workers < 0:
         raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
-    paths = _paths(args.paths)
-    device = _device(args.device)
+    devices = _devices(args.device)  # first, so that a missing GPU is the error reported
+    paths, device = _on_devices(_paths(args.paths), devices)
     database = None
     if args.database:
         from hypothesis.database import DirectoryBasedExampleDatabase
@@ -101,9 +112,12 @@ def cmd_check_function(args: argparse.Namespace) -> int:
                          "argument tuples or a Hypothesis strategy).")
     function = _attribute(args.spec, "check")
     samples = _attribute(args.samples, "--samples")
+    devices = _devices(args.device)  # one sentence when CUDA is asked for and absent
+    if len(devices) != 1:
+        raise SystemExit(f"error: check {args.spec} takes one --device (cpu or cuda), not {args.device!r}.")
     try:
         report = check_function(function, samples, paths=args.paths.split(",") if args.paths else None,
-                                device=args.device, checks=args.checks.split(",") if args.checks else None,
+                                device=devices[0], checks=args.checks.split(",") if args.checks else None,
                                 max_examples=args.max_examples)
     except FunctionCheckError as e:
         print(e.report.table())
@@ -125,7 +139,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
     except SpecError as e:
         raise SystemExit(f"error: {e}") from None
-    verdict = check(spec, _paths(args.paths), _device(args.device))
+    devices = _devices(args.device)
+    paths, device = _on_devices(_paths(args.paths), devices)
+    verdict = check(spec, paths, device)
     for outcome in verdict.outcomes.values():
         print(f"{outcome.path}: {outcome.status} {outcome.reason}")
     print(verdict.report())
@@ -195,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--budget", type=parse_duration, default=60.0, help="time budget for everything, e.g. 90s, 8h (default 60s): fuzzing stops at 85%% of it "
                            "and shrinking and writing reproducers share the rest")
     fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")
-    fuzz.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    fuzz.add_argument("--device", default="cpu", help=DEVICE_HELP)
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")
     fuzz.add_argument("--out", default="failures", help="folder for reproducers (default: failures/)")
     fuzz.add_argument("--database", help="Hypothesis example database folder shared by campaigns")
@@ -214,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                                        "(module:FunctionName --samples module:function), on the selected paths")
     chk.add_argument("spec", help="a spec file, or module:FunctionName")
     chk.add_argument("--paths")
-    chk.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    chk.add_argument("--device", default="cpu", help=DEVICE_HELP)
     chk.add_argument("--samples", help="with module:FunctionName: module:function returning argument tuples "
                                        "or a Hypothesis strategy")
     chk.add_argument("--checks", help="with module:FunctionName: comma-separated checks (default: all)")

@@ -68,6 +68,7 @@ class KnownIssue:
         return self.first <= v and (self.last is None or v <= self.last)
 
     def affects_path(self, path: str) -> bool:
+        path = path.partition("@")[0]  # "<path>@<device>" is that path on another device
         return path in self.paths or path.partition(":")[0] in self.paths
 
     def hit(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:

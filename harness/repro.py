@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 
 #: modules a reproducer needs, packages before their contents
 MODULES = (
-    "harness", "harness.spec", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
+    "harness", "harness.spec", "harness.devices", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
     "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
     "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues",
     "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo",
-    "harness.check",
+    "harness.paths.on_device", "harness.check",
 )
 #: paths that need the compiled extension, so their reproducers use the installed harness
 NATIVE_PATHS = {"owned", "borrowed"}
@@ -128,7 +128,7 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
     else:
         classes = "\nPLAIN_CLASSES = {}  # the Functions are generated from SPEC\n"
     destination = Path(destination)
-    torch_only = not set(paths) & NATIVE_PATHS
+    torch_only = not {p.partition("@")[0] for p in paths} & NATIVE_PATHS  # "owned@cuda" is native too
     if not torch_only:
         summary += ("\n\nThis failure involves a native path (owned/borrowed), which needs the compiled "
                     "extension: run it with this project installed (pip install -e .).")

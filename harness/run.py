@@ -18,6 +18,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from harness import build as build_module
+from harness import devices
 from harness.build import Applier, BuiltGraph
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
 
@@ -232,11 +233,15 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
             # see fake tensors, and Dynamo graph-breaks on it ("Attempted to call function
             # marked as skipped"); what AOT Autograd saves at run time is its own choice.
             build_module.SAVED_OBSERVER = tracker.observe_saved
+    if tracker is not None:
+        tracker.start_memory_baseline(built.device)
     try:
-        _run(built, applier, result, around or contextlib.nullcontext, tracker, compile_forward)
+        with devices.exact_float_math(built.device):
+            _run(built, applier, result, around or contextlib.nullcontext, tracker, compile_forward)
     except _Stop:
         pass
     finally:
+        devices.synchronize(built.device)  # every kernel done before a result is read
         _record_strides(result)
         build_module.SAVED_OBSERVER = None
         if gc_was_enabled:
@@ -244,6 +249,7 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     if tracker is not None:
         if result.status != "error":
             tracker.check_released()
+            tracker.check_memory(t for roles in result.tensors.values() for t in roles.values())
         tracker.store(result)
     return result
 

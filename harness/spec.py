@@ -115,9 +115,18 @@ class FunctionSpec:
 
 @dataclass(frozen=True)
 class LeafSpec:
+    """A leaf tensor of the graph's shape (or `views` views of one of shape (views, *shape)).
+
+    `on_cpu`: the leaf stays on the CPU when the graph is built on CUDA, a mixed-device input
+    as torch allows it: only a 0-dim CPU tensor may be an operand of CUDA kernels (a "CPU
+    scalar"), and the autograd engine moves a 0-dim gradient back to its input's device. So
+    it needs shape (). It is meant for CUDA runs; on the CPU every leaf is there already, so
+    it changes nothing, and `--device cpu,cuda` compares such a graph across devices."""
+
     requires_grad: bool = True
     layout: str = "contiguous"
     views: int = 0
+    on_cpu: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,8 @@ def validate(g: GraphSpec) -> None:
         w = f"leaves[{i}]"
         _check(leaf.layout in LAYOUTS, f"{w}.layout", leaf.layout, f"choose one of {LAYOUTS}")
         _check(leaf.views >= 0, f"{w}.views", leaf.views, "must be >= 0")
+        _check(not leaf.on_cpu or (g.shape == () and not leaf.views), f"{w}.on_cpu", leaf.on_cpu,
+               "only a 0-dim tensor may stay on the CPU beside CUDA tensors (shape (), no views)")
         _check(leaf.layout != "transposed" or len(g.shape) >= 2, f"{w}.layout", leaf.layout,
                "a transposed leaf needs a shape with 2 or more dims")
     known = set(g.value_refs())

@@ -8,6 +8,7 @@
 
 #include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/irange.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/jit/frontend/tracer.h>
@@ -491,6 +492,20 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     PyTuple_SET_ITEM(needs_input_grad.get(), i, Py_NewRef(requires_grad ? Py_True : Py_False));
   }
   const bool is_executable = torch::autograd::GradMode::is_enabled() && any_requires_grad;
+
+  // Forward, setup_context and _wrap_outputs run on the device of the first input
+  // that is not on the CPU (a CPU scalar may ride along with CUDA tensors), as
+  // dispatched ops do; kernels go to that device's current stream, which the guard
+  // leaves as the caller set it. All-CPU inputs take no guard (no cost on CPU).
+  // torch's THPFunction_apply sets no device here: the two differ only when the
+  // caller's current device is not the inputs' (never on one GPU).
+  at::OptionalDeviceGuard device_guard;
+  for (const auto i : c10::irange(inputs.size())) {
+    if (!inputs[i].is_cpu()) {
+      device_guard.reset_device(inputs[i].device());
+      break;
+    }
+  }
 
   // The ctx and its node, wired to the inputs' gradient edges.
   py::object ctx_obj;

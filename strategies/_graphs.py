@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from hypothesis import strategies as st
@@ -148,9 +149,12 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
 @st.composite
 def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, min_inputs: int = 0,
            max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] = DTYPES,
-           max_elements: int | None = None) -> GraphSpec:
+           max_elements: int | None = None, mixed_device: bool = False) -> GraphSpec:
     """DAGs of custom Functions by construction: each Function reads leaves and the
-    outputs of Functions drawn before it."""
+    outputs of Functions drawn before it.
+
+    mixed_device: for CUDA runs, graphs of shape () may keep leaves on the CPU (CPU scalar
+    tensors beside CUDA ones; LeafSpec.on_cpu). Off by default, so CPU runs draw as before."""
     _check_bounds("functions", min_functions, max_functions)
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
@@ -162,6 +166,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     shape = draw(SHAPES if max_elements is None else SHAPES.filter(lambda s: math.prod(s) <= max_elements))
     dtype = draw(st.sampled_from(dtypes))
     leaves = tuple(draw(st.lists(leaf_specs(ndim=len(shape)), min_size=1, max_size=max_leaves)))
+    if mixed_device and shape == ():
+        leaves = tuple(dataclasses.replace(leaf, on_cpu=draw(st.booleans())) if not leaf.views else leaf
+                       for leaf in leaves)
     backward = draw(st.sampled_from(BACKWARD_MODES))
     forward_ad = draw(st.booleans())
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves)

@@ -45,11 +45,11 @@ def selected_paths(request: pytest.FixtureRequest) -> list:
 
 @pytest.fixture(scope="session")
 def device(request: pytest.FixtureRequest) -> str:
-    import torch
+    from harness.devices import cuda_unavailable_reason
 
     name = request.config.getoption("--device")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise pytest.UsageError("--device cuda needs a CUDA build of torch and a GPU; use --device cpu.")
+    if name == "cuda" and cuda_unavailable_reason() is not None:
+        raise pytest.UsageError(cuda_unavailable_reason())
     return name
 
 

@@ -68,6 +68,9 @@ def _bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, help=f"warm-up repetitions, at least --reps (default: {DEFAULT_WARMUP})")
     p.add_argument("--chunks", type=int, help=f"the counted reps run in this many chunks; the median "
                                               f"chunk is reported (default: {DEFAULT_CHUNKS})")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the workloads' tensors live (default: cpu); with cuda, callgrind "
+                        "still counts host-side instructions only: launch overhead, not GPU work")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot instructions vs input count per path")
     p.add_argument("--check", metavar="BASELINE", nargs="?", const="",
@@ -88,15 +91,20 @@ def _bench_parser() -> argparse.ArgumentParser:
 def bench_main(argv: Sequence[str] | None = None) -> int:
     args = _bench_parser().parse_args(argv)
     try:
+        _use_device(args)
         baseline, baseline_file = _baseline(args)
         if args.from_file:
             current = rep.load_report(args.from_file)
         else:
             current = run_bench(**_selection(args, baseline), timeout=args.timeout,
                                 keep_dir=args.keep_dumps)
+            if args.device == "cuda":
+                current["device"], current["counted"] = "cuda", HOST_SIDE_NOTE
     except (CountingError, CaseError, rep.ReportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if current.get("counted"):
+        print(f"note: {current['counted']}")
     print(rep.render_table(current))
     if args.json:
         rep.save_report(current, args.json)
@@ -117,6 +125,29 @@ def bench_main(argv: Sequence[str] | None = None) -> int:
             print(rep.dumps(result.refreshed), end="")
             status = 1
     return status
+
+
+HOST_SIDE_NOTE = ("tensors on CUDA: these are host-side instructions of apply and backward "
+                  "(Python, autograd and kernel launches); callgrind does not see the GPU")
+
+
+def _use_device(args: argparse.Namespace) -> None:
+    """--device cuda: the callgrind worker makes its leaves on CUDA (through the environment
+    it inherits); the stored baselines are CPU counts, so --check needs a file of its own."""
+    if args.device == "cpu":
+        return
+    from harness.devices import cuda_unavailable_reason
+
+    why = cuda_unavailable_reason()
+    if why is not None:
+        raise CountingError(why)
+    if args.check == "":
+        raise CountingError("the stored baselines count CPU tensors; with --device cuda pass "
+                            "--check FILE, a report made with --device cuda")
+    import os
+
+    from harness.counting.workloads import DEVICE_ENV
+    os.environ[DEVICE_ENV] = "cuda"
 
 
 def _baseline(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:

@@ -16,6 +16,7 @@ graph per repetition.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,9 +38,15 @@ class Workload:
                              f"got function={self.function!r}, graph={self.graph!r}")
 
 
+#: the device of every workload's leaves: `bench --device cuda` sets it for the callgrind
+#: worker, which then counts the host-side instructions of applies on CUDA tensors
+DEVICE_ENV = "HARNESS_BENCH_DEVICE"
+
+
 def _leaves(count: int) -> tuple[torch.Tensor, ...]:
     # Values never influence these counts (no data-dependent branches), but keep them fixed.
-    return tuple(torch.full((2,), 0.5, requires_grad=True) for _ in range(count))
+    device = os.environ.get(DEVICE_ENV) or "cpu"
+    return tuple(torch.full((2,), 0.5, device=device, requires_grad=True) for _ in range(count))
 
 
 def returning_inputs(inputs: int, outputs: int = 2) -> Workload:
