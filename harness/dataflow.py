@@ -77,6 +77,16 @@ class Dataflow:
                    and reads(o.kind, o, slot) for k, o in enumerate(fn.outputs))
         return read or fn.unused_grad == "zeros"
 
+    def receives_gradient(self, ref: str) -> bool:
+        """Does some Function's backward send a tensor (not None) to the node of `ref`?"""
+        return any(self.gets_gradient(*e) for e in self.edges_into(ref))
+
+    def leaf_values_read(self) -> frozenset[str]:
+        """Leaves and views of leaves that some Function reads: what a compiled forward
+        takes as its inputs and uses (harness/run.py passes views, not their leaf)."""
+        return frozenset(a.ref for fn in self.spec.functions for a in fn.args
+                         if a.ref is not None and a.ref.startswith("x"))
+
     def none_gradient_edges(self) -> dict[str, list[Edge]]:
         """Values that receive a None gradient from some Function node, with those edges.
         A view of a leaf whose every incoming edge carries None passes None on to its leaf."""
