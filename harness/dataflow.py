@@ -121,13 +121,18 @@ class Dataflow:
                     hits.append(ref)
         return hits
 
+    def upstream(self, ref: str) -> frozenset[str]:
+        """`ref` and every value whose gradient can depend on `ref`'s gradient: the inputs it
+        was computed from, transitively, and the leaf of a view."""
+        if ref.startswith("x"):
+            return frozenset({ref, base_ref(ref)})
+        n = int(ref[1:].split(".")[0])
+        return frozenset({ref}).union(*(self.upstream(a.ref) for a in self.spec.functions[n].args
+                                        if a.ref is not None))
+
     def upstream_leaves(self, ref: str) -> frozenset[str]:
         """Whole leaves ("x0") whose gradient can depend on `ref`'s gradient."""
-        if ref.startswith("x"):
-            return frozenset({base_ref(ref)})
-        n = int(ref[1:].split(".")[0])
-        return frozenset().union(*(self.upstream_leaves(a.ref) for a in self.spec.functions[n].args
-                                   if a.ref is not None))
+        return frozenset(r for r in self.upstream(ref) if r.startswith("x") and "[" not in r)
 
     def downstream(self, refs: set[str]) -> frozenset[str]:
         """`refs` and every Function output computed from them, transitively."""

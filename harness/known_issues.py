@@ -383,6 +383,48 @@ def _zeros_for_detached_views(spec: GraphSpec) -> GraphSpec:
                                if n in readers else fn)
 
 
+_GRADIENT_CHANGING_HOOKS = ("tensor",)  # harness/run.py: a tensor hook doubles the gradient
+
+
+def _hooks_on_outputs_used_inside(spec: GraphSpec) -> tuple[int, ...]:
+    """Indices of retain_grad and tensor hooks on Function outputs that a later Function reads
+    (inside the compiled forward), when a backward runs."""
+    flow = Dataflow(spec)
+    return tuple(h for h, hook in enumerate(spec.hooks)
+                 if spec.backward != "none" and hook.kind in ("retain_grad",) + _GRADIENT_CHANGING_HOOKS
+                 and hook.target is not None and hook.target.startswith("f") and flow.edges_into(hook.target))
+
+
+def _seeing_part_of_the_gradient(spec: GraphSpec) -> frozenset[str]:
+    """Values whose recorded gradient can be off: each such hooked output, and for a hook that
+    changes the gradient, everything upstream of it (it changes only the outside part)."""
+    flow = Dataflow(spec)
+    seen: set[str] = set()
+    for h in _hooks_on_outputs_used_inside(spec):
+        target = spec.hooks[h].target
+        seen |= flow.upstream(target) if spec.hooks[h].kind in _GRADIENT_CHANGING_HOOKS else {target}
+    return frozenset(seen)
+
+
+def _gradient_seen_by(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient-side record (leaf grads, retained grads, what hooks saw, and their strides)
+    of a value that sees only part of its gradient."""
+    if m.checkpoint not in ("backward", "meta:backward"):
+        return False
+    role = m.role[len("stride:"):] if m.role.startswith("stride:") else m.role
+    values = _seeing_part_of_the_gradient(spec)
+    kind, _, ref = role.partition(":")
+    if kind in ("grad", "grad2", "agrad", "retained"):
+        return ref in values
+    hook = re.fullmatch(r"hook(\d+)(\.grad\d+)?", role)
+    return hook is not None and spec.hooks[int(hook[1])].target in values
+
+
+def _without_hooks_on_outputs_used_inside(spec: GraphSpec) -> GraphSpec:
+    bad = set(_hooks_on_outputs_used_inside(spec))
+    return dataclasses.replace(spec, hooks=tuple(h for i, h in enumerate(spec.hooks) if i not in bad))
+
+
 def _alias_of(m: Mismatch) -> str | None:
     return m.role[len("alias:"):] if m.checkpoint == "meta:forward" and m.role.startswith("alias:") else None
 
@@ -429,9 +471,11 @@ def _marked_outputs_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
     tainted = Dataflow(spec).downstream(_marks_on_the_real_ctx_lost(spec))
     if m.checkpoint in ("forward", "meta:forward"):
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in tainted
-    # the output now requires grad, so it joins the loss: a backward runs where eager's had none
+    # the output now requires grad, so it joins the loss: a backward runs where eager's had none,
+    # and what it records (gradients, and their strides under meta:) is on this side only
     return m.checkpoint in ("backward", "meta:backward") and (
-        m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook"))
+        m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook")
+        or m.role.startswith("stride:") and m.detail.startswith("expected '<absent>', got "))
 
 
 def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
@@ -759,6 +803,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages=("requires_grad, grad_fn and is_leaf of the outputs (forward, meta:forward); everything at "
                  "backward, which the path skipped (no output required grad)"),
         workaround=_zeros_for_detached_views,
+    ),
+    KnownIssue(
+        id="dynamo-hook-on-output-used-inside",
+        title=("torch.compile with an AOT Autograd backend differentiates the compiled region as one node "
+               "(pytorch/pytorch#91468, open): a hook registered on an output that the region also uses "
+               "inside sees only the gradient from outside, so retain_grad gives a partial .grad and a "
+               "hook that changes the gradient changes only that part"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_hook_on_output_used_inside.py",
+        trigger=lambda spec: bool(_hooks_on_outputs_used_inside(spec)),
+        witness=lambda spec, result, ms: any(m.checkpoint == "backward" and _gradient_seen_by(spec, m) for m in ms),
+        damage=_gradient_seen_by,
+        damages=("at backward, the retained grad of each such hooked output; for a tensor hook, the gradients, "
+                 "retained grads and hook records of every value upstream of it (and their strides)"),
+        workaround=_without_hooks_on_outputs_used_inside,
     ),
     KnownIssue(
         id="dynamo-no-inputs-needs-input-grad-none",
