@@ -312,23 +312,20 @@ def _single_constant_outputs(spec: GraphSpec) -> set[int]:
             if not fn.tuple_output and fn.outputs[0].kind == "const" and flow.node_exists(n)}
 
 
-def _iterated_constant(value) -> tuple[str, str]:
-    """What iterating a returned constant does under Dynamo: (error message, value seen).
-    A string is split into characters, one output each, so a backward(ctx, g) gets too many."""
-    if isinstance(value, str):
-        return f"Too many positional arguments: got {len(value) + 1}, expected 2", repr(tuple(value))
-    return f"'{type(value).__name__}' object is not iterable", ""
-
-
 def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-    """The TypeError of iterating the value; or, for a one-character string, the characters as a tuple."""
+    """Dynamo iterated such a value: the TypeError of iterating a number, bool or None; for a
+    string, one output per character, so backward(ctx, g) is bound with too many gradients
+    (or, had the backward taken them all, the characters came back as a tuple)."""
+    error = str(result.error) if (result.status == "error" and result.error_checkpoint == "forward"
+                                  and isinstance(result.error, TypeError)) else ""
     for n in _single_constant_outputs(spec):
-        message, split = _iterated_constant(spec.functions[n].outputs[0].value)
-        if (result.status == "error" and result.error_checkpoint == "forward" and isinstance(result.error, TypeError)
-                and message in str(result.error)):
-            return True
-        if any(m.checkpoint == "forward" and m.role == f"const:f{n}.0" and m.detail.endswith(f"got {split}")
-               for m in mismatches):
+        value = spec.functions[n].outputs[0].value
+        if not isinstance(value, str):
+            if f"'{type(value).__name__}' object is not iterable" in error:
+                return True
+        elif f"Too many positional arguments: got {len(value) + 1}, expected 2" in error or any(
+                m.checkpoint == "forward" and m.role == f"const:f{n}.0" and m.detail.endswith(f"got {tuple(value)!r}")
+                for m in mismatches):
             return True
     return False
 
@@ -766,7 +763,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         reproducer="dynamo_function_single_constant_output.py",
         trigger=lambda spec: bool(_single_constant_outputs(spec)),
         witness=_constant_iterated,
-        damage=lambda spec, m: m.role == "error" and m.checkpoint == "forward" or (
+        damage=lambda spec, m: error_at("forward")(spec, m) or (
             m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs(spec)}),
         damages="the error at forward (or the constant output, split into characters)",
         workaround=_returned_as_tuples(_single_constant_outputs),
