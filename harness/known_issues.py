@@ -408,7 +408,7 @@ def _gradient_seen_by(spec: GraphSpec, m: Mismatch) -> bool:
     of a value that sees only part of its gradient."""
     if m.checkpoint not in ("backward", "meta:backward"):
         return False
-    role = m.role[len("stride:"):] if m.role.startswith("stride:") else m.role
+    role = m.role.removeprefix("stride:")
     values = _seeing_part_of_the_gradient(spec)
     kind, _, ref = role.partition(":")
     if kind in ("grad", "grad2", "agrad", "retained"):
@@ -859,7 +859,8 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         witness=_requires_grad_came_back,
         damage=_marked_outputs_and_what_follows,
         damages=("requires_grad, grad_fn and is_leaf of the marked outputs and of what is computed from "
-                 "them; at backward, a backward that eager skipped (nothing else required grad)"),
+                 "them; at backward, a backward that eager skipped (nothing else required grad): what it records, "
+                 "gradient strides included"),
         workaround=_differentiable_after_all,
     ),
     KnownIssue(

@@ -35,7 +35,7 @@ def compiled(cls, backend, x):
     torch._dynamo.reset()
     try:
         return "returned", torch.compile(lambda a: cls.apply(a), backend=backend, fullgraph=True)(x)
-    except Exception as e:  # Dynamo reports the TypeError it met as a graph break
+    except torch._dynamo.exc.Unsupported as e:  # Dynamo reports the TypeError it met as a graph break
         context = [line.strip() for line in str(e).splitlines() if "raised exception" in line or "Variable(" in line]
         return "raised", f"{type(e).__name__}: {context[-1] if context else str(e).splitlines()[0]}"
 
