@@ -77,6 +77,16 @@ class Dataflow:
                    and reads(o.kind, o, slot) for k, o in enumerate(fn.outputs))
         return read or fn.unused_grad == "zeros"
 
+    def receives_gradient(self, ref: str) -> bool:
+        """Does some Function's backward send a tensor (not None) to the node of `ref`?"""
+        return any(self.gets_gradient(*e) for e in self.edges_into(ref))
+
+    def leaf_values_read(self) -> frozenset[str]:
+        """Leaves and views of leaves that some Function reads: what a compiled forward
+        takes as its inputs and uses (harness/run.py passes views, not their leaf)."""
+        return frozenset(a.ref for fn in self.spec.functions for a in fn.args
+                         if a.ref is not None and a.ref.startswith("x"))
+
     def none_gradient_edges(self) -> dict[str, list[Edge]]:
         """Values that receive a None gradient from some Function node, with those edges.
         A view of a leaf whose every incoming edge carries None passes None on to its leaf."""
@@ -111,13 +121,18 @@ class Dataflow:
                     hits.append(ref)
         return hits
 
+    def upstream(self, ref: str) -> frozenset[str]:
+        """`ref` and every value whose gradient can depend on `ref`'s gradient: the inputs it
+        was computed from, transitively, and the leaf of a view."""
+        if ref.startswith("x"):
+            return frozenset({ref, base_ref(ref)})
+        n = int(ref[1:].split(".")[0])
+        return frozenset({ref}).union(*(self.upstream(a.ref) for a in self.spec.functions[n].args
+                                        if a.ref is not None))
+
     def upstream_leaves(self, ref: str) -> frozenset[str]:
         """Whole leaves ("x0") whose gradient can depend on `ref`'s gradient."""
-        if ref.startswith("x"):
-            return frozenset({base_ref(ref)})
-        n = int(ref[1:].split(".")[0])
-        return frozenset().union(*(self.upstream_leaves(a.ref) for a in self.spec.functions[n].args
-                                   if a.ref is not None))
+        return frozenset(r for r in self.upstream(ref) if r.startswith("x") and "[" not in r)
 
     def downstream(self, refs: set[str]) -> frozenset[str]:
         """`refs` and every Function output computed from them, transitively."""
