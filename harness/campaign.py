@@ -160,6 +160,7 @@ class CampaignResult:
     sessions: int = 0
     budget_s: float = 0.0
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
+    _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
     # --- the one way counts change: a record -------------------------------------------
     def add_record(self, record: Record) -> None:
@@ -172,7 +173,9 @@ class CampaignResult:
             self._session = (record["t"], record["t"], record["t"])
             return
         start, _, last_example = self._session
-        self._session = (start, record["t"], record["t"] if kind in ("example", "crash") else last_example)
+        self._session = start, last, last_example = (
+            start, record["t"], record["t"] if kind in ("example", "crash") else last_example)
+        self.seconds, self.fuzz_seconds = self._closed[0] + last - start, self._closed[1] + last_example - start
         if kind == "example":
             self._add_example(record)
         elif kind == "crash":
@@ -220,9 +223,7 @@ class CampaignResult:
                                            size_before=spec_size(spec))
 
     def _close_session(self) -> None:
-        start, last, last_example = self._session
-        self.seconds += last - start
-        self.fuzz_seconds += last_example - start
+        self._closed = (self.seconds, self.fuzz_seconds)
         self._session = (0.0, 0.0, 0.0)
 
     def finish(self) -> CampaignResult:
@@ -446,11 +447,13 @@ def _graph_test(body: Callable[[GraphSpec], None], **options: Any) -> Callable[[
 
 def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
          on_record: OnRecord, known: set[str], max_examples: int | None = None,
-         on_example: Callable[[GraphSpec], None] | None = None, worker: str = "") -> None:
-    """Check generated examples until `until` (time.perf_counter()) or max_examples; each is
-    one record. An example with a cause not in `known` is saved in `database` under that
-    cause (and the cause becomes known)."""
+         on_example: Callable[[GraphSpec], None] | None = None, worker: str = "",
+         until_failure: bool = False) -> None:
+    """Check generated examples until `until` (time.perf_counter()), max_examples or, with
+    until_failure, the first example that fails; each is one record. An example with a cause
+    not in `known` is saved in `database` under that cause (and the cause becomes known)."""
     checked = [0]
+    failed = [False]
     pending: list[GraphSpec] = []  # the example the test raised on, which Hypothesis replays once
     last_end = [time.perf_counter()]
     db = CauseDatabase(database, fuzz=True)
@@ -460,7 +463,8 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
     gc.freeze()
 
     def more() -> bool:
-        return time.perf_counter() < until and (max_examples is None or checked[0] < max_examples)
+        return (time.perf_counter() < until and (max_examples is None or checked[0] < max_examples)
+                and not (until_failure and failed[0]))
 
     def one_example(spec: GraphSpec) -> None:
         if pending and spec == pending[0]:
@@ -478,7 +482,9 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
         checked[0] += 1
         on_record(record)
         last_end[0] = time.perf_counter()
-        new = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"} - known
+        causes = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"}
+        failed[0] = bool(causes) or record["gradcheck"] == "failed"
+        new = causes - known
         if new:
             known.update(new)
             db.causes, pending[:] = sorted(new), [spec]
@@ -595,10 +601,13 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  out_dir: str | Path = "failures", database: ExampleDatabase | None = None,
                  max_examples: int | None = None, lifetimes: bool = True,
                  result: CampaignResult | None = None, on_record: OnRecord | None = None,
-                 name_prefix: str = "") -> CampaignResult:
+                 on_example: Callable[[GraphSpec], None] | None = None,
+                 on_progress: Callable[[CampaignResult], None] | None = None,
+                 name_prefix: str = "", until_failure: bool = False) -> CampaignResult:
     """A campaign in this process: replay the failures `result` already holds (a resumed
     campaign), fuzz, then shrink each new cause, all within `budget_s`. Each record goes to
-    `result` and then to on_record (the log, the progress display)."""
+    `result` and then to on_record (the log, the progress display); on_example sees each spec
+    before it is checked and on_progress the result after each example."""
     start = time.perf_counter()
     end = start + budget_s
     database = database if database is not None else InMemoryExampleDatabase()
@@ -609,6 +618,8 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
         result.add_record(rec)
         if on_record is not None:
             on_record(rec)
+        if on_progress is not None and rec["kind"] == "example":
+            on_progress(result)
 
     record({"kind": "start", "t": now(), "paths": [p.name for p in paths], "device": device,
             "torch": torch.__version__, "budget_s": budget_s, "lifetimes": lifetimes,
@@ -616,7 +627,8 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     replay_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     on_record=record)
     fuzz(paths, until=start + budget_s * (1 - SHRINK_SHARE), device=device, database=database,
-         lifetimes=lifetimes, on_record=record, known=set(result.failures), max_examples=max_examples)
+         lifetimes=lifetimes, on_record=record, known=set(result.failures), max_examples=max_examples,
+         on_example=on_example, until_failure=until_failure)
     shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     out_dir=out_dir, on_record=record, name_prefix=name_prefix)
     record({"kind": "end", "t": now()})

@@ -74,7 +74,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
     database = args.database or str(out / DATABASE_NAME)
     # what is left once the reports' part is kept back
-    budget = args.budget - min(REPORT_S, 0.1 * args.budget) - (time.perf_counter() - started)
+    budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started)
     log = ExampleLog(log_file)
     interrupted = False
     with CampaignProgress(result, args.budget) as progress:
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                                       "every 10 s otherwise.")
     fuzz.add_argument("--budget", type=parse_duration, default=60.0,
                       help="wall time for everything, e.g. 90s, 8h (default 60s). The reports keep "
-                           f"min({REPORT_S:g} s, 10%%) of it; of the rest, fuzzing gets 85%% and shrinking "
+                           f"min({REPORT_S:g} s, 15%%) of it; of the rest, fuzzing gets 85%% and shrinking "
                            "each new failure cause and writing its reproducer share the last 15%%, each "
                            "cause an equal part of what is left when its turn comes")
     fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")

@@ -107,7 +107,8 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
             for w in list(running):
                 _drain(w, record)
                 code = w.process.poll()
-                stalled = code is None and time.perf_counter() - w.last_seen > hang_s
+                # a hang is no progress on an example (starting up, importing torch, can be slow)
+                stalled = code is None and w.current is not None and time.perf_counter() - w.last_seen > hang_s
                 late = code is None and time.perf_counter() > fuzz_end + GRACE_S
                 if code is None and not stalled and not late:
                     continue
