@@ -199,7 +199,8 @@ def _sections(r: CampaignResult) -> list[_Section]:
                  "throughput"),
         _Section("Coverage: tensor inputs per Function", ["", ""], _input_rows(r), "inputs"),
         _Section("Coverage: share of examples with each feature", ["axis", "values"], _coverage_rows(r),
-                 "features"),
+                 "features", "An example counts once for each value it has anywhere in its graph, so the "
+                             "shares of an axis add up to more than 100% when Functions differ."),
         _Section("Unsupported reasons", ["path", "reason", "examples"], _unsupported_rows(r)),
         _Section("Known torch issues (counted apart from failures)", ["path", "issue", "examples"], _known_rows(r)),
     ]
