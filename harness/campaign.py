@@ -386,15 +386,15 @@ def _numbers_out(text: str) -> str:
 class CauseDatabase(ExampleDatabase):
     """Hypothesis' example database, with every key put under a failure cause.
 
-    In the fuzz test (`fuzz=True`) the causes are set just before the test raises, and the
-    example Hypothesis saves goes to each cause's *secondary* corpus: examples that showed a
-    bug but are not minimal. (From the primary corpus Hypothesis would take it as already
-    shrunk and skip shrinking.) Replaying and shrinking a cause read and write its keys as
-    Hypothesis does."""
+    With `unshrunk=True` (fuzzing, replaying) every example Hypothesis saves goes to each
+    cause's *secondary* corpus: examples that showed a bug but are not minimal. From the
+    primary corpus Hypothesis would take it as already shrunk, and skip shrinking it. In the
+    fuzz test the causes are set just before the test raises. Shrinking a cause reads and
+    writes its keys as Hypothesis does, so its primary corpus holds the shrunk example."""
 
-    def __init__(self, base: ExampleDatabase, causes: Iterable[str] = (), *, fuzz: bool = False) -> None:
+    def __init__(self, base: ExampleDatabase, causes: Iterable[str] = (), *, unshrunk: bool = False) -> None:
         super().__init__()
-        self.base, self.causes, self.fuzz = base, list(causes), fuzz
+        self.base, self.causes, self.unshrunk = base, list(causes), unshrunk
 
     @staticmethod
     def prefix(cause: str) -> bytes:
@@ -405,7 +405,7 @@ class CauseDatabase(ExampleDatabase):
 
     def save(self, key: bytes, value: bytes) -> None:
         for k in self._keys(key):
-            self.base.save(k + b".secondary" if self.fuzz else k, value)
+            self.base.save(k + b".secondary" if self.unshrunk else k, value)
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         for k in self._keys(key):
@@ -456,7 +456,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
     failed = [False]
     pending: list[GraphSpec] = []  # the example the test raised on, which Hypothesis replays once
     last_end = [time.perf_counter()]
-    db = CauseDatabase(database, fuzz=True)
+    db = CauseDatabase(database, unshrunk=True)
     # A full gc.collect() costs ~80 ms with torch imported; once everything imported so far
     # is frozen out of the collector, the lifetime oracle's collections cost ~0.01 ms.
     gc.collect()
@@ -510,8 +510,8 @@ def replay(failure: Failure, paths: list[ExecPath], device: str, database: Examp
         if failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes)):
             raise _Found
 
-    test = _graph_test(again, database=CauseDatabase(database, [failure.signature]), phases=[Phase.reuse],
-                       report_multiple_bugs=False)
+    test = _graph_test(again, database=CauseDatabase(database, [failure.signature], unshrunk=True),
+                       phases=[Phase.reuse], report_multiple_bugs=False)
     try:
         test()
     except _Found:

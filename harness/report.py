@@ -43,7 +43,8 @@ def _summary_rows(r: CampaignResult) -> list[tuple[str, str]]:
             ("paths", ", ".join(r.paths)),
             ("examples", f"{r.examples} ({r.with_backward} with a backward)"),
             ("fuzzing", f"{r.fuzz_seconds:.1f} s, {r.examples_per_second:.1f} examples/s"),
-            ("whole campaign", f"{r.seconds:.1f} s of a {r.budget_s:.0f} s budget, {r.sessions} session(s)"),
+            ("whole campaign", f"{r.seconds:.1f} s of the {r.budget_s:.0f} s its budget left to fuzzing and "
+                               f"shrinking (after start-up, before reports), {r.sessions} session(s)"),
             ("time per example", f"generation {_per(r.generate_ms, r.examples)} ms, "
                                  f"check {_per(r.check_ms, r.examples)} ms"),
             ("lifetime oracle", "on" if r.lifetimes else "off"),
@@ -160,7 +161,7 @@ def _charts(r: CampaignResult) -> dict[str, bytes]:
         left = [a + b for a, b in zip(left, values)]
     ax.invert_yaxis()
     ax.set_xlabel("examples")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # beside the bars, never on them
     charts["outcomes"] = png(fig)
 
     fig, ax = plt.subplots(figsize=(8, 2.5))

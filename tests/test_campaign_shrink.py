@@ -11,7 +11,7 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from harness import paths
 from harness.build import BuiltGraph
-from harness.campaign import CampaignResult, fuzz, shrink, shrink_failures
+from harness.campaign import CampaignResult, fuzz, replay, shrink, shrink_failures
 from harness.check import check
 from harness.records import cause_of, spec_size
 from harness.run import RunResult
@@ -68,6 +68,9 @@ def test_a_rare_failure_is_shrunk_from_its_own_example_within_its_time_cap(tmp_p
     (failure,) = fuzz_until_found(seeded, database, result)
     assert failure.paths == {"eager:seeded"} and failure.signature.startswith("mismatch vs")
     assert seeded_bug(failure.spec)
+
+    # a resumed campaign replays it first, and that leaves it to be shrunk still
+    assert replay(failure, [seeded], "cpu", database, lifetimes=False) == "still fails"
 
     started = time.perf_counter()
     spec, how = shrink(failure, [seeded], "cpu", database, lifetimes=False, until=started + CAP_S)
