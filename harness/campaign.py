@@ -10,9 +10,10 @@ sequence in the example database under the cause's own key (`CauseDatabase`). At
 one test per cause runs with `phases=[Phase.reuse, Phase.shrink]` over that key: Hypothesis
 replays the saved example and shrinks it, keeping its best in the database as it goes.
 
-The budget covers everything: fuzzing stops at (1 - SHRINK_SHARE) of it and shrinking and
-the reproducers share the rest, each cause getting an equal part of what is left when its
-turn comes; a cause out of time keeps the smallest failing example seen so far.
+The budget covers everything: once there are causes to shrink, fuzzing stops at
+(1 - SHRINK_SHARE) of it and shrinking and the reproducers share the rest, each cause
+getting an equal part of what is left when its turn comes (a cause out of time keeps the
+smallest failing example seen so far); with nothing to shrink, fuzzing goes on to the end.
 """
 
 from __future__ import annotations
@@ -448,10 +449,10 @@ def _graph_test(body: Callable[[GraphSpec], None], **options: Any) -> Callable[[
 def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
          on_record: OnRecord, known: set[str], max_examples: int | None = None,
          on_example: Callable[[GraphSpec], None] | None = None, worker: str = "",
-         until_failure: bool = False) -> None:
-    """Check generated examples until `until` (time.perf_counter()), max_examples or, with
-    until_failure, the first example that fails; each is one record. An example with a cause
-    not in `known` is saved in `database` under that cause (and the cause becomes known)."""
+         until_failure: bool = False, should_stop: Callable[[], bool] | None = None) -> None:
+    """Check generated examples until `until` (time.perf_counter()), max_examples, should_stop()
+    or, with until_failure, the first example that fails; each is one record. An example with
+    a cause not in `known` is saved in `database` under that cause (and the cause becomes known)."""
     checked = [0]
     failed = [False]
     pending: list[GraphSpec] = []  # the example the test raised on, which Hypothesis replays once
@@ -464,7 +465,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
 
     def more() -> bool:
         return (time.perf_counter() < until and (max_examples is None or checked[0] < max_examples)
-                and not (until_failure and failed[0]))
+                and not (until_failure and failed[0]) and not (should_stop is not None and should_stop()))
 
     def one_example(spec: GraphSpec) -> None:
         if pending and spec == pending[0]:
@@ -593,6 +594,12 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
                    "size_before": failure.size_before, "size_after": spec_size(spec)})
 
 
+def to_shrink(result: CampaignResult) -> list[Failure]:
+    """The causes still to shrink: fuzzing leaves them the last SHRINK_SHARE of the budget
+    (and, when there are none, fuzzes on to the end)."""
+    return [f for f in result.failures.values() if f.shrinkable and not f.shrink]
+
+
 def _slug(cause: str) -> str:
     return hashlib.sha1(cause.encode()).hexdigest()[:8]
 
@@ -626,9 +633,11 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
             "resumed": bool(result.examples)})
     replay_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     on_record=record)
-    fuzz(paths, until=start + budget_s * (1 - SHRINK_SHARE), device=device, database=database,
-         lifetimes=lifetimes, on_record=record, known=set(result.failures), max_examples=max_examples,
-         on_example=on_example, until_failure=until_failure)
+    fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
+    fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
+         known=set(result.failures), max_examples=max_examples, on_example=on_example,
+         until_failure=until_failure,
+         should_stop=lambda: time.perf_counter() >= fuzz_end and bool(to_shrink(result)))
     shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     out_dir=out_dir, on_record=record, name_prefix=name_prefix)
     record({"kind": "end", "t": now()})
@@ -636,4 +645,4 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
 
 
 __all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "example_record", "fuzz", "replay",
-           "replay_failures", "run_campaign", "shrink", "shrink_failures", "signature"]
+           "replay_failures", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink"]

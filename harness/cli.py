@@ -210,9 +210,10 @@ def main(argv: list[str] | None = None) -> int:
                                       "every 10 s otherwise.")
     fuzz.add_argument("--budget", type=parse_duration, default=60.0,
                       help="wall time for everything, e.g. 90s, 8h (default 60s). The reports keep "
-                           f"min({REPORT_S:g} s, 15%%) of it; of the rest, fuzzing gets 85%% and shrinking "
-                           "each new failure cause and writing its reproducer share the last 15%%, each "
-                           "cause an equal part of what is left when its turn comes")
+                           f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
+                           "fuzzing gets 85%% and shrinking each new cause and writing its reproducer share "
+                           "the last 15%%, each cause an equal part of what is left when its turn comes; "
+                           "with nothing to shrink, fuzzing goes on to the end")
     fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")
     fuzz.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")

@@ -8,9 +8,11 @@ whole and in one file. If a worker dies (a segfault in torch, say) or sends noth
 starts a fresh worker for the remaining budget; the examples the worker had finished are
 already recorded.
 
-The budget: workers fuzz until (1 - SHRINK_SHARE) of it (stragglers are stopped a little
-after); then one worker shrinks every new cause, over the example database the workers
-shared, and is stopped at the budget's end.
+The budget: once there are causes to shrink, the workers are asked (SIGUSR1) to stop
+fuzzing at (1 - SHRINK_SHARE) of it, and stopped for good a little after; then one worker,
+started at the beginning so its imports are done, shrinks every new cause over the example
+database the workers shared, and is stopped at the budget's end. With nothing to shrink the
+workers fuzz on to the end.
 """
 
 from __future__ import annotations
@@ -28,13 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign import SHRINK_SHARE, CampaignResult, Failure, OnRecord, Record
+from harness.campaign import SHRINK_SHARE, CampaignResult, Failure, OnRecord, Record, to_shrink
 from harness.records import now
 from harness.spec import GraphSpec
 
 POLL_S = 0.2
-#: a worker still busy this long after the fuzzing deadline is stopped (its example is not counted)
+#: a worker still busy this long after it was asked to stop is killed (its example is not counted)
 GRACE_S = 3.0
+#: what the parent sends a fuzzing worker when its time is up: finish the example, then stop
+STOP_SIGNAL = signal.SIGUSR1
 
 
 @dataclass
@@ -101,15 +105,20 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     # started now, so its start-up (importing torch, some seconds) is not taken from shrinking
     shrinker = spawn(0, 0, "shrink", end)
     try:
-        running += [spawn(i, 0, "fuzz", fuzz_end, **fuzz_config(i)) for i in range(workers)]
+        running += [spawn(i, 0, "fuzz", end, **fuzz_config(i)) for i in range(workers)]
         generations = {i: 0 for i in range(workers)}
+        stop_at = end  # until causes to shrink show up after fuzz_end
         while running:
+            if stop_at == end and time.perf_counter() >= fuzz_end and to_shrink(result):
+                stop_at = time.perf_counter()
+                for w in running:
+                    w.process.send_signal(STOP_SIGNAL)
             for w in list(running):
                 _drain(w, record)
                 code = w.process.poll()
                 # a hang is no progress on an example (starting up, importing torch, can be slow)
                 stalled = code is None and w.current is not None and time.perf_counter() - w.last_seen > hang_s
-                late = code is None and time.perf_counter() > fuzz_end + GRACE_S
+                late = code is None and time.perf_counter() > min(stop_at + GRACE_S, end)
                 if code is None and not stalled and not late:
                     continue
                 if code is None:
@@ -118,17 +127,17 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                 w.process.wait()
                 _drain(w, record, to_the_end=True)
                 running.remove(w)
-                if code == 0 or (late and not stalled):
-                    continue
+                if code in (0, -int(STOP_SIGNAL)) or (late and not stalled):
+                    continue  # (a worker still starting up when asked to stop ends by the signal)
                 what = (f"hang (no progress for {hang_s:.0f} s)" if stalled else
                         f"crash (signal {signal.Signals(-code).name})" if code < 0 else f"crash (exit code {code})")
                 _record_crash(w, what, path_names, device, out_dir, scratch, record)
-                if time.perf_counter() < fuzz_end - 1:
+                if time.perf_counter() < stop_at - 1:
                     generations[w.index] += 1
-                    running.append(spawn(w.index, generations[w.index], "fuzz", fuzz_end, **fuzz_config(w.index)))
+                    running.append(spawn(w.index, generations[w.index], "fuzz", end, **fuzz_config(w.index)))
             time.sleep(POLL_S)
 
-        todo = [_failure_config(f) for f in result.failures.values() if f.shrinkable and not f.shrink]
+        todo = [_failure_config(f) for f in to_shrink(result)]
         assert shrinker.process.stdin is not None
         shrinker.process.stdin.write(json.dumps(todo if time.perf_counter() < end - 1 else []) + "\n")
         shrinker.process.stdin.close()
@@ -228,13 +237,16 @@ def _worker_main(config: dict[str, Any]) -> int:
                         out_dir=config["out_dir"], on_record=send)
         return 0
     replay_failures(_failures(config["replay"]), path_list, device, database, lifetimes, until=until, on_record=send)
+    stop = [False]
+    signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=send,
          known=set(config["known"]), max_examples=config["max_examples"], worker=config["name"],
-         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}))
+         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}), should_stop=lambda: stop[0])
     return 0
 
 
 if __name__ == "__main__":
+    signal.signal(STOP_SIGNAL, signal.SIG_IGN)  # until fuzzing installs its handler
     try:
         code = _worker_main(json.loads(Path(sys.argv[1]).read_text()))
     except (BrokenPipeError, KeyboardInterrupt):  # the parent is gone or was interrupted: nothing to add
