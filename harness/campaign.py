@@ -188,6 +188,8 @@ class CampaignResult:
             f = self.failures[record["cause"]]
             f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]
             f.shrink, f.reproducer = record["result"], record.get("reproducer")
+        elif kind == "reproducer":
+            self.failures[record["cause"]].reproducer = record["reproducer"]
 
     def _add_example(self, record: Record) -> None:
         self.examples += 1
@@ -594,6 +596,16 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
                    "size_before": failure.size_before, "size_after": spec_size(spec)})
 
 
+def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_record: OnRecord) -> None:
+    """A reproducer for each cause that has none yet (its shrinking ran out of budget): the
+    smallest example seen, written as it is (no check, so it costs no budget to speak of)."""
+    for f in result.failures.values():
+        if f.reproducer is None and f.paths:
+            destination = Path(out_dir) / f"failure_{_slug(f.signature)}.py"
+            write_reproducer(f.spec, sorted(f.paths), result.device, f.report, destination)
+            on_record({"kind": "reproducer", "t": now(), "cause": f.signature, "reproducer": str(destination)})
+
+
 def to_shrink(result: CampaignResult) -> list[Failure]:
     """The causes still to shrink: fuzzing leaves them the last SHRINK_SHARE of the budget
     (and, when there are none, fuzzes on to the end)."""
@@ -640,9 +652,11 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
          should_stop=lambda: time.perf_counter() >= fuzz_end and bool(to_shrink(result)))
     shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     out_dir=out_dir, on_record=record, name_prefix=name_prefix)
+    write_unshrunk_reproducers(result, out_dir, record)
     record({"kind": "end", "t": now()})
     return result.finish()
 
 
 __all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "example_record", "fuzz", "replay",
-           "replay_failures", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink"]
+           "replay_failures", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink",
+           "write_unshrunk_reproducers"]

@@ -49,12 +49,12 @@ REPORT_S = 5.0
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
+    started = time.perf_counter()  # importing torch and the paths is inside the budget too
     from harness.campaign import CampaignResult, run_campaign
     from harness.progress import CampaignProgress
     from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
     from harness.report import write_reports
 
-    started = time.perf_counter()  # importing torch and the paths is inside the budget too
     if args.workers < 0:
         raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
     out = Path(args.resume or args.out)

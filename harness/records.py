@@ -12,7 +12,8 @@ Record kinds (each has "kind" and "t", a Unix time):
            and report when something failed
   crash    a worker died or hung on an example: its cause and spec
   replay   an earlier failure replayed from the example database: still failing or not
-  shrunk   a cause's reproducer after shrinking: sizes before and after, seconds
+  shrunk   a cause's reproducer after shrinking: how it ended, sizes before and after
+  reproducer  a cause's reproducer written unshrunk (its shrinking ran out of budget)
   end      a session ended normally
 """
 

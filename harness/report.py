@@ -108,7 +108,7 @@ def triggering_features(f: Failure) -> str:
     """The features of the smallest reproducer: what the failure still needs after shrinking."""
     found = features(f.spec)
     parts = [f"tensor inputs per Function {found.pop('inputs')}"]
-    parts += [f"{axis}={'/'.join(str(v) for v in values)}" for axis, values in found.items()]
+    parts += [f"{axis}={'/'.join(str(v) for v in values)}" for axis, values in found.items() if values]
     return "; ".join(parts)
 
 

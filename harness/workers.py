@@ -30,7 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign import SHRINK_SHARE, CampaignResult, Failure, OnRecord, Record, to_shrink
+from harness.campaign import (
+    SHRINK_SHARE,
+    CampaignResult,
+    Failure,
+    OnRecord,
+    Record,
+    to_shrink,
+    write_unshrunk_reproducers,
+)
 from harness.records import now
 from harness.spec import GraphSpec
 
@@ -154,6 +162,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
             if w.process.poll() is None:
                 w.process.kill()
                 w.process.wait()
+    write_unshrunk_reproducers(result, out_dir, record)
     record({"kind": "end", "t": now()})
     return result.finish()
 

@@ -41,4 +41,5 @@ def test_a_campaign_with_many_failures_ends_within_its_budget(tmp_path):
     assert "progress " in done.stdout  # plain progress lines: stdout is not a terminal
     for f in summary["failures"]:
         assert f["size_after"] <= f["size_before"]
+        assert f["reproducer"] or not f["paths"]  # shrunk or not, each path failure has its script
     assert (tmp_path / "campaign" / "report.html").exists()
