@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import gc
 import hashlib
+import re
 import time
 import unittest
 from collections.abc import Callable, Iterable
@@ -378,8 +379,6 @@ def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str]
 
 
 def _numbers_out(text: str) -> str:
-    import re
-
     return re.sub(r"[-+]?\d[\d.e+-]*", "N", text)[:160]
 
 
