@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 DEVICE_HELP = ("cpu (default), cuda, or cpu,cuda: the same graph on both, the CUDA runs judged "
@@ -54,32 +55,72 @@ def _on_devices(paths: list, devices: tuple[str, ...]) -> tuple[list, str]:
     return paths + [on_device(p, d) for d in devices[1:] for p in paths], devices[0]
 
 
+#: time kept back from the budget for the reports, when it is long enough to spare it
+REPORT_S = 5.0
+
+
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from harness.campaign import run_campaign
+    started = time.perf_counter()  # importing torch and the paths is inside the budget too
+    from harness.campaign import CampaignResult, run_campaign
+    from harness.progress import CampaignProgress
+    from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
+    from harness.report import write_reports
 
     if args.workers < 0:
         raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
-    devices = _devices(args.device)  # first, so that a missing GPU is the error reported
-    paths, device = _on_devices(_paths(args.paths), devices)
-    database = None
-    if args.database:
-        from hypothesis.database import DirectoryBasedExampleDatabase
-        database = DirectoryBasedExampleDatabase(args.database)
-    if args.workers == 0:
-        result = run_campaign(paths, budget_s=args.budget, device=device, out_dir=args.out,
-                              database=database, max_examples=args.max_examples,
-                              lifetimes=not args.no_lifetimes)
+    out = Path(args.resume or args.out or time.strftime("campaigns/%Y%m%d-%H%M%S"))
+    log_file = log_path(out)
+    if args.resume:
+        if not log_file.exists():
+            raise SystemExit(f"error: --resume {args.resume}: no campaign log {log_file}; give the --out folder "
+                             f"of the campaign to continue.")
+        result = CampaignResult.from_records(read_log(log_file))
+        paths = _paths(args.paths or ",".join(result.paths))  # the same campaign, unless told otherwise
+        device, lifetimes = result.device, result.lifetimes
     else:
-        from harness.workers import run_parallel
+        if log_file.exists():
+            raise SystemExit(f"error: {out} already holds a campaign ({log_file}); continue it with "
+                             f"--resume {out}, or choose another --out.")
+        devices = _devices(args.device)  # first, so that a missing GPU is the error reported
+        paths, device = _on_devices(_paths(args.paths), devices)
+        lifetimes = not args.no_lifetimes
+        result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
+    database = args.database or str(out / DATABASE_NAME)
+    # what is left once the reports' part is kept back
+    budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started)
+    log = ExampleLog(log_file)
+    interrupted = False
+    with CampaignProgress(result, args.budget) as progress:
+        def on_record(record: dict) -> None:
+            log.write(record)
+            progress.update(record)
 
-        result = run_parallel([p.name for p in paths], workers=args.workers, budget_s=args.budget,
-                              device=device, out_dir=args.out, database=args.database,
-                              max_examples=args.max_examples, lifetimes=not args.no_lifetimes,
-                              hang_s=args.hang_timeout)
+        try:
+            if args.workers == 0:
+                from hypothesis.database import DirectoryBasedExampleDatabase
+
+                run_campaign(paths, budget_s=budget, device=device, out_dir=out,
+                             database=DirectoryBasedExampleDatabase(database), max_examples=args.max_examples,
+                             lifetimes=lifetimes, result=result, on_record=on_record)
+            else:
+                from harness.workers import run_parallel
+
+                run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
+                             out_dir=out, database=database, max_examples=args.max_examples, lifetimes=lifetimes,
+                             hang_s=args.hang_timeout, result=result, on_record=on_record)
+        except KeyboardInterrupt:
+            interrupted = True
+            result.finish()
+    log.close()
     print(result.summary())
     if args.json:
         Path(args.json).write_text(json.dumps(result.as_json(), indent=2) + "\n")
         print(f"\nsummary written to {args.json}")
+    md, page = write_reports(result, out)
+    print(f"log {log_file}, reports {md} and {page}")
+    if interrupted:
+        print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
+        return 130
     return 1 if result.failures else 0
 
 
@@ -127,6 +168,31 @@ def cmd_check_function(args: argparse.Namespace) -> int:
         raise SystemExit(f"error: {e}") from None
     print(report.table())
     return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import load, write_reports
+
+    try:
+        result = load(args.folder)
+    except FileNotFoundError as e:
+        raise SystemExit(f"error: {e}") from None
+    md, page = write_reports(result, args.folder)
+    print(result.summary())
+    print(f"\nreports rebuilt from the log: {md} and {page}")
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from harness.report import diff, load
+
+    try:
+        last, tonight = load(args.last), load(args.tonight)
+    except FileNotFoundError as e:
+        raise SystemExit(f"error: {e}") from None
+    text, new = diff(last, tonight)
+    print(text)
+    return 1 if new else 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -207,14 +273,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    fuzz = sub.add_parser("fuzz", help="a fuzz campaign over the selected paths")
-    fuzz.add_argument("--budget", type=parse_duration, default=60.0, help="time budget for everything, e.g. 90s, 8h (default 60s): fuzzing stops at 85%% of it "
-                           "and shrinking and writing reproducers share the rest")
+    fuzz = sub.add_parser("fuzz", help="a fuzz campaign over the selected paths",
+                          description="A fuzz campaign. Every checked example is a line of DIR/examples.jsonl "
+                                      "(flushed as written); reports, reproducers and the example database go "
+                                      "to DIR too. A live display shows progress on a terminal, plain lines "
+                                      "every 10 s otherwise.")
+    fuzz.add_argument("--budget", type=parse_duration, default=60.0,
+                      help="wall time for everything, e.g. 90s, 8h (default 60s). The reports keep "
+                           f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
+                           "fuzzing gets 85%% and shrinking each new cause and writing its reproducer share "
+                           "the last 15%%, each cause an equal part of what is left when its turn comes; "
+                           "with nothing to shrink, fuzzing goes on to the end")
     fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")
     fuzz.add_argument("--device", default="cpu", help=DEVICE_HELP)
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")
-    fuzz.add_argument("--out", default="failures", help="folder for reproducers (default: failures/)")
-    fuzz.add_argument("--database", help="Hypothesis example database folder shared by campaigns")
+    fuzz.add_argument("--out", help="campaign folder, new or empty: examples.jsonl, report.md, report.html, "
+                                    "reproducers and the example database (default: a new "
+                                    "campaigns/<date>-<time>/)")
+    fuzz.add_argument("--resume", metavar="DIR",
+                      help="continue the campaign in DIR (after an interrupt or a kill) with this budget: "
+                           "its earlier failures are replayed first, its counts carry on")
+    fuzz.add_argument("--database", help="Hypothesis example database folder, to share between campaigns "
+                                         "(default: DIR/examples-db)")
     fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
     fuzz.add_argument("--workers", type=int, default=1,
                       help="worker processes, each isolated from crashes and hangs (default 1; "
@@ -225,6 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--no-lifetimes", action="store_true",
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
+
+    rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
+    rep.add_argument("folder", metavar="DIR")
+    rep.set_defaults(func=cmd_report)
+
+    dif = sub.add_parser("diff", help="new failures, fixed ones and rate changes between two campaigns "
+                                      "(exit status 1 only for new failures; known torch issues never count)")
+    dif.add_argument("last", metavar="LAST", help="the earlier campaign folder (or its examples.jsonl)")
+    dif.add_argument("tonight", metavar="TONIGHT", help="the later campaign folder (or its examples.jsonl)")
+    dif.set_defaults(func=cmd_diff)
 
     chk = sub.add_parser("check", help="check one spec file (JSON), or your own autograd.Function "
                                        "(module:FunctionName --samples module:function), on the selected paths")
