@@ -16,17 +16,22 @@ from harness.counting.callgrind import (
 )
 from harness.counting.cases import CaseError, CaseSpec, register_case, registered_cases
 from harness.counting.report import (
+    Attribution,
     CheckResult,
     ReportError,
+    attribute,
+    attribute_reports,
     baseline_path,
     check,
     compare,
     load_report,
+    render_attribution,
     render_compare,
     render_table,
 )
 
 __all__ = [
+    "Attribution", "attribute", "attribute_reports", "render_attribution",
     "CaseError", "CaseSpec", "CheckResult", "CountingError", "Measurement", "ReportError",
     "ValgrindNotFound", "baseline_path", "bench_main", "check", "compare", "compare_main",
     "load_report", "measure", "parse_dump", "register_case", "registered_cases", "render_compare",

@@ -177,6 +177,10 @@ def _compare_parser() -> argparse.ArgumentParser:
                         "the instructions that moved (default: %(default)s)")
     p.add_argument("--top", type=int, default=rep.DEFAULT_TOP,
                    help="with --attribute: at most this many functions per row (default: %(default)s)")
+    p.add_argument("--full-names", action="store_true",
+                   help="with --attribute: compare functions by their full signature (default: by "
+                        "name without template arguments and parameters, so instantiations and "
+                        "overloads pair up)")
     p.add_argument("--band", type=float,
                    help="also gate: exit 1 when a count moves outside this relative band (e.g. 0.02)")
     p.add_argument("--floor", type=int, default=rep.DEFAULT_FLOOR,
@@ -196,7 +200,8 @@ def compare_main(argv: Sequence[str] | None = None) -> int:
           f"{new_name}: {new_file} (torch {new.get('torch', '?')})")
     print(rep.render_compare(rep.compare(old, new), old_name, new_name, args.band, args.floor))
     if args.attribute:
-        attributions, notes = rep.attribute_reports(old, new, args.coverage, args.top)
+        attributions, notes = rep.attribute_reports(old, new, args.coverage, args.top,
+                                                          args.full_names)
         print()
         print(rep.render_attribution(attributions, old_name, new_name))
         for note in dict.fromkeys(notes):

@@ -6,6 +6,9 @@ once, parses the dump files (one per chunk of each region, matched by label) and
 returns per-repetition instruction counts: for each chunk
 ``(chunk total - loop-only chunk total) / chunk reps``, so loop and toggle overhead
 cancel; the median chunk is reported, so a one-off event in one chunk does not count.
+Each row also records where that median chunk's instructions went: every function's
+exclusive (self) cost per repetition, less the loop-only chunk's, the small ones summed
+in "(other)" (`top_functions`); `report.attribute` explains a delta with them.
 
 Why these valgrind options: ``--instr-atstart=no`` skips instrumentation during
 ``import torch`` (about 14 s instead of 50 s here), the worker starts it with a client

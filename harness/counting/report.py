@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +268,44 @@ DEFAULT_TOP = 25
 NAME_WIDTH = 100
 
 
+_CLONE = re.compile(r" \[clone [^\]]*\]")
+_OPERATOR = re.compile(r"(\S*\boperator\b.*)$")
+
+
+def base_name(name: str) -> str:
+    """A function's name without return type, template arguments, parameters and
+    qualifiers, so overloads and instantiations count as one function:
+    ``_object* ns::apply_function<ns::OwnedInputs>(_object*, _object*)`` and its
+    ``<ns::BorrowedInputs>`` twin are both ``ns::apply_function``. Approximate for the
+    operators spelled with brackets (``operator<``, ``operator()``)."""
+    if name.startswith("??? ["):  # unnamed code of one object (see callgrind._function_key)
+        return name
+    text = _CLONE.sub("", name).replace("(anonymous namespace)", "{anonymous}")
+    kept, depth = [], 0
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            kept.append(ch)
+    text = " ".join("".join(kept).split())
+    for qualifier in (" const", " volatile", " &&", " &", " noexcept"):
+        text = text.removesuffix(qualifier)
+    operator = _OPERATOR.search(text)
+    if operator:
+        return operator.group(1)
+    return text.rsplit(" ", 1)[-1] if text else name
+
+
+def _merged(functions: dict[str, float]) -> dict[str, float]:
+    merged: dict[str, float] = {}
+    for name, cost in functions.items():
+        key = name if name == OTHER else base_name(name)
+        merged[key] = merged.get(key, 0.0) + cost
+    return merged
+
+
 @dataclass
 class Attribution:
     """A row's delta split over functions: `shown` are (name, A, B, B - A), largest
@@ -287,15 +326,20 @@ class Attribution:
 
 
 def attribute(old_row: dict[str, Any], new_row: dict[str, Any], coverage: float = DEFAULT_COVERAGE,
-              top: int = DEFAULT_TOP) -> Attribution:
+              top: int = DEFAULT_TOP, full_names: bool = False) -> Attribution:
     """Split ``new - old`` instructions over functions. Both rows need "functions"
     (bench records them); a function kept in one row but not the other counts as 0 there
-    (its cost sits in that row's "(other)", which is compared like any function)."""
+    (its cost sits in that row's "(other)", which is compared like any function).
+    Functions are compared by `base_name` (so the owned and borrowed instantiations of
+    one template, or a signature that changed between releases, pair up) unless
+    `full_names`."""
     for row in (old_row, new_row):
         if row.get("instructions") is None or not row.get("functions"):
             raise ReportError(f"{describe_key(row_key(row))} has no per-function costs; "
                               "rerun bench (it records them unless --no-functions)")
     old_f, new_f = old_row["functions"], new_row["functions"]
+    if not full_names:
+        old_f, new_f = _merged(old_f), _merged(new_f)
     moves = [(name, old_f.get(name, 0.0), new_f.get(name, 0.0)) for name in {**old_f, **new_f}]
     moves = [(n, a, b, b - a) for n, a, b in moves if b != a]
     moves.sort(key=lambda m: (-abs(m[3]), m[0]))
@@ -313,7 +357,8 @@ def attribute(old_row: dict[str, Any], new_row: dict[str, Any], coverage: float 
 
 
 def attribute_reports(old: dict[str, Any], new: dict[str, Any], coverage: float = DEFAULT_COVERAGE,
-                      top: int = DEFAULT_TOP) -> tuple[list[Attribution], list[str]]:
+                      top: int = DEFAULT_TOP, full_names: bool = False
+                      ) -> tuple[list[Attribution], list[str]]:
     """An `Attribution` per row counted in both reports; notes for rows that cannot be
     attributed (not counted on one side, or no per-function costs)."""
     new_rows = {row_key(r): r for r in new["results"]}
@@ -323,7 +368,7 @@ def attribute_reports(old: dict[str, Any], new: dict[str, Any], coverage: float 
         if new_row is None or old_row.get("instructions") is None or new_row.get("instructions") is None:
             continue
         try:
-            found.append(attribute(old_row, new_row, coverage, top))
+            found.append(attribute(old_row, new_row, coverage, top, full_names))
         except ReportError as e:
             notes.append(str(e))
     return found, notes
@@ -350,7 +395,8 @@ def render_attribution(attributions: Sequence[Attribution], old_name: str = "A",
         for name, a, b, d in at.shown:
             lines.append([_short(name), f"{a:,.1f}", f"{b:,.1f}", f"{d:+,.1f}", _share(d, at.delta)])
         if at.rest_count:
-            lines.append([f"({at.rest_count} more functions)", "", "", f"{at.rest:+,.1f}",
+            more = "function" if at.rest_count == 1 else "functions"
+            lines.append([f"({at.rest_count} more {more})", "", "", f"{at.rest:+,.1f}",
                           _share(at.rest, at.delta)])
         widths = [max(len(line[i]) for line in lines) for i in range(5)]
         text = ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
@@ -482,6 +528,7 @@ __all__ = [
     "Attribution",
     "attribute",
     "attribute_reports",
+    "base_name",
     "render_attribution",
     "select_paths",
     "without_functions",
