@@ -218,6 +218,9 @@ def compare_main(argv: Sequence[str] | None = None) -> int:
 
 def _compared(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], str, str]:
     """(old report, new report, their column names) after --paths."""
+    if not 0 <= args.coverage <= 1 or args.top < 1:
+        raise CaseError(f"--coverage {args.coverage} --top {args.top}: give a share between 0 and 1 "
+                        "and at least 1 function (e.g. --coverage 0.9 --top 25)")
     old = rep.load_report(args.old)
     new = rep.load_report(args.new) if args.new else old
     names = parse_names(args.paths, PATHS, "path") if args.paths else []

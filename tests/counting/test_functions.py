@@ -218,6 +218,8 @@ def test_compare_attribute_of_two_paths_in_one_report(tmp_path: Path,
     assert "--paths P,Q" in capsys.readouterr().err
     assert bench.compare_main([str(path), "--paths", "owned,compiled"]) == 2
     assert "no rows of path 'compiled'" in capsys.readouterr().err
+    assert bench.compare_main([str(path), "--paths", "owned,borrowed", "--attribute", "--top", "0"]) == 2
+    assert "at least 1 function" in capsys.readouterr().err
 
 
 def test_compare_attribute_across_two_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
