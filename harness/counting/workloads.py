@@ -120,4 +120,30 @@ def diamond_graph() -> Workload:
     return Workload(lambda: _leaves(2), graph=_diamond)
 
 
-__all__ = ["Applier", "Workload", "diamond_graph", "returning_inputs"]
+class _PassThrough(torch.autograd.Function):
+    """One Function node and nothing else: forward copies, backward hands the grad on."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+def chain_graph(nodes: int) -> Workload:
+    """One leaf through `nodes` pass-through Functions in a row. The backward runs one
+    Function node per link and no other op, so its cost over `nodes` is what the engine
+    (or compiled autograd's cached graph) spends per Function node."""
+
+    def chain(apply: Applier, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+        (value,) = inputs
+        for n in range(nodes):
+            value = apply(n, _PassThrough, (value,))
+        return value
+
+    return Workload(lambda: _leaves(1), graph=chain)
+
+
+__all__ = ["Applier", "Workload", "chain_graph", "diamond_graph", "returning_inputs"]
