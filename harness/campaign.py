@@ -393,22 +393,35 @@ class CauseDatabase(ExampleDatabase):
     cause's *secondary* corpus: examples that showed a bug but are not minimal. From the
     primary corpus Hypothesis would take it as already shrunk, and skip shrinking it. In the
     fuzz test the causes are set just before the test raises. Shrinking a cause reads and
-    writes its keys as Hypothesis does, so its primary corpus holds the shrunk example."""
+    writes its keys as Hypothesis does, so its primary corpus holds the shrunk example.
 
-    def __init__(self, base: ExampleDatabase, causes: Iterable[str] = (), *, unshrunk: bool = False) -> None:
+    With `failures_first=True` (fuzzing) a failing example is also kept under FAILURES_FIRST,
+    which is what the fuzz test reads while no cause is set: the next campaign sharing the
+    database (a folder, or Redis across machines) replays every failure found so far before it
+    generates anything. They stay there (a fixed one costs one example per campaign), since
+    Hypothesis would drop a replayed example that raised nothing new, e.g. a cause already known."""
+
+    FAILURES_FIRST = b"failures-first/"
+
+    def __init__(self, base: ExampleDatabase, causes: Iterable[str] = (), *, unshrunk: bool = False,
+                 failures_first: bool = False) -> None:
         super().__init__()
-        self.base, self.causes, self.unshrunk = base, list(causes), unshrunk
+        self.base, self.causes, self.unshrunk, self.failures_first = base, list(causes), unshrunk, failures_first
 
     @staticmethod
     def prefix(cause: str) -> bytes:
         return hashlib.sha1(cause.encode()).hexdigest()[:20].encode() + b"/"
 
     def _keys(self, key: bytes) -> list[bytes]:
+        if self.failures_first and not self.causes:
+            return [self.FAILURES_FIRST + key]
         return [self.prefix(c) + key for c in self.causes]
 
     def save(self, key: bytes, value: bytes) -> None:
         for k in self._keys(key):
             self.base.save(k + b".secondary" if self.unshrunk else k, value)
+        if self.failures_first and self.causes:
+            self.base.save(self.FAILURES_FIRST + key, value)
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         for k in self._keys(key):
@@ -416,7 +429,8 @@ class CauseDatabase(ExampleDatabase):
 
     def delete(self, key: bytes, value: bytes) -> None:
         for k in self._keys(key):
-            self.base.delete(k, value)
+            if not k.startswith(self.FAILURES_FIRST):  # a failure stays to be replayed by every campaign
+                self.base.delete(k, value)
 
     def move(self, src: bytes, dest: bytes, value: bytes) -> None:
         for s, d in zip(self._keys(src), self._keys(dest)):
@@ -460,7 +474,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
     failed = [False]
     pending: list[GraphSpec] = []  # the example the test raised on, which Hypothesis replays once
     last_end = [time.perf_counter()]
-    db = CauseDatabase(database, unshrunk=True)
+    db = CauseDatabase(database, unshrunk=True, failures_first=True)
     # A full gc.collect() costs ~80 ms with torch imported; once everything imported so far
     # is frozen out of the collector, the lifetime oracle's collections cost ~0.01 ms.
     gc.collect()
@@ -494,7 +508,10 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             db.causes, pending[:] = sorted(new), [spec]
             raise _Found
 
+    # the first batch replays the failures that campaigns sharing the database found before
     batch = _graph_test(one_example, device, max_examples=BATCH, database=db,
+                        phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    later = _graph_test(one_example, device, max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.generate])
     while more():
         db.causes = []  # an example is saved only under the new causes it raised for
@@ -504,6 +521,8 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             pending.clear()
         except _Stop:
             return
+        else:  # every saved failure was replayed (each one found raises, and ends its batch)
+            batch = later
         last_end[0] = time.perf_counter()
 
 

@@ -57,6 +57,8 @@ def _on_devices(paths: list, devices: tuple[str, ...]) -> tuple[list, str]:
 
 #: time kept back from the budget for the reports, when it is long enough to spare it
 REPORT_S = 5.0
+#: what a Ray shard's budget leaves for starting Ray, the shard's process and the merge
+CLUSTER_SLACK_S = 10.0
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
@@ -64,7 +66,6 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from harness.campaign import CampaignResult, run_campaign
     from harness.progress import CampaignProgress
     from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
-    from harness.report import write_reports
 
     if args.workers < 0:
         raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
@@ -86,8 +87,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         lifetimes = not args.no_lifetimes
         result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
     database = args.database or str(out / DATABASE_NAME)
+    _database(database)  # one sentence now if it cannot be used (a Redis URL nobody answers)
     # what is left once the reports' part is kept back
     budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started)
+    if args.cluster:
+        return _fuzz_on_cluster(args, paths, out, budget)
     log = ExampleLog(log_file)
     interrupted = False
     with CampaignProgress(result, args.budget) as progress:
@@ -97,11 +101,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
         try:
             if args.workers == 0:
-                from hypothesis.database import DirectoryBasedExampleDatabase
-
-                run_campaign(paths, budget_s=budget, device=device, out_dir=out,
-                             database=DirectoryBasedExampleDatabase(database), max_examples=args.max_examples,
-                             lifetimes=lifetimes, result=result, on_record=on_record)
+                run_campaign(paths, budget_s=budget, device=device, out_dir=out, database=_database(database),
+                             max_examples=args.max_examples, lifetimes=lifetimes, result=result,
+                             on_record=on_record)
             else:
                 from harness.workers import run_parallel
 
@@ -112,16 +114,57 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             interrupted = True
             result.finish()
     log.close()
-    print(result.summary())
-    if args.json:
-        Path(args.json).write_text(json.dumps(result.as_json(), indent=2) + "\n")
-        print(f"\nsummary written to {args.json}")
-    md, page = write_reports(result, out)
-    print(f"log {log_file}, reports {md} and {page}")
+    _report(result, out, args.json)
     if interrupted:
         print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
         return 130
     return 1 if result.failures else 0
+
+
+def _database(location: str):
+    """Hypothesis' example database at a folder or a redis:// URL."""
+    from harness.cluster import ClusterError, example_database
+
+    try:
+        return example_database(location)
+    except ClusterError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def _report(result, out: Path, json_file: str | None) -> None:
+    """The summary on stdout, the JSON summary, report.md and report.html."""
+    from harness.records import log_path
+    from harness.report import write_reports
+
+    print(result.summary())
+    if json_file:
+        Path(json_file).write_text(json.dumps(result.as_json(), indent=2) + "\n")
+        print(f"\nsummary written to {json_file}")
+    md, page = write_reports(result, out)
+    print(f"log {log_path(out)}, reports {md} and {page}" if log_path(out).exists() else f"reports {md} and {page}")
+
+
+def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: float) -> int:
+    """fuzz --cluster: shards of this campaign as Ray tasks, merged into one report in `out`."""
+    from harness.cluster import ClusterError, run_on_ray
+
+    if args.resume:
+        raise SystemExit("error: --resume continues a campaign of this machine; run it without --cluster.")
+    argv = ["--paths", ",".join(p.name for p in paths), "--device", args.device, "--workers", str(args.workers),
+            "--hang-timeout", f"{args.hang_timeout}s", "--budget", f"{max(budget - CLUSTER_SLACK_S, 1.0):.0f}s"]
+    argv += ["--database", args.database] if args.database else []
+    argv += ["--max-examples", str(args.max_examples)] if args.max_examples else []
+    argv += ["--no-lifetimes"] if args.no_lifetimes else []
+    try:
+        result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
+    except ClusterError as e:
+        raise SystemExit(f"error: {e}") from None
+    for line in errors:
+        print(f"a shard failed: {line}")
+    print(f"{args.shards or 'one per node'} shard(s) on Ray at {args.cluster}; logs and reproducers under "
+          f"{out}/shard-<i>/\n")
+    _report(result, out, args.json)
+    return 1 if result.failures or errors else 0
 
 
 #: `check module:FunctionName`: a user's own autograd.Function instead of a spec file
@@ -293,8 +336,14 @@ def main(argv: list[str] | None = None) -> int:
     fuzz.add_argument("--resume", metavar="DIR",
                       help="continue the campaign in DIR (after an interrupt or a kill) with this budget: "
                            "its earlier failures are replayed first, its counts carry on")
-    fuzz.add_argument("--database", help="Hypothesis example database folder, to share between campaigns "
-                                         "(default: DIR/examples-db)")
+    fuzz.add_argument("--database", help="Hypothesis example database shared between campaigns: a folder, "
+                                         "or redis://host:port (needs the cluster extra) so failures found on "
+                                         "any machine replay first everywhere (default: DIR/examples-db)")
+    fuzz.add_argument("--cluster", metavar="ADDRESS",
+                      help="run the campaign as Ray tasks on the cluster at ADDRESS (host:port of "
+                           "`ray start --head`), one shard per node, merged into one report here; each "
+                           "shard keeps --workers' crash isolation. Needs pip install -e '.[cluster]'")
+    fuzz.add_argument("--shards", type=int, help="with --cluster: this many shards (default: one per node)")
     fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
     fuzz.add_argument("--workers", type=int, default=1,
                       help="worker processes, each isolated from crashes and hangs (default 1; "

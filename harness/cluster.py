@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.records import LOG_NAME, read_log
+
 REDIS_PREFIX = b"autograd-function-harness:"  # keys of our examples in a shared Redis
 
 
@@ -53,27 +55,28 @@ def example_database(location: str | None) -> Any:
 def _run_shard(index: int, fuzz_argv: list[str]) -> dict[str, Any]:
     """One shard on whatever node Ray put it: an ordinary fuzz campaign in a subprocess.
 
-    Returns its summary and the text of the reproducers it wrote, which live on that node."""
+    Returns the text of what it wrote (its examples.jsonl and reproducers), which lives on
+    that node, and the tail of its output when it wrote no log."""
     import socket
 
     with tempfile.TemporaryDirectory(prefix=f"harness-shard-{index}-") as tmp:
-        summary, out = Path(tmp) / "summary.json", Path(tmp) / "failures"
-        done = subprocess.run([sys.executable, "-m", "harness", "fuzz", *fuzz_argv,
-                               "--json", str(summary), "--out", str(out)],
+        out = Path(tmp) / "campaign"
+        done = subprocess.run([sys.executable, "-m", "harness", "fuzz", *fuzz_argv, "--out", str(out)],
                               capture_output=True, text=True)
-        if not summary.exists():
+        log = out / LOG_NAME
+        if not log.exists():
             return {"index": index, "node": socket.gethostname(), "error":
                     f"exit status {done.returncode}: {(done.stderr or done.stdout).strip()[-2000:]}"}
-        files = {p.name: p.read_text() for p in out.glob("*") if p.is_file()}
-        return {"index": index, "node": socket.gethostname(), "summary": json.loads(summary.read_text()),
-                "files": files, "stdout_tail": done.stdout[-2000:]}
+        files = {p.name: p.read_text() for p in out.glob("*.py")}
+        return {"index": index, "node": socket.gethostname(), "log": log.read_text(), "files": files}
 
 
 def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: int | None = None):
     """Run campaign shards as Ray tasks (one per alive node unless `shards` says) and merge them.
 
     `fuzz_argv` is the fuzz command line each shard runs (budget, paths, workers, database...),
-    without --json/--out/--cluster. Reproducers come back under out_dir/shard-<i>/."""
+    without --out/--cluster. Each shard's log and reproducers come back under
+    out_dir/shard-<i>/; the merged result has the wall time of the whole run."""
     from harness.campaign import CampaignResult
 
     try:
@@ -84,41 +87,40 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
     started = time.monotonic()
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    except (ConnectionError, RuntimeError) as e:
-        raise ClusterError(f"--cluster {address}: no Ray cluster there ({str(e).splitlines()[0]}); "
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise ClusterError(f"--cluster {address}: no Ray cluster answers there ({str(e).splitlines()[0]}); "
                            f"start one with `ray start --head` and pass its address") from None
     try:
         nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
         count = shards or len(nodes)
         task = ray.remote(num_cpus=1, max_retries=0)(_run_shard)
-        # one shard per node, round robin: a node's own workers use its other cores
-        futures = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)],
-                                                                                   soft=True))
+        # one shard per node, round robin; a shard's own --workers use the node's other cores
+        futures = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True))
                    .remote(i, fuzz_argv) for i in range(count)]
         outcomes = ray.get(futures)
     finally:
         ray.shutdown()
-    merged: CampaignResult | None = None
-    errors = []
+    merged, errors, fuzz_seconds = None, [], 0.0
     for shard in sorted(outcomes, key=lambda s: s["index"]):
         if "error" in shard:
             errors.append(f"shard {shard['index']} on {shard['node']}: {shard['error']}")
             continue
         where = Path(out_dir) / f"shard-{shard['index']}"
         where.mkdir(parents=True, exist_ok=True)
+        (where / LOG_NAME).write_text(shard["log"])
         for name, text in shard["files"].items():
             (where / name).write_text(text)
-        part = CampaignResult.from_json(shard["summary"])
+        part = CampaignResult.from_records(read_log(where / LOG_NAME))
         for failure in part.failures.values():
             if failure.reproducer:
                 failure.reproducer = str(where / Path(failure.reproducer).name)
+        fuzz_seconds = max(fuzz_seconds, part.fuzz_seconds)
         if merged is None:
             merged = part
         else:
             merged.merge(part)
     if merged is None:
         raise ClusterError("every shard failed: " + "; ".join(errors))
-    merged.seconds = time.monotonic() - started
-    merged.shards = count - len(errors)
-    merged.shard_errors = errors
-    return merged
+    # the shards ran side by side: the merged rate is over the wall time, not the sum
+    merged.seconds, merged.fuzz_seconds = time.monotonic() - started, fuzz_seconds
+    return merged, errors

@@ -64,7 +64,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                  out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
                  hang_s: float = 300.0, result: CampaignResult | None = None,
                  on_record: OnRecord | None = None) -> CampaignResult:
-    """The campaign of run_campaign, in `workers` processes; `database` is a folder."""
+    """The campaign of run_campaign, in `workers` processes; `database` is a folder or a redis:// URL."""
     out_dir = Path(out_dir)
     scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
     result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
@@ -224,10 +224,9 @@ def _failures(configs: list[dict[str, Any]]) -> list[Failure]:
 
 
 def _worker_main(config: dict[str, Any]) -> int:
-    from hypothesis.database import DirectoryBasedExampleDatabase
-
     from harness import paths
     from harness.campaign import fuzz, replay_failures, shrink_failures, warm_up
+    from harness.cluster import example_database
 
     pipe = os.fdopen(config["fd"], "w", encoding="utf-8")
 
@@ -236,7 +235,7 @@ def _worker_main(config: dict[str, Any]) -> int:
         pipe.flush()
 
     path_list = [paths.get(n) for n in config["paths"]]
-    database = DirectoryBasedExampleDatabase(config["database"])
+    database = example_database(config["database"])  # a folder or a redis:// URL
     until = time.perf_counter() + config["ends_at"] - time.time()
     device, lifetimes = config["device"], config["lifetimes"]
     if config["mode"] == "shrink":

@@ -4,52 +4,14 @@ shrinker over the example database, once per cause, within a time cap."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
-import torch
 from hypothesis.database import InMemoryExampleDatabase
 
-from harness import paths
-from harness.build import BuiltGraph
 from harness.campaign import CampaignResult, fuzz, replay, shrink, shrink_failures
 from harness.check import check
 from harness.records import cause_of, spec_size
-from harness.run import RunResult
-from harness.spec import GraphSpec
 
-#: the seeded bug needs a Function with this many tensor inputs and a tanh term: rare enough
-#: that the first example showing it is big, and a search from scratch rarely finds it
-WIDE = 6
 CAP_S = 15.0
-
-
-def seeded_bug(spec: GraphSpec) -> bool:
-    return any(len(fn.tensor_slots) >= WIDE and any(t.op == "tanh" for o in fn.outputs for t in o.terms)
-               for fn in spec.functions)
-
-
-class SeededPath:
-    """Eager, with a wrong forward output whenever `seeded_bug` holds (a test double beside
-    the real eager run, which check() always makes too)."""
-
-    name = "eager:seeded"  # of the eager family: its results are compared as eager's are
-    exact_vs_eager = True
-
-    def available(self) -> str | None:
-        return None
-
-    def unsupported(self, spec: GraphSpec) -> str | None:
-        return None
-
-    def run(self, built: BuiltGraph) -> RunResult:
-        result = paths.get("eager").run(built)
-        if seeded_bug(built.spec) and result.tensors.get("forward"):
-            forward = dict(result.tensors["forward"])
-            role = next((r for r, t in forward.items() if isinstance(t, torch.Tensor) and t.numel()), None)
-            if role is not None:  # (with empty tensors there is nothing to get wrong)
-                forward[role] = forward[role] + 1
-                result = replace(result, tensors={**result.tensors, "forward": forward})
-        return replace(result, path=self.name)
 
 
 def fuzz_until_found(seeded, database, result):
@@ -61,8 +23,8 @@ def fuzz_until_found(seeded, database, result):
     return list(result.failures.values())
 
 
-def test_a_rare_failure_is_shrunk_from_its_own_example_within_its_time_cap(tmp_path):
-    seeded = paths.register(SeededPath())
+def test_a_rare_failure_is_shrunk_from_its_own_example_within_its_time_cap(tmp_path, seeded_path):
+    seeded, seeded_bug = seeded_path, seeded_path.bug
     database = InMemoryExampleDatabase()
     result = CampaignResult(["eager:seeded"], "cpu")
     (failure,) = fuzz_until_found(seeded, database, result)
