@@ -228,9 +228,10 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  max_examples: int | None = None, lifetimes: bool = True,
                  on_example: Callable[[GraphSpec], None] | None = None,
                  on_progress: Callable[[CampaignResult], None] | None = None,
-                 name_prefix: str = "") -> CampaignResult:
-    """Fuzz until the budget is spent. on_example sees each spec before it is checked and
-    on_progress the running result after it (the worker processes use them for crash isolation)."""
+                 name_prefix: str = "", until_failure: bool = False) -> CampaignResult:
+    """Fuzz until the budget is spent (or, with `until_failure`, until the first failure).
+    on_example sees each spec before it is checked and on_progress the running result after
+    it (the worker processes use them for crash isolation)."""
     result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
     # A full gc.collect() costs ~80 ms with torch imported; once everything imported so far
     # is frozen out of the collector, the lifetime oracle's collections cost ~0.01 ms.
@@ -242,11 +243,15 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     # shrinking and writing the failures it found
     deadline = start + budget_s * (1 - SHRINK_SHARE)
 
+    def fuzzing() -> bool:
+        return (time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples)
+                and not (until_failure and result.failures))
+
     @settings(max_examples=BATCH, deadline=None, database=database, derandomize=False,
               phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=list(HealthCheck))
     @given(graphs())
     def one_batch(spec: GraphSpec) -> None:
-        if time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
+        if fuzzing():
             if on_example is not None:
                 on_example(spec)
             result.add(check(spec, paths, device, lifetimes=lifetimes))
@@ -255,7 +260,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                 result.seconds = time.perf_counter() - start
                 on_progress(result)
 
-    while time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
+    while fuzzing():
         one_batch()
     failures = list(result.failures.values())
     for i, failure in enumerate(failures):  # one per cause, on the paths it failed on

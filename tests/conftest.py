@@ -54,11 +54,11 @@ def device(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def fault(monkeypatch: pytest.MonkeyPatch):
-    """fault("wrong_backward") seeds one of harness.build.FAULTS for the test's duration."""
-    from harness import build
+def fault():
+    """fault("wrong_backward") installs one of harness.selfeval's seeded faults for the test's duration."""
+    from harness import selfeval
 
-    def inject(name: str) -> None:
-        assert name in build.FAULTS, name
-        monkeypatch.setattr(build, "FAULT", name)
-    return inject
+    removers = []
+    yield lambda name: removers.append(selfeval.install(name))
+    for remove in reversed(removers):
+        remove()
