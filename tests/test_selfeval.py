@@ -109,10 +109,9 @@ def test_the_func_fault_changes_only_a_transformed_function():
 
 def _patchable_state() -> dict[str, object]:
     """Everything a fault of the Python families replaces."""
+    import torch.autograd.function as function_module
     from torch._dynamo import compiled_autograd, external_utils
     from torch._dynamo.backends import registry
-
-    import torch.autograd.function as function_module
 
     registry.lookup_backend("aot_eager")
     return {

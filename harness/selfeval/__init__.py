@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from harness.selfeval import autograd, compilers, formulas, lifetimes
 from harness.selfeval import native as native_faults

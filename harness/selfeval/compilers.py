@@ -42,8 +42,8 @@ def compiled_autograd_backward_scaled(p: Patches) -> None:
 
 
 def aot_backward_miscompiled(p: Patches) -> None:
-    """torch.compile (backend aot_eager): the compiled backward graph's first gradient
-    output is scaled, as a miscompiled graph would be."""
+    """torch.compile (backend aot_eager): every gradient the compiled backward graph
+    returns is scaled, as a miscompiled graph's would be."""
     import torch._dynamo
     from torch._dynamo.backends import debugging, registry
 
@@ -51,7 +51,8 @@ def aot_backward_miscompiled(p: Patches) -> None:
         run_graph = debugging.boxed_nop(gm, example_inputs)
 
         def run(args):
-            return _scale_first(run_graph(args))
+            grads = run_graph(args)
+            return type(grads)(g * SCALE if isinstance(g, torch.Tensor) else g for g in grads)
         run._boxed_call = True  # type: ignore[attr-defined]
         return run
 

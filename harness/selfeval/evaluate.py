@@ -13,15 +13,14 @@ records it (a crash, a hang); the examples and seconds then come from its heartb
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.campaign import SHRINK_SHARE
 
@@ -41,6 +40,8 @@ class Outcome:
     how: str = ""  # the failure signature, "crash ..."/"hang", or why it did not run
     reproducer: str = ""
     paths: str = ""
+    #: failures found on the way that the example shows without the fault too (not counted)
+    unrelated: list[str] = field(default_factory=list)
 
     def row(self) -> str:
         def cell(value: Any, fmt: str = "") -> str:
@@ -104,14 +105,15 @@ def _run_worker(fault: Any, budget_s: float, out_dir: Path) -> Outcome:
               "budget_s": budget_s, "out_dir": str(out_dir / fault.name),
               "heartbeat": str(scratch / "heartbeat.json"), "result": str(scratch / "result.json")}
     limit = budget_s / (1 - SHRINK_SHARE) + STARTUP_S
-    process = subprocess.Popen([sys.executable, "-m", "harness.selfeval.evaluate", json.dumps(config)],
-                               stdout=subprocess.DEVNULL, stderr=open(scratch / "stderr.txt", "w"))
-    try:
-        code = process.wait(timeout=limit)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        code = None
+    with open(scratch / "stderr.txt", "w") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "harness.selfeval.evaluate", json.dumps(config)],
+                                   stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            code = process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = None
     result = Path(config["result"])
     if code == 0 and result.exists():
         return Outcome(**json.loads(result.read_text()))
@@ -125,15 +127,35 @@ def _run_worker(fault: Any, budget_s: float, out_dir: Path) -> Outcome:
                    f"{what}: the campaign's worker isolation records it", paths=",".join(fault.paths))
 
 
+def _fails_without(fault_name: str, failure: Any, remove: Callable[[], None]) -> tuple[bool, Callable[[], None]]:
+    """Whether `failure`'s example fails with the fault removed too (then the campaign found
+    something else: a harness or torch problem, not the fault). Returns that and the new
+    remover, the fault being installed again."""
+    from harness import paths, selfeval
+    from harness.check import check
+    from harness.oracles.math import gradcheck_verdict
+
+    remove()
+    try:
+        if failure.paths:
+            still = bool(check(failure.spec, [paths.get(n) for n in sorted(failure.paths)]).failed)
+        else:  # a float64 gradcheck failure
+            still = gradcheck_verdict(failure.spec, "cpu")[0] == "failed"
+    finally:
+        remove = selfeval.install(fault_name)
+    return still, remove
+
+
 def _worker_main(config: dict[str, Any]) -> int:
     from harness import paths, selfeval
     from harness.campaign import run_campaign
 
     fault = selfeval.get(config["fault"])
-    selfeval.install(fault.name)
+    remove = selfeval.install(fault.name)
     heartbeat, started = Path(config["heartbeat"]), time.perf_counter()
-    first: dict[str, Any] = {}  # seconds and examples at the first failure
+    first: dict[str, Any] = {}  # seconds and examples at the first failure the fault causes
     examples = [0]  # checked so far
+    unrelated: list[str] = []  # failures that happen without the fault as well
 
     def beat(spec) -> None:  # before each example: what a crash or hang is charged with
         if not first:
@@ -141,7 +163,15 @@ def _worker_main(config: dict[str, Any]) -> int:
                                              "seconds": time.perf_counter() - started}))
 
     def progress(result) -> None:
+        nonlocal remove
         examples[0] = result.examples
+        for cause, failure in list(result.failures.items()):
+            if first:
+                break
+            still, remove = _fails_without(fault.name, failure, remove)
+            if still:  # not the fault's: dropped, so the campaign goes on looking
+                unrelated.append(cause)
+                del result.failures[cause]
         if result.failures and not first:
             first.update(seconds=result.seconds, examples=result.examples)
 
@@ -149,13 +179,13 @@ def _worker_main(config: dict[str, Any]) -> int:
     result = run_campaign([paths.get(n) for n in config["paths"]], budget_s=config["budget_s"] / (1 - SHRINK_SHARE),
                           out_dir=config["out_dir"], until_failure=True, on_example=beat, on_progress=progress)
     outcome = Outcome(fault.name, fault.family, "missed", how=f"{result.examples} examples, no failure",
-                      paths=",".join(config["paths"]))
+                      paths=",".join(config["paths"]), unrelated=unrelated)
     if result.failures:
         failure = next(iter(result.failures.values()))
         outcome = Outcome(fault.name, fault.family, "detected", round(first["seconds"], 1), first["examples"],
                           reproducer_lines(failure.reproducer) if failure.reproducer else None,
-                          f"on {','.join(sorted(failure.paths))}: {failure.signature}", failure.reproducer or "",
-                          ",".join(config["paths"]))
+                          f"on {','.join(sorted(failure.paths)) or 'no path'}: {failure.signature}",
+                          failure.reproducer or "", ",".join(config["paths"]), unrelated)
     Path(config["result"]).write_text(json.dumps(asdict(outcome)))
     return 0
 
@@ -170,6 +200,9 @@ def main(names: list[str] | None, budget_s: float, json_path: str | None, out_di
     print(HEADER, flush=True)
     started = time.perf_counter()
     outcomes = evaluate(chosen, budget_s, Path(out_dir), workers, on_result=lambda o: print(o.row(), flush=True))
+    for o in outcomes:
+        for cause in o.unrelated:
+            print(f"  not the fault's ({o.fault}; fails without it too): {cause}")
     ran = [o for o in outcomes if o.status != "not run"]
     found = [o for o in ran if o.status == "detected" and o.seconds is not None and o.seconds <= budget_s]
     share = 100 * len(found) / len(ran) if ran else 0.0

@@ -32,7 +32,10 @@ def _contributing_slots(spec: Any, grads: tuple) -> set[int]:
     for out, g in zip(spec.outputs, grads):
         if g is None or out.kind == "const" or out.non_differentiable:
             continue
-        slots.update(t.slot for t in out.terms) if out.kind == "compute" else slots.add(out.slot)
+        if out.kind == "compute":
+            slots.update(t.slot for t in out.terms)
+        else:
+            slots.add(out.slot)
     return slots
 
 

@@ -65,8 +65,8 @@ NATIVE_FAULTS = {
         "owned vs lifetime rule: drop_all x0: still alive after every reference was dropped (leak)", False),
     "native_saved_released_early": (
         _graph(FunctionSpec(args=(X0, X1), outputs=(SIN0,), save=("inputs",))),
-        "owned vs eager: backward error: owned raised RuntimeError at backward: Trying to backward through "
-        "the graph a second time", False),
+        ("owned vs eager: backward error: owned raised RuntimeError at backward: Trying to backward "
+         "through the graph a second time"), False),
     "native_mark_dirty_ignored": (
         _graph(FunctionSpec(args=(Arg("x0", clone=True), X1),
                             outputs=(OutputSpec("dirty", slot=0, coeff=2.0), OutputSpec("compute", terms=(Term(1, "sin", 1.0),))),
@@ -106,3 +106,17 @@ def test_a_seeded_native_fault_is_reported(name, native, tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert line in done.stdout, done.stdout
     assert ("owned: ok" in done.stdout) == owned_spared, done.stdout
+
+
+def test_the_fault_variant_is_its_own_build_and_a_normal_run_never_loads_it(native):
+    from pathlib import Path
+
+    from harness.selfeval import native as native_faults
+
+    assert not hasattr(native._extension(), "_set_seeded_fault")  # no fault code in a normal build
+    variant = native_faults.variant()
+    assert hasattr(variant, "_set_seeded_fault")
+    assert Path(variant.__file__).parent != native.cache_dir() and "variants" in variant.__file__
+    with selfeval.installed("native_extra_reference"):
+        assert native._extension() is variant
+    assert native._extension() is not variant
