@@ -7,8 +7,6 @@ op sequence with plain autograd (no custom Function), which is the independent o
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -17,12 +15,6 @@ from torch.autograd.function import once_differentiable
 
 from harness import plain
 from harness.spec import FunctionSpec, GraphSpec, OutputSpec
-
-#: A deliberate bug for self-tests ("wrong_backward", "wrong_jvp"): proves the harness
-#: reports what it should. Set by tests and by reproducers of such failures, never by default.
-FAULTS = ("wrong_backward", "wrong_jvp", "leak_input", "ctx_cycle", "drop_saved", "crash_wide", "hang_wide")
-FAULT: str | None = os.environ.get("HARNESS_INJECT_FAULT") or None
-_LEAKED: list = []  # where the "leak_input" fault keeps its extra references
 
 #: the lifetime oracle's observer of saved intermediates (set by the runner while it tracks;
 #: generic Functions only, see harness/plain.py)
@@ -133,15 +125,6 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
         ctx.save_for_backward(*saved)
     if spec.jvp and nonlinear:
         ctx.save_for_forward(*nonlinear)
-    if FAULT in ("crash_wide", "hang_wide") and len(spec.tensor_slots) >= 24:
-        # a Function with 24+ tensor inputs kills or stalls the process: tests campaign isolation
-        if FAULT == "crash_wide":
-            os.abort()
-        time.sleep(3600)
-    if FAULT == "leak_input":
-        _LEAKED.extend(a for a in args if isinstance(a, torch.Tensor))
-    if FAULT == "ctx_cycle" and spec.tensor_outputs:
-        ctx.cycle = outputs[spec.tensor_outputs[0]]  # an output stored on ctx directly
 
 
 def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
@@ -205,9 +188,6 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
         else:
             result.append(torch.zeros(cls.shape, dtype=cls.dtype, device=cls.device)
                           if spec.unused_grad == "zeros" else None)
-    if FAULT == "wrong_backward" and acc:
-        slot = min(acc)
-        result[slot] = result[slot] * 1.5 if result[slot] is not None else None
     return _break(cls, result)
 
 
@@ -247,9 +227,6 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
         else:  # dirty: the tangent is updated in place, like the primal
             tx = tangents[out.slot]
             results.append(None if tx is None else tx.mul_(out.coeff))
-    if FAULT == "wrong_jvp":
-        results = [r * 1.5 if isinstance(r, torch.Tensor) and o.kind == "compute" else r
-                   for r, o in zip(results, spec.outputs)]
     return tuple(results) if spec.tuple_output else results[0]
 
 
@@ -267,7 +244,7 @@ def make_plain_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], 
     the attributes the math oracle and reproducers read from outside."""
     cls = PLAIN_CLASSES.get(index)
     if cls is None:
-        source = plain.function_source(spec, index, shape, dtype, device, fault=FAULT)
+        source = plain.function_source(spec, index, shape, dtype, device)
         cls = plain.compile_function(source, f"F{index}")
         cls.source = source
     for name, value in {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device}.items():

@@ -281,6 +281,21 @@ def cmd_known(args: argparse.Namespace) -> int:
     return 1 if surprises else 0
 
 
+def cmd_selfeval(args: argparse.Namespace) -> int:
+    from harness.selfeval import CATALOG
+    from harness.selfeval.evaluate import main as selfeval_main
+
+    if args.list:
+        for fault in CATALOG.values():
+            print(f"{fault.name:<36} {fault.family:<9} {fault.description}")
+        return 0
+    names = [n.strip() for n in args.faults.split(",") if n.strip()] if args.faults else None
+    unknown = [n for n in names or () if n not in CATALOG]
+    if unknown:
+        raise SystemExit(f"error: no seeded fault {', '.join(unknown)}; see `python -m harness selfeval --list`.")
+    return selfeval_main(names, args.budget_per_fault, args.json, args.out, args.workers)
+
+
 def _passthrough(command: str, rest: list[str]) -> int:
     """Subcommands whose own parsers live with their code."""
     if command == "bench":
@@ -382,6 +397,17 @@ def main(argv: list[str] | None = None) -> int:
                        help="print each entry's trigger share over generated specs instead")
     known.add_argument("--examples", type=int, default=400, help="generated specs for --rates (default 400)")
     known.set_defaults(func=cmd_known)
+
+    ev = sub.add_parser("selfeval", help="run each seeded fault (harness/selfeval) in a worker process: "
+                                         "detected, seconds and examples to detect, reproducer lines")
+    ev.add_argument("--faults", help="comma-separated fault names (default: every evaluated fault)")
+    ev.add_argument("--budget-per-fault", type=parse_duration, default=60.0,
+                    help="fuzzing time per fault, e.g. 60s (default 60s); shrinking comes on top")
+    ev.add_argument("--workers", type=int, default=1, help="faults run at a time (default 1: one core each)")
+    ev.add_argument("--json", help="write the table as JSON to this file")
+    ev.add_argument("--out", default="selfeval-failures", help="folder for reproducers (default: selfeval-failures/)")
+    ev.add_argument("--list", action="store_true", help="list the catalog and exit")
+    ev.set_defaults(func=cmd_selfeval)
 
     for name, text in PASSTHROUGH.items():
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; dispatched above

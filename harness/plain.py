@@ -14,10 +14,6 @@ then `y = y + c * op(x)` per term; `g * c * deriv` in the same accumulation orde
 same jvp), so both styles give bit-identical results; tests/test_plain_style.py checks it.
 
 Not in the plain style, by nature:
-  * the self-test faults that need module state (`leak_input` keeps inputs in a module
-    list, `crash_wide`/`hang_wide` call os.abort/time.sleep). The faults that only change
-    values or ctx (`wrong_backward`, `wrong_jvp`, `ctx_cycle`) are written into the
-    source when the class is made, as visible lines.
   * the lifetime oracle's observer of saved intermediates (`build.SAVED_OBSERVER` is a
     module global called from inside the forward): plain Functions report no saved
     intermediates, so the saved-tensor lifetime rules see only generic Functions.
@@ -34,9 +30,6 @@ from typing import Any
 import torch
 
 from harness.spec import FunctionSpec, GraphSpec
-
-#: faults that the plain style writes into the source (see the module docstring)
-PLAIN_FAULTS = ("wrong_backward", "wrong_jvp", "ctx_cycle")
 
 _INDENT = "    "
 
@@ -101,8 +94,8 @@ class _Code:
 
 class _Writer:
     def __init__(self, spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                 device: torch.device, fault: str | None) -> None:
-        self.spec, self.index, self.fault = spec, index, fault if fault in PLAIN_FAULTS else None
+                 device: torch.device) -> None:
+        self.spec, self.index = spec, index
         self.shape_tuple = tuple(shape)
         self.shape = literal(self.shape_tuple)
         self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
@@ -172,8 +165,6 @@ class _Writer:
             c.add(f"ctx.save_for_backward({', '.join(saved)})")
         if spec.jvp and nonlinear:
             c.add(f"ctx.save_for_forward({', '.join(nonlinear)})")
-        if self.fault == "ctx_cycle" and spec.tensor_outputs:
-            c.add(f"ctx.cycle = {self.outs[spec.tensor_outputs[0]]}  # self-test fault ctx_cycle")
 
     def returned(self, names: list[str]) -> str:
         return f"return {_tuple(names)}" if self.spec.tuple_output else f"return {names[0]}"
@@ -224,10 +215,6 @@ class _Writer:
                 for s in state:
                     if state[s] != before[s]:
                         state[s] = "maybe" if before[s] in ("none", "maybe") else before[s]
-        if self.fault == "wrong_backward" and any(v != "none" for v in state.values()):
-            s = min(slot for slot, v in state.items() if v != "none")
-            guard = f"if gx{s} is not None: " if state[s] == "maybe" else ""
-            c.add(f"{guard}gx{s} = gx{s} * 1.5  # self-test fault wrong_backward")
         self._grads_returned(c, state)
 
     def _contributions(self, k: int) -> list[tuple[int, str]]:
@@ -314,8 +301,6 @@ class _Writer:
                     c.add(f"if {tx} is not None:")
                     c.add(f"{_INDENT}{r} = {r} + {literal(t.coeff)} * ({change})" if t.op != "linear"
                           else f"{_INDENT}{r} = {r} + {literal(t.coeff)} * {tx}")
-                if self.fault == "wrong_jvp":
-                    c.add(f"{r} = {r} * 1.5  # self-test fault wrong_jvp")
             elif out.kind in ("input", "view"):  # torch requires a view here
                 tx = tangents[out.slot]
                 c.add(f"{r} = None if {tx} is None else {tx}.view_as({tx})")
@@ -375,12 +360,9 @@ class _Writer:
 
 
 def function_source(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                    device: torch.device | str, fault: str | None = None) -> str:
-    """The source text of the plain-style class `F<index>` for one Function spec.
-
-    `fault`: one of PLAIN_FAULTS is written into the source; any other is ignored (see
-    the module docstring)."""
-    return _Writer(spec, index, tuple(shape), dtype, torch.device(device), fault).source()
+                    device: torch.device | str) -> str:
+    """The source text of the plain-style class `F<index>` for one Function spec."""
+    return _Writer(spec, index, tuple(shape), dtype, torch.device(device)).source()
 
 
 def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
@@ -405,4 +387,4 @@ def in_code_style(spec: GraphSpec, code: str) -> GraphSpec:
     return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, code=code) for fn in spec.functions))
 
 
-__all__ = ["PLAIN_FAULTS", "compile_function", "function_source", "in_code_style", "literal"]
+__all__ = ["compile_function", "function_source", "in_code_style", "literal"]

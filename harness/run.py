@@ -10,7 +10,6 @@ import contextlib
 import contextvars
 import gc
 import warnings
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -195,11 +194,7 @@ def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: S
 
 @contextlib.contextmanager
 def _saved_tensor_hooks(built: BuiltGraph) -> Iterator[None]:
-    if build_module.FAULT == "drop_saved":
-        # a self-test bug: saved tensors are kept only weakly, so they die before backward
-        with torch.autograd.graph.saved_tensors_hooks(weakref.ref, lambda r: r()):
-            yield
-    elif any(h.kind == "saved_tensors" for h in built.spec.hooks):
+    if any(h.kind == "saved_tensors" for h in built.spec.hooks):
         # pack into a list and back: exercises the hook path without changing values.
         # Detach, as torch documents: a packed graph output would otherwise keep its own
         # grad_fn alive in a cycle that gc cannot see (pytorch/pytorch#189025).

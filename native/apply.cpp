@@ -117,6 +117,12 @@ ImplSet take_impl_set(py::object& record, const char* attr, Unpack&& unpack) {
 
 // ctx.mark_non_differentiable(...) -> set of TensorImpls; clears the record.
 ImplSet parse_non_differentiable(NativeCtx& ctx) {
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (seeded_fault("native_non_differentiable_ignored")) {
+    ctx.non_differentiable = py::object(); // the outputs get a grad_fn after all
+    return {};
+  }
+#endif
   return take_impl_set(
       ctx.non_differentiable,
       "non_differentiable",
@@ -132,6 +138,12 @@ ImplSet parse_non_differentiable(NativeCtx& ctx) {
 // ctx.mark_dirty(...) -> set of TensorImpls, bumping each version counter;
 // clears the record.
 ImplSet mark_dirty(NativeCtx& ctx) {
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (seeded_fault("native_mark_dirty_ignored")) {
+    ctx.dirty_tensors = py::object(); // no version bump, outputs not rebased
+    return {};
+  }
+#endif
   return take_impl_set(
       ctx.dirty_tensors,
       "dirty_tensors",
@@ -222,6 +234,11 @@ void save_variables(
       node.saved_variables.emplace_back(*tensor, is_output);
     }
   }
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (seeded_fault("native_saved_released_early")) {
+    node.saved_variables.front().reset_data(); // as if backward had already run
+  }
+#endif
 }
 
 // The user jvp callback, handed to libtorch's _wrap_outputs. It receives owned
@@ -243,7 +260,11 @@ _jvp_fn_t make_jvp_fn(NativeNode* node) {
       PyObject* tangent = nullptr;
       if (is_variable_input[i]) {
         const auto& grad = grad_inputs[variable_idx];
-        if (grad.defined() || !ctx.materialize_grads ||
+        bool materialize = ctx.materialize_grads;
+#ifdef HARNESS_SELFEVAL_FAULTS
+        materialize |= seeded_fault("native_materialize_grads_ignored");
+#endif
+        if (grad.defined() || !materialize ||
             !torch::autograd::isDifferentiableType(inputs[variable_idx].scalar_type())) {
           tangent = THPVariable_Wrap(grad);
         } else {
@@ -478,6 +499,16 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     throw_python_error();
   }
   bool any_requires_grad = false;
+#ifdef HARNESS_SELFEVAL_FAULTS
+  // "borrowed_use_after_release": the borrowed handles point into a copy that is
+  // released once forward has run; later reads see the emptied slots.
+  constexpr bool kBorrowed = std::is_same_v<Inputs, BorrowedInputs>;
+  const bool use_after_release = kBorrowed && seeded_fault("native_borrowed_use_after_release");
+  variable_list released_owner;
+  released_owner.reserve(num_args); // no reallocation: the handles stay put until the release
+  const bool needs_off_by_one = seeded_fault("native_needs_input_grad_off_by_one");
+  std::vector<bool> requires_grad_of;
+#endif
   for (const auto i : c10::irange(num_args)) {
     PyObject* arg = PyTuple_GET_ITEM(args, i);
     const bool is_variable = THPVariable_Check(arg);
@@ -485,12 +516,35 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     bool requires_grad = false;
     if (is_variable) {
       const auto& tensor = THPVariable_Unpack(arg);
+#ifdef HARNESS_SELFEVAL_FAULTS
+      if (use_after_release) {
+        released_owner.push_back(tensor);
+        inputs.push(released_owner.back());
+      } else {
+        inputs.push(tensor);
+      }
+#else
       inputs.push(tensor);
+#endif
       requires_grad = tensor.requires_grad();
       any_requires_grad |= requires_grad;
     }
+#ifdef HARNESS_SELFEVAL_FAULTS
+    requires_grad_of.push_back(requires_grad);
+    if (needs_off_by_one) {
+      continue; // filled below, one place off
+    }
+#endif
     PyTuple_SET_ITEM(needs_input_grad.get(), i, Py_NewRef(requires_grad ? Py_True : Py_False));
   }
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (needs_off_by_one) { // entry i reads argument i + 1's flag; the last reads False
+    for (const auto i : c10::irange(num_args)) {
+      const bool flag = i + 1 < num_args && requires_grad_of[i + 1];
+      PyTuple_SET_ITEM(needs_input_grad.get(), i, Py_NewRef(flag ? Py_True : Py_False));
+    }
+  }
+#endif
   const bool is_executable = torch::autograd::GradMode::is_enabled() && any_requires_grad;
 
   // Forward, setup_context and _wrap_outputs run on the device of the first input
@@ -520,6 +574,13 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     torch::autograd::edge_list next_edges;
     next_edges.reserve(inputs.size());
     for (const auto i : c10::irange(inputs.size())) {
+#ifdef HARNESS_SELFEVAL_FAULTS
+      // "wide_grad_dropped": past the small vector's inline room of 24, no edge
+      if (kBorrowed && inputs.size() > 24 && i >= 24 && seeded_fault("native_wide_grad_dropped")) {
+        next_edges.emplace_back();
+        continue;
+      }
+#endif
       next_edges.emplace_back(torch::autograd::impl::gradient_edge(inputs[i]));
     }
     node.set_next_edges(std::move(next_edges));
@@ -566,6 +627,15 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     }
   }
 
+#ifdef HARNESS_SELFEVAL_FAULTS
+  for (auto& owner : released_owner) {
+    owner.reset(); // what the handles now read: an emptied slot
+  }
+  if (seeded_fault("native_extra_reference") && inputs.size() > 0) {
+    static auto* kept = new variable_list(); // never released: a leak per apply
+    kept->push_back(inputs[0]);
+  }
+#endif
   return process_outputs(
       node, node_base, inputs, std::move(output), is_executable, overridden_setup_context);
 }

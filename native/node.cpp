@@ -189,7 +189,11 @@ variable_list NativeNode::apply(variable_list&& grads) {
     // Undefined grads are materialized as zeros unless set_materialize_grads(False);
     // a non-tensor output has an empty VariableInfo, whose zeros() is undefined
     // (None).
-    if (grads[i].defined() || !ctx_->materialize_grads ||
+    bool materialize = ctx_->materialize_grads;
+#ifdef HARNESS_SELFEVAL_FAULTS
+    materialize |= seeded_fault("native_materialize_grads_ignored");
+#endif
+    if (grads[i].defined() || !materialize ||
         (input_metadata(i).was_default_constructed() && !ctx_->materialize_non_diff_grads)) {
       grad = THPVariable_Wrap(std::move(grads[i]));
     } else {

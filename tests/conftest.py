@@ -60,14 +60,14 @@ def device(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def fault(monkeypatch: pytest.MonkeyPatch):
-    """fault("wrong_backward") seeds one of harness.build.FAULTS for the test's duration."""
-    from harness import build
+def fault():
+    """fault("wrong_backward") installs one of harness.selfeval's seeded faults for the test's duration."""
+    from harness import selfeval
 
-    def inject(name: str) -> None:
-        assert name in build.FAULTS, name
-        monkeypatch.setattr(build, "FAULT", name)
-    return inject
+    removers = []
+    yield lambda name: removers.append(selfeval.install(name))
+    for remove in reversed(removers):
+        remove()
 
 
 # --- a rare seeded failure, for tests of shrinking and of shared example databases -----------
@@ -112,7 +112,6 @@ class _SeededPath:
                 forward[role] = forward[role] + 1
                 result = replace(result, tensors={**result.tensors, "forward": forward})
         return replace(result, path=self.name)
-
 
 
 @pytest.fixture

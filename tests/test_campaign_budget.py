@@ -10,22 +10,13 @@ import sys
 import time
 
 
-def fault_env(name: str) -> dict[str, str]:
-    """The environment of a campaign whose every process carries the seeded fault `name`."""
-    try:  # where seeded faults live once the selfeval work (harness/selfeval) is merged
-        from harness import selfeval
-    except ImportError:
-        return {**os.environ, "HARNESS_INJECT_FAULT": name}
-    return selfeval.subprocess_env(name)
-
-
 BUDGET_S = 30
 #: starting and tearing down the interpreter (torch's teardown is not instant on a busy machine)
 SLACK_S = 8
 
 
 def test_a_campaign_with_many_failures_ends_within_its_budget(tmp_path):
-    env = fault_env("wrong_backward")
+    env = subprocess_env("wrong_backward")
     summary_file = tmp_path / "summary.json"
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager,owned", "--budget",

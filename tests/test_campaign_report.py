@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from harness import selfeval
 from harness.campaign import CampaignResult
 from harness.cli import main
 from harness.progress import CampaignProgress
@@ -22,18 +23,8 @@ def seeded_fault(name: str | None):
     if name is None:
         yield
         return
-    try:  # where seeded faults live once the selfeval work (harness/selfeval) is merged
-        from harness import selfeval
-    except ImportError:
-        from harness import build
-        saved, build.FAULT = build.FAULT, name
-        try:
-            yield
-        finally:
-            build.FAULT = saved
-    else:
-        with selfeval.installed(name):
-            yield
+    with selfeval.installed(name):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,9 @@ import subprocess
 import sys
 import time
 
+from harness.selfeval import subprocess_env
 from harness.campaign import CampaignResult
 from harness.records import log_path, read_log
-
-
-def fault_env(name: str) -> dict[str, str]:
-    """The environment of a campaign whose every process carries the seeded fault `name`."""
-    try:  # where seeded faults live once the selfeval work (harness/selfeval) is merged
-        from harness import selfeval
-    except ImportError:
-        return {**os.environ, "HARNESS_INJECT_FAULT": name}
-    return selfeval.subprocess_env(name)
 
 
 def examples_in(folder) -> list[dict]:
@@ -30,7 +22,7 @@ def examples_in(folder) -> list[dict]:
 
 def test_a_killed_campaign_resumes_with_nothing_lost(tmp_path):
     out = tmp_path / "campaign"
-    env = fault_env("wrong_backward")  # failures to replay on resume
+    env = subprocess_env("wrong_backward")  # failures to replay on resume
     errors = tmp_path / "stderr.txt"
     with open(errors, "w") as stderr:
         first = subprocess.Popen([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "240s",

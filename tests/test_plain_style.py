@@ -135,14 +135,14 @@ def test_plain_functions_agree_on_every_path_here(name):
     assert not verdict.failed, verdict.report()
 
 
-@pytest.mark.parametrize("fault, report", [
+@pytest.mark.parametrize("name, report", [
     ("wrong_backward", "eager vs math: backward grad:x0: outside tolerance"),
     ("wrong_jvp", "eager vs math: forward_ad tangent:f0.0: outside tolerance"),
 ])
-def test_value_faults_are_written_into_plain_source(fault, report, monkeypatch):
-    monkeypatch.setattr(build, "FAULT", fault)
+def test_value_faults_are_written_into_plain_source(name, report, fault):
+    fault(name)
     spec = plain.in_code_style(HAND_MADE["every output kind, old style"], "plain")
-    assert f"# self-test fault {fault}" in build.build(spec).functions[0].source
+    assert f"# self-test fault {name}" in build.build(spec).functions[0].source
     assert report in check(spec, [paths.get("eager")]).report()
 
 
@@ -171,10 +171,10 @@ def test_a_tuple_output_constant_needs_the_generic_style():
 # --- reproducers -------------------------------------------------------------------------
 
 
-def test_a_plain_reproducer_shows_and_runs_its_functions(monkeypatch, tmp_path):
+def test_a_plain_reproducer_shows_and_runs_its_functions(fault, tmp_path):
     from harness.repro import write_reproducer
 
-    monkeypatch.setattr(build, "FAULT", "wrong_backward")
+    fault("wrong_backward")
     spec = HAND_MADE["every output kind, old style"]
     verdict = check(spec, [paths.get("eager")])
     assert verdict.failed
@@ -192,10 +192,10 @@ def test_a_plain_reproducer_shows_and_runs_its_functions(monkeypatch, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_failure_the_plain_style_does_not_share_keeps_the_generated_spec(monkeypatch, tmp_path):
+def test_a_failure_the_plain_style_does_not_share_keeps_the_generated_spec(fault, tmp_path):
     from harness.repro import write_reproducer
 
-    monkeypatch.setattr(build, "FAULT", "leak_input")  # needs module state: generic Functions only
+    fault("leak_input")  # needs module state: generic Functions only
     spec = HAND_MADE["every output kind, old style"]
     verdict = check(spec, [paths.get("eager")])
     assert verdict.failed
