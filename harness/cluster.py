@@ -12,7 +12,6 @@ Both need the optional extra `cluster` (pip install -e '.[cluster]'): `redis` an
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile

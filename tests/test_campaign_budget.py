@@ -4,11 +4,11 @@ within its budget, shrinking and reports included."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 
+from harness.selfeval import subprocess_env
 
 BUDGET_S = 30
 #: starting and tearing down the interpreter (torch's teardown is not instant on a busy machine)
