@@ -305,6 +305,7 @@ def node_use_count(tensor: torch.Tensor) -> int:
     """Strong refcount of ``tensor.grad_fn``'s autograd Node; 0 if it has none.
 
     Counts every owner: each output tensor whose grad_fn it is, edges from later
-    nodes, and a live Python ``grad_fn`` wrapper object. The probe adds none.
+    nodes, and the node's Python ``grad_fn`` object (made with the node, as eager's
+    ctx is; see docs/lifetimes.md). The probe adds none.
     """
     return int(_extension().node_use_count(tensor))

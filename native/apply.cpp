@@ -566,7 +566,11 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
   NativeCtx& ctx = new_ctx(ctx_obj);
   auto native_node = c10::make_intrusive<NativeNode>(cls, ctx_obj.ptr(), &ctx);
   NativeNode& node = *native_node;
-  const c10::intrusive_ptr<Node> node_base(std::move(native_node));
+  // Only an executable node reaches the outputs, so only it needs a grad_fn
+  // object now (for the cyclic gc; see wrap_in_grad_fn).
+  const c10::intrusive_ptr<Node> node_base = is_executable
+      ? wrap_in_grad_fn(std::move(native_node))
+      : c10::intrusive_ptr<Node>(std::move(native_node));
   ctx.node = c10::weak_intrusive_ptr<Node>(node_base);
   ctx.needs_input_grad = py::reinterpret_steal<py::object>(needs_input_grad.release());
   node.is_variable_input = std::move(is_variable_input);

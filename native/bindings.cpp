@@ -145,6 +145,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
 
   bind_ctx(m);
+  init_grad_fn_type();
 
   for (auto& def : apply_defs) {
     PyObject* fn = PyCFunction_NewEx(&def, nullptr, m.ptr());
