@@ -291,7 +291,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     if spec.once_differentiable:
         backward = once_differentiable(backward)
     body: dict[str, Any] = {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device,
-                            "backward": staticmethod(backward), "__module__": __name__}
+                            spec.backward_method: staticmethod(backward), "__module__": __name__}
     if spec.style == "old":
         def forward_old(ctx: Any, *args: Any) -> Any:
             outputs = run_forward(args)

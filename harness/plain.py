@@ -360,7 +360,7 @@ class _Writer:
         c.add("@staticmethod")
         if spec.once_differentiable:
             c.add("@torch.autograd.function.once_differentiable")
-        c.add(f"def backward({', '.join(['ctx', *_names('g', range(len(spec.outputs)))])}):")
+        c.add(f"def {spec.backward_method}({', '.join(['ctx', *_names('g', range(len(spec.outputs)))])}):")
         c.depth += 1
         self.backward(c)
         c.depth -= 1

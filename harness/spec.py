@@ -28,6 +28,9 @@ STYLES = ("old", "setup_context")
 #: parameters and literal constants, as users write them; harness/plain.py)
 CODE_STYLES = ("generic", "plain")
 NEEDS_INPUT_GRAD_MODES = ("ignore", "read", "saved")
+#: the name the backward formula is defined under: torch accepts either, and only one
+#: (torch/autograd/function.py, BackwardCFunction._get_user_fn: "vjp and backward are alias")
+BACKWARD_METHODS = ("backward", "vjp")
 UNUSED_GRAD_MODES = ("none", "zeros")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
@@ -98,6 +101,7 @@ class FunctionSpec:
     ctx_state: bool = False
     error: str | None = None
     code: str = "generic"
+    backward_method: str = "backward"
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -237,6 +241,8 @@ def validate(g: GraphSpec) -> None:
 def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.style in STYLES, f"{w}.style", fn.style, f"choose one of {STYLES}")
     _check(fn.code in CODE_STYLES, f"{w}.code", fn.code, f"choose one of {CODE_STYLES}")
+    _check(fn.backward_method in BACKWARD_METHODS, f"{w}.backward_method", fn.backward_method,
+           f"choose one of {BACKWARD_METHODS}")
     _check(all(s in SAVE_KINDS for s in fn.save) and tuple(sorted(set(fn.save))) == fn.save,
            f"{w}.save", fn.save, f"a sorted subset of {SAVE_KINDS}")
     _check(fn.needs_input_grad in NEEDS_INPUT_GRAD_MODES, f"{w}.needs_input_grad", fn.needs_input_grad,

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from harness.spec import (
-    BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
+    BACKWARD_METHODS, BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
     UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
 )
 
@@ -142,6 +142,7 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
         ctx_state=draw(st.booleans()),
         error=error,
         code=draw(st.sampled_from(CODE_STYLES)),  # about half plain: Dynamo sees both styles
+        backward_method=draw(st.sampled_from(BACKWARD_METHODS)),
     )
 
 

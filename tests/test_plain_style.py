@@ -17,7 +17,7 @@ from harness.oracles.math import completed
 from harness.spec import Arg, ConstTuple, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term
 from strategies import graphs
 
-METHODS = ("forward", "setup_context", "backward", "jvp")
+METHODS = ("forward", "setup_context", "backward", "vjp", "jvp")
 
 # Hand-made specs for what the generated space reaches only now and then.
 HAND_MADE = {
@@ -40,7 +40,8 @@ HAND_MADE = {
                                   OutputSpec("compute", terms=(Term(1, "sin"), Term(0, "tanh", -1.0))),
                                   OutputSpec("view", slot=0)),
                          style="setup_context", save=("intermediates",), materialize_grads=False,
-                         needs_input_grad="saved", unused_grad="zeros", vmap=True, once_differentiable=True),
+                         needs_input_grad="saved", unused_grad="zeros", vmap=True, once_differentiable=True,
+                         backward_method="vjp"),
             FunctionSpec(args=(Arg("f0.1"), Arg("x0")), outputs=(OutputSpec("compute", terms=(Term(1),)),),
                          tuple_output=False, materialize_grads=False, needs_input_grad="read")),
         backward="grad"),
@@ -201,3 +202,14 @@ def test_a_failure_the_plain_style_does_not_share_keeps_the_generated_spec(monke
     assert verdict.failed
     text = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "r.py", verdict=verdict).read_text()
     assert "PLAIN_CLASSES = {}" in text and "class F0(" not in text
+
+
+@pytest.mark.parametrize("code", ["generic", "plain"])
+def test_a_vjp_function_defines_vjp_only_and_torch_runs_it(code):
+    spec = plain.in_code_style(HAND_MADE["gradients decided at run time"], code)
+    cls = build.build(spec).functions[0]
+    assert "vjp" in vars(cls) and "backward" not in vars(cls)
+    if code == "plain":
+        assert "def vjp(ctx, g0, g1, g2):" in cls.source
+    verdict = check(spec, [paths.get("eager")])
+    assert not verdict.failed and verdict.outcomes["eager"].status == "ok", verdict.report()

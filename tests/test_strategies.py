@@ -56,6 +56,7 @@ AXES = {
     "materialize_grads False": lambda g: any(not fn.materialize_grads for fn in fns(g)),
     "needs_input_grad read": lambda g: any(fn.needs_input_grad == "read" for fn in fns(g)),
     "needs_input_grad saved": lambda g: any(fn.needs_input_grad == "saved" for fn in fns(g)),
+    "vjp instead of backward": lambda g: any(fn.backward_method == "vjp" for fn in fns(g)),
     "once_differentiable": lambda g: any(fn.once_differentiable for fn in fns(g)),
     "save inputs": lambda g: any("inputs" in fn.save for fn in fns(g)),
     "save outputs": lambda g: any("outputs" in fn.save for fn in fns(g)),
