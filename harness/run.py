@@ -19,6 +19,7 @@ import torch.autograd.forward_ad as fwAD
 
 from harness import build as build_module
 from harness.build import Applier, BuiltGraph
+from harness.dataflow import Dataflow
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
@@ -294,6 +295,9 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
     if tracker is not None:
         result.put("life:nodes", "requires_grad",
                    tuple(n for n, rg in sorted(tracker.node_requires_grad.items()) if rg))
+        flow = Dataflow(spec)
+        result.put("life:nodes", "backward_runs",
+                   tuple(n for n in range(len(spec.functions)) if flow.backward_runs(n)))
         tracker.record("forward", {**values, **leaf_refs})
     record_hooks = _install_hooks(built, values, leaves, result)
     if spec.backward != "none":
@@ -398,22 +402,26 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
               result: RunResult, tracker: LifetimeTracker | None = None) -> None:
     spec = built.spec
     grad_leaves = [(f"x{i}", t) for i, t in enumerate(leaves) if t.requires_grad]
+    # a partial backward differentiates only the chosen leaves; the others keep .grad None
+    chosen = [(f"x{i}", leaves[i]) for i in spec.grad_leaves] or grad_leaves
+    inputs = [t for _, t in chosen]
     with torch.enable_grad():
         loss = _loss(built, values)
     if loss is None or not grad_leaves:
         result.put("backward", "skipped", "nothing requires grad")
         return
     mode = spec.backward
+    backward_inputs = inputs if spec.grad_leaves else None  # without inputs=, as users mostly call it
     with _checkpoint(result, "backward"):
         if mode in ("backward", "retain"):
-            loss.backward(retain_graph=mode == "retain")
+            loss.backward(retain_graph=mode == "retain", inputs=backward_inputs)
         elif mode == "grad":
-            grads = torch.autograd.grad(loss, [t for _, t in grad_leaves], allow_unused=True)
-            for (name, _), g in zip(grad_leaves, grads):
+            grads = torch.autograd.grad(loss, inputs, allow_unused=True)
+            for (name, _), g in zip(chosen, grads):
                 result.put("backward", f"agrad:{name}", g)
         else:  # double
-            grads = torch.autograd.grad(loss, [t for _, t in grad_leaves], allow_unused=True, create_graph=True)
-            for (name, _), g in zip(grad_leaves, grads):
+            grads = torch.autograd.grad(loss, inputs, allow_unused=True, create_graph=True)
+            for (name, _), g in zip(chosen, grads):
                 result.put("backward", f"agrad:{name}", g)
     for name, t in grad_leaves:
         result.put("backward", f"grad:{name}", t.grad if t.grad is None else t.grad.clone())
@@ -421,7 +429,7 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
         tracker.record("backward", {**values, **dict(grad_leaves)})
     if mode == "retain":
         with _checkpoint(result, "backward"):
-            loss.backward()
+            loss.backward(inputs=backward_inputs)
         for name, t in grad_leaves:
             result.put("backward", f"grad2:{name}", t.grad)
         if tracker is not None:
@@ -430,12 +438,12 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
         weights = built.weights(len(grads), offset=2_000_003)
         terms = [(g * w).sum() for g, w in zip(grads, weights) if g is not None and g.requires_grad]
         if not terms:  # the first-order gradients are constants: no second-order ones
-            for name, _ in grad_leaves:
+            for name, _ in chosen:
                 result.put("double_backward", f"dgrad:{name}", None)
             return
         with _checkpoint(result, "double_backward"):
-            second = torch.autograd.grad(sum(terms), [t for _, t in grad_leaves], allow_unused=True)
-        for (name, _), g in zip(grad_leaves, second):
+            second = torch.autograd.grad(sum(terms), inputs, allow_unused=True)
+        for (name, _), g in zip(chosen, second):
             result.put("double_backward", f"dgrad:{name}", g)
 
 

@@ -144,6 +144,9 @@ class GraphSpec:
     trace: bool = False
     hooks: tuple[HookSpec, ...] = ()
     seed: int = 0
+    #: partial backward: the leaves (by index) that backward(inputs=...) or autograd.grad
+    #: differentiate; empty: every leaf that requires grad
+    grad_leaves: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
@@ -206,6 +209,13 @@ def validate(g: GraphSpec) -> None:
         _check(leaf.views >= 0, f"{w}.views", leaf.views, "must be >= 0")
         _check(leaf.layout != "transposed" or len(g.shape) >= 2, f"{w}.layout", leaf.layout,
                "a transposed leaf needs a shape with 2 or more dims")
+    _check(tuple(sorted(set(g.grad_leaves))) == g.grad_leaves, "grad_leaves", g.grad_leaves,
+           "sorted leaf indices, each once")
+    for i in g.grad_leaves:
+        _check(0 <= i < len(g.leaves) and g.leaves[i].requires_grad, "grad_leaves", g.grad_leaves,
+               f"leaf {i} is not a leaf of this graph that requires grad")
+    _check(not g.grad_leaves or g.backward != "none", "grad_leaves", g.grad_leaves,
+           "a partial backward needs a backward mode other than 'none'")
     known = set(g.value_refs())
     made: set[str] = {r for r in known if r.startswith("x")}
     for n, fn in enumerate(g.functions):

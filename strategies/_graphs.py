@@ -182,9 +182,12 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
         *([st.builds(HookSpec, kind=st.just("post_accumulate"), target=st.sampled_from(whole_leaves))]
           if whole_leaves else []),
     )
+    differentiable_leaves = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
+    grad_leaves = () if backward == "none" or not differentiable_leaves else tuple(sorted(draw(
+        st.lists(st.sampled_from(differentiable_leaves), unique=True, max_size=len(differentiable_leaves)))))
     traceable = not any(o.kind in ("dirty", "const") for fn in functions for o in fn.outputs)
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=traceable and draw(st.booleans()) and draw(st.booleans()),
-        hooks=tuple(draw(st.lists(hook, max_size=3))), seed=draw(st.integers(0, 2**16)),
+        hooks=tuple(draw(st.lists(hook, max_size=3))), seed=draw(st.integers(0, 2**16)), grad_leaves=grad_leaves,
     )

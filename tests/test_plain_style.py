@@ -52,6 +52,15 @@ HAND_MADE = {
                                          OutputSpec("const", value=float("nan"))),
                                 save=("inputs",), jvp=True),),
         backward="double", forward_ad=True),
+    "partial backward past a Function that does not reach the chosen leaf": GraphSpec(
+        shape=(3,), leaves=(LeafSpec(), LeafSpec(), LeafSpec()),
+        functions=(
+            FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),),
+                         save=("intermediates",), needs_input_grad="read"),
+            FunctionSpec(args=(Arg("f0.0"), Arg("x1"), Arg("x2")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1, "square"), Term(2))),),
+                         save=("intermediates",), needs_input_grad="read", backward_method="vjp")),
+        backward="backward", grad_leaves=(1,)),
     **{f"error {error}": GraphSpec(
         shape=(2,), leaves=(LeafSpec(),),
         functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),
@@ -213,3 +222,21 @@ def test_a_vjp_function_defines_vjp_only_and_torch_runs_it(code):
         assert "def vjp(ctx, g0, g1, g2):" in cls.source
     verdict = check(spec, [paths.get("eager")])
     assert not verdict.failed and verdict.outcomes["eager"].status == "ok", verdict.report()
+
+
+def test_a_partial_backward_judges_saved_tensors_only_of_the_nodes_it_runs():
+    """F0 does not lead to the chosen leaf x1: torch's engine never runs its backward, so its
+    saved intermediate rightly outlives the backward; the lifetime rule must not call that a
+    leak, and still judges F1."""
+    from harness.oracles.lifetimes import rule_violations
+    from harness.run import tracking_lifetimes
+
+    spec = HAND_MADE["partial backward past a Function that does not reach the chosen leaf"]
+    with tracking_lifetimes():
+        result = paths.get("eager").run(build.build(spec))
+    assert result.status == "ok" and result.tensors["backward"]["grad:x0"] is None
+    assert result.values["life:nodes"] == {"requires_grad": (0, 1), "backward_runs": (1,)}
+    assert result.values["life:backward"]["saved:f0.0"][0]  # alive: F0's backward never ran
+    assert rule_violations(result, spec.backward) == []
+    del result.values["life:nodes"]["backward_runs"]  # the control: judged as if every node ran
+    assert [v.role for v in rule_violations(result, spec.backward)] == ["saved:f0.0"]

@@ -21,6 +21,11 @@ def outs(spec):
     return [o for fn in spec.functions for o in fn.outputs]
 
 
+def partial(spec):
+    """A partial backward that leaves out some leaf that requires grad."""
+    return 0 < len(spec.grad_leaves) < sum(leaf.requires_grad for leaf in spec.leaves)
+
+
 def tensor_args(fn):
     return [a for a in fn.args if a.ref is not None]
 
@@ -93,6 +98,10 @@ AXES = {
     "autograd.grad(inputs=...)": lambda g: g.backward == "grad",
     "retain_graph repeat": lambda g: g.backward == "retain",
     "create_graph double backward": lambda g: g.backward == "double",
+    "backward(inputs=...) over a subset of the leaves": lambda g: g.backward in ("backward", "retain") and partial(g),
+    "autograd.grad over a subset of the leaves": lambda g: g.backward in ("grad", "double") and partial(g),
+    "needs_input_grad read under a partial backward": lambda g: partial(g) and any(
+        fn.needs_input_grad != "ignore" for fn in fns(g)),
 }
 
 
