@@ -299,6 +299,9 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
         result.put("life:nodes", "backward_runs",
                    tuple(n for n in range(len(spec.functions)) if flow.backward_runs(n)))
         tracker.record("forward", {**values, **leaf_refs})
+    with _checkpoint(result, "forward"), torch.enable_grad():
+        for ref in spec.mutated_outputs:  # the user's in-place update after the forward
+            values[ref].mul_(2.0)
     record_hooks = _install_hooks(built, values, leaves, result)
     if spec.backward != "none":
         with around():

@@ -147,6 +147,10 @@ class GraphSpec:
     #: partial backward: the leaves (by index) that backward(inputs=...) or autograd.grad
     #: differentiate; empty: every leaf that requires grad
     grad_leaves: tuple[int, ...] = ()
+    #: computed Function outputs that the user scales in place (`mul_(2.0)`) after the
+    #: forward, before backward: where a Function whose backward runs saved one, torch's
+    #: version-counter check raises at backward (harness.oracles.math.version_error_expected)
+    mutated_outputs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
@@ -234,6 +238,7 @@ def validate(g: GraphSpec) -> None:
                "torch.jit.trace does not support mark_dirty in custom Functions ('inplace ... not supported in the JIT')")
         _check(not any(o.kind == "const" for fn in g.functions for o in fn.outputs), "trace", g.trace,
                "a traced custom Function must return only tensors (the trace types every output as Tensor)")
+    _validate_mutated_outputs(g)
     if g.forward_ad:
         _check(all(fn.jvp for fn in g.functions), "forward_ad", True, "every Function needs a jvp")
     for h, hook in enumerate(g.hooks):
@@ -246,6 +251,25 @@ def validate(g: GraphSpec) -> None:
         if hook.kind == "post_accumulate":
             _check(hook.target is not None and re.fullmatch(r"x\d+", hook.target) is not None, f"{w}.target",
                    hook.target, "post-accumulate-grad hooks go on whole leaves")
+
+
+def _validate_mutated_outputs(g: GraphSpec) -> None:
+    w = "mutated_outputs"
+    _check(len(set(g.mutated_outputs)) == len(g.mutated_outputs), w, g.mutated_outputs, "each output at most once")
+    aliased = {fn.args[o.slot].ref for fn in g.functions for o in fn.outputs if o.kind in ("input", "view")}
+    for ref in g.mutated_outputs:
+        kind, n, k = _parse_ref(ref)
+        _check(kind == "f" and n < len(g.functions) and k < len(g.functions[n].outputs)
+               and g.functions[n].outputs[k].kind == "compute", w, g.mutated_outputs,
+               f"{ref!r} is not a computed Function output (only fresh outputs are modified in place)")
+        _check(ref not in aliased, w, g.mutated_outputs,
+               f"{ref!r} is returned as-is or as a view by a later Function (in-place on views is its own axis)")
+    if g.mutated_outputs:
+        _check(not any(fn.error for fn in g.functions), w, g.mutated_outputs,
+               "not combined with a deliberate error case (which error torch reports first is the engine's order)")
+        _check(not any(h.kind == "saved_tensors" for h in g.hooks), w, g.mutated_outputs,
+               "saved_tensors hooks bypass torch's version check (SavedVariable::unpack checks versions only "
+               "without hooks), so backward would silently read the modified value")
 
 
 def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:

@@ -185,9 +185,25 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     differentiable_leaves = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
     grad_leaves = () if backward == "none" or not differentiable_leaves else tuple(sorted(draw(
         st.lists(st.sampled_from(differentiable_leaves), unique=True, max_size=len(differentiable_leaves)))))
+    hooks = tuple(draw(st.lists(hook, max_size=3)))
     traceable = not any(o.kind in ("dirty", "const") for fn in functions for o in fn.outputs)
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=traceable and draw(st.booleans()) and draw(st.booleans()),
-        hooks=tuple(draw(st.lists(hook, max_size=3))), seed=draw(st.integers(0, 2**16)), grad_leaves=grad_leaves,
+        hooks=hooks, seed=draw(st.integers(0, 2**16)), grad_leaves=grad_leaves,
+        mutated_outputs=draw(_mutated_outputs(functions, hooks)),
     )
+
+
+@st.composite
+def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...]
+                     ) -> tuple[str, ...]:
+    """Computed outputs the user modifies in place after the forward (see GraphSpec)."""
+    if any(fn.error for fn in functions) or any(h.kind == "saved_tensors" for h in hooks):
+        return ()  # excluded by the spec's validation, with the reasons there
+    aliased = {fn.args[o.slot].ref for fn in functions for o in fn.outputs if o.kind in ("input", "view")}
+    candidates = [f"f{n}.{k}" for n, fn in enumerate(functions) for k, o in enumerate(fn.outputs)
+                  if o.kind == "compute" and f"f{n}.{k}" not in aliased]
+    if not candidates or not draw(st.booleans()):
+        return ()
+    return tuple(draw(st.lists(st.sampled_from(candidates), unique=True, min_size=1, max_size=2)))

@@ -61,6 +61,15 @@ HAND_MADE = {
                          outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1, "square"), Term(2))),),
                          save=("intermediates",), needs_input_grad="read", backward_method="vjp")),
         backward="backward", grad_leaves=(1,)),
+    "outputs modified in place after the forward, one of them saved": GraphSpec(
+        shape=(2, 2), leaves=(LeafSpec(), LeafSpec()),
+        functions=(
+            FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),
+                                                     OutputSpec("compute", terms=(Term(0),), non_differentiable=True)),
+                         save=("inputs",)),
+            FunctionSpec(args=(Arg("f0.0"), Arg("x1")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1))),), save=("inputs",))),
+        backward="retain", mutated_outputs=("f0.0", "f1.0")),
     **{f"error {error}": GraphSpec(
         shape=(2,), leaves=(LeafSpec(),),
         functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),
@@ -240,3 +249,45 @@ def test_a_partial_backward_judges_saved_tensors_only_of_the_nodes_it_runs():
     assert rule_violations(result, spec.backward) == []
     del result.values["life:nodes"]["backward_runs"]  # the control: judged as if every node ran
     assert [v.role for v in rule_violations(result, spec.backward)] == ["saved:f0.0"]
+
+
+def test_an_in_place_update_of_a_saved_output_raises_torchs_version_error_as_expected():
+    """F1 saved its input f0.0, which the user then scales in place: every path must raise
+    torch's version-counter error at backward, and the check counts that as expected."""
+    from harness.oracles.math import VERSION_ERROR, version_error_expected
+
+    spec = HAND_MADE["outputs modified in place after the forward, one of them saved"]
+    assert version_error_expected(spec)
+    result = paths.get("eager").run(build.build(spec))
+    assert result.error_checkpoint == "backward" and VERSION_ERROR.search(str(result.error))
+    unsaved = dataclasses.replace(spec, mutated_outputs=("f1.0",))  # nobody saved f1.0
+    assert not version_error_expected(unsaved)
+    assert paths.get("eager").run(build.build(unsaved)).status == "ok"
+    assert check(unsaved, [paths.get("eager")]).outcomes["eager"].status == "ok"
+
+
+class _SkipsTheInPlaceUpdate:
+    """A fake path beside the real ones: eager, but the user's in-place update never
+    happens, as if a path lost the version check."""
+
+    name = "eager:skips-update"  # in eager's family: its metadata rules apply
+    exact_vs_eager = False
+
+    def available(self):
+        return None
+
+    def unsupported(self, spec):
+        return None
+
+    def run(self, built):
+        result = paths.get("eager").run(build.build(dataclasses.replace(built.spec, mutated_outputs=())))
+        result.path = self.name
+        return result
+
+
+def test_a_path_that_misses_the_version_error_fails():
+    spec = HAND_MADE["outputs modified in place after the forward, one of them saved"]
+    verdict = check(spec, [paths.get("eager"), _SkipsTheInPlaceUpdate()])
+    assert verdict.outcomes["eager"].status == "ok"
+    assert verdict.outcomes["eager:skips-update"].status == "failed"
+    assert "ran without torch's version-counter error" in verdict.report()

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from harness.oracles.math import version_error_expected
 from strategies import INLINE_CAPACITY, function_specs, graphs, tensor_input_counts
 
 # find_any: the first example that has the feature, without shrinking it
@@ -100,6 +101,8 @@ AXES = {
     "create_graph double backward": lambda g: g.backward == "double",
     "backward(inputs=...) over a subset of the leaves": lambda g: g.backward in ("backward", "retain") and partial(g),
     "autograd.grad over a subset of the leaves": lambda g: g.backward in ("grad", "double") and partial(g),
+    "in-place op on an output after the forward": lambda g: bool(g.mutated_outputs),
+    "in-place op on a saved output: version-counter error": lambda g: version_error_expected(g),
     "needs_input_grad read under a partial backward": lambda g: partial(g) and any(
         fn.needs_input_grad != "ignore" for fn in fns(g)),
 }

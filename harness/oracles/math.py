@@ -10,6 +10,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from harness.build import BuiltGraph, GeneratedFunction, build, math_apply
+from harness.dataflow import Dataflow
 from harness.run import CHECKPOINTS, RunResult, forward, run_graph
 from harness.spec import GraphSpec
 
@@ -20,6 +21,12 @@ EXPECTED_ERRORS = {
     "grad_for_nontensor": re.compile(r"returned a gradient different than None at position \d+, "
                                      r"but the corresponding forward input was not a Variable"),
 }
+
+
+#: torch's version-counter error at unpacking a saved tensor modified in place
+#: (torch/csrc/autograd/saved_variable.cpp, SavedVariable::unpack)
+VERSION_ERROR = re.compile(r"one of the variables needed for gradient computation has been modified by an "
+                           r"inplace operation")
 
 
 class OracleError(AssertionError):
@@ -49,12 +56,35 @@ def completed(result: RunResult) -> RunResult:
     )
 
 
+def version_error_expected(spec: GraphSpec) -> bool:
+    """Must the backward raise torch's version-counter error? Yes when an output modified
+    in place after the forward (`mutated_outputs`) was saved (as an output, or as the input
+    of a later Function) by a Function whose backward runs: torch checks each saved tensor's
+    version when the backward unpacks it, and the generated backward always unpacks."""
+    if not spec.mutated_outputs or spec.backward == "none":
+        return False
+    flow = Dataflow(spec)
+    mutated = set(spec.mutated_outputs)
+    for n, fn in enumerate(spec.functions):
+        saved: set[str | None] = set()
+        if "outputs" in fn.save:
+            saved |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+        if "inputs" in fn.save:  # build._setup saves the inputs of nonlinear terms
+            saved |= {fn.args[s].ref for s in fn.nonlinear_slots if not fn.args[s].clone}
+        if saved & mutated and flow.backward_runs(n):
+            return True
+    return False
+
+
 def error_is_expected(spec: GraphSpec, result: RunResult) -> bool:
     """A deliberate error case of the spec raised the error torch documents for it, from
-    the very Function that declares it (torch names the node: "function F<n>Backward")."""
+    the very Function that declares it (torch names the node: "function F<n>Backward"); or
+    the version-counter error where `version_error_expected` says torch must raise it."""
     if result.status != "error" or result.error_checkpoint not in ("backward", "double_backward"):
         return False
     message = str(result.error)
+    if VERSION_ERROR.search(message):
+        return result.error_checkpoint == "backward" and version_error_expected(spec)
     node = re.match(r"^[Ff]unction F(\d+)Backward ", message)
     if node is None or int(node[1]) >= len(spec.functions):
         return False
@@ -146,5 +176,5 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
     return "ok", ""
 
 
-__all__ = ["EXPECTED_ERRORS", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
-           "gradcheck_reason", "gradcheck_verdict", "math_applier", "run_math"]
+__all__ = ["EXPECTED_ERRORS", "VERSION_ERROR", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
+           "gradcheck_reason", "gradcheck_verdict", "math_applier", "run_math", "version_error_expected"]
