@@ -28,6 +28,10 @@ _LEAKED: list = []  # where the "leak_input" fault keeps its extra references
 #: generic Functions only, see harness/plain.py)
 SAVED_OBSERVER: Callable[[int, list], None] | None = None
 
+#: what generic Functions with untraceable="side_effect" append to at each forward (a Python
+#: side effect at module level, as users write them); emptied at each build
+FORWARD_CALLS: list[int] = []
+
 #: classes to run for plain-style Function n instead of compiling its generated source: a
 #: plain reproducer defines its Functions as code and hands them over here, so what the
 #: user reads is what runs (empty otherwise)
@@ -283,6 +287,16 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     """One class body for every spec: its methods read the spec from the class."""
 
     def run_forward(args: Sequence[Any]) -> list[Any]:
+        if spec.untraceable == "print":
+            print(end="")  # prints nothing, and still breaks Dynamo's graph
+        elif spec.untraceable == "side_effect":
+            FORWARD_CALLS.append(index)
+        elif spec.untraceable == "data_branch":
+            if args[spec.tensor_slots[0]].sum() > 0:  # Dynamo cannot know which arm runs
+                branch = "positive"
+            else:
+                branch = "not positive"
+            del branch  # both arms compute the same outputs
         return _raw_outputs(spec, args, shape, dtype, device)
 
     def finish(outputs: list[Any]) -> Any:
@@ -392,6 +406,7 @@ def _leaf_tensor(shape, layout: str, requires_grad: bool, dtype, device, gen) ->
 
 
 def build(spec: GraphSpec, device: str | torch.device = "cpu") -> BuiltGraph:
+    FORWARD_CALLS.clear()
     device = torch.device(device)
     dtype = getattr(torch, spec.dtype)
     functions = tuple(

@@ -123,6 +123,20 @@ class _Writer:
         return f"torch.zeros({shape or self.shape}, {self.options})"
 
     # --- forward -------------------------------------------------------------------
+    def untraceable(self, c: _Code) -> None:
+        """Forward code Dynamo cannot trace (spec.UNTRACEABLE), as the generic style runs it."""
+        kind = self.spec.untraceable
+        if kind == "print":
+            c.add('print(end="")  # prints nothing, and still breaks Dynamo\'s graph')
+        elif kind == "side_effect":
+            c.add(f"forward_calls.append({self.index})")
+        elif kind == "data_branch":
+            c.add(f"if {self.args[self.spec.tensor_slots[0]]}.sum() > 0:  # Dynamo cannot know which arm runs")
+            c.add(f'{_INDENT}branch = "positive"')
+            c.add("else:")
+            c.add(f'{_INDENT}branch = "not positive"')
+            c.add("del branch  # both arms compute the same outputs")
+
     def outputs(self, c: _Code) -> None:
         """The forward's values, in output order, as build._raw_outputs makes them."""
         for k, out in enumerate(self.spec.outputs):
@@ -328,6 +342,10 @@ class _Writer:
     def source(self) -> str:
         spec = self.spec
         c = _Code()
+        if spec.untraceable == "side_effect":
+            c.add("forward_calls = []  # what each forward appends to: a side effect at module level")
+            c.add("")
+            c.add("")
         c.add(f"class F{self.index}(torch.autograd.Function):")
         c.depth += 1
         if spec.style == "setup_context" and spec.vmap:
@@ -337,6 +355,7 @@ class _Writer:
         if spec.style == "old":
             c.add(f"def forward({', '.join(['ctx', *self.args])}):")
             c.depth += 1
+            self.untraceable(c)
             self.outputs(c)
             self.setup(c)
             c.add(self.returned(self.outs))
@@ -344,6 +363,7 @@ class _Writer:
         else:
             c.add(f"def forward({', '.join(self.args)}):")
             c.depth += 1
+            self.untraceable(c)
             self.outputs(c)
             c.add(self.returned(self.outs))
             c.depth -= 1
@@ -384,7 +404,8 @@ def function_source(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtyp
 
 
 def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
-    """exec() `source` in a namespace that holds only `torch`; return its class `name`.
+    """exec() `source` in a namespace that holds only `torch` and what the source itself
+    defines at module level; return its class `name`.
 
     The source is registered with linecache, so tracebacks (and Dynamo's graph-break
     messages) show its lines."""
@@ -393,7 +414,7 @@ def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: dict[str, Any] = {"torch": torch}
     exec(compile(source, filename, "exec"), namespace)
-    cls = namespace.pop(name)  # the namespace keeps only torch
+    cls = namespace.pop(name)  # the namespace keeps torch and the source's own module-level names
     cls.__module__ = __name__
     return cls
 

@@ -31,6 +31,11 @@ NEEDS_INPUT_GRAD_MODES = ("ignore", "read", "saved")
 #: the name the backward formula is defined under: torch accepts either, and only one
 #: (torch/autograd/function.py, BackwardCFunction._get_user_fn: "vjp and backward are alias")
 BACKWARD_METHODS = ("backward", "vjp")
+#: forward code Dynamo cannot put in a graph, as users write it: a `print`, a Python side
+#: effect (appending to a list at module level), a branch on a tensor's value. None of it
+#: changes a value; under torch.compile each breaks the graph or sends the Function to the
+#: eager fallback
+UNTRACEABLE = ("none", "print", "side_effect", "data_branch")
 UNUSED_GRAD_MODES = ("none", "zeros")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
@@ -102,6 +107,7 @@ class FunctionSpec:
     error: str | None = None
     code: str = "generic"
     backward_method: str = "backward"
+    untraceable: str = "none"
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -275,6 +281,9 @@ def _validate_mutated_outputs(g: GraphSpec) -> None:
 def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.style in STYLES, f"{w}.style", fn.style, f"choose one of {STYLES}")
     _check(fn.code in CODE_STYLES, f"{w}.code", fn.code, f"choose one of {CODE_STYLES}")
+    _check(fn.untraceable in UNTRACEABLE, f"{w}.untraceable", fn.untraceable, f"choose one of {UNTRACEABLE}")
+    _check(fn.untraceable != "data_branch" or fn.tensor_slots, f"{w}.untraceable", fn.untraceable,
+           "a branch on a tensor's value needs a tensor argument")
     _check(fn.backward_method in BACKWARD_METHODS, f"{w}.backward_method", fn.backward_method,
            f"choose one of {BACKWARD_METHODS}")
     _check(all(s in SAVE_KINDS for s in fn.save) and tuple(sorted(set(fn.save))) == fn.save,

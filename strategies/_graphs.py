@@ -9,7 +9,7 @@ from hypothesis.errors import InvalidArgument
 
 from harness.spec import (
     BACKWARD_METHODS, BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
-    UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
+    UNTRACEABLE, UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
 )
 
 #: the inline capacity of torch's borrowed SmallVector<const Variable*, 24>
@@ -143,6 +143,8 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
         error=error,
         code=draw(st.sampled_from(CODE_STYLES)),  # about half plain: Dynamo sees both styles
         backward_method=draw(st.sampled_from(BACKWARD_METHODS)),
+        untraceable=draw(st.sampled_from(("none",) * 3 + tuple(  # mostly traceable
+            u for u in UNTRACEABLE[1:] if tensor_slots or u != "data_branch"))),
     )
 
 

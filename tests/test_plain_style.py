@@ -70,6 +70,16 @@ HAND_MADE = {
             FunctionSpec(args=(Arg("f0.0"), Arg("x1")),
                          outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1))),), save=("inputs",))),
         backward="retain", mutated_outputs=("f0.0", "f1.0")),
+    "forward code Dynamo cannot trace": GraphSpec(
+        shape=(3,), leaves=(LeafSpec(),),
+        functions=(
+            FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),),
+                         save=("inputs",), untraceable="data_branch", jvp=True),
+            FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec("compute", terms=(Term(0, "tanh"),)),),
+                         style="setup_context", save=("intermediates",), untraceable="print", jvp=True),
+            FunctionSpec(args=(Arg("f1.0"), Arg("x0")), outputs=(OutputSpec("compute", terms=(Term(0), Term(1))),),
+                         untraceable="side_effect", jvp=True)),
+        forward_ad=True),
     **{f"error {error}": GraphSpec(
         shape=(2,), leaves=(LeafSpec(),),
         functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),
@@ -91,15 +101,17 @@ def _global_names(fn) -> set[str]:
 def test_plain_methods_read_nothing_but_torch(name):
     spec = plain.in_code_style(HAND_MADE[name], "plain")
     for cls in build.build(spec).functions:
-        assert set(vars(cls)["forward"].__func__.__globals__) == {"torch", "__builtins__"}
+        # a side effect at module level is the one name a plain source defines for itself
+        own = {"forward_calls"} if cls.spec.untraceable == "side_effect" else set()
+        assert set(vars(cls)["forward"].__func__.__globals__) == {"torch", "__builtins__"} | own
         for method in METHODS:
             fn = vars(cls).get(method)
             if fn is None:
                 continue
             fn = getattr(fn.__func__, "__wrapped__", fn.__func__)  # under once_differentiable
             assert fn.__code__.co_freevars == (), (method, fn.__code__.co_freevars)  # no closure
-            builtins = {"tuple", "AssertionError"}
-            assert _global_names(fn) <= {"torch"} | builtins, (method, _global_names(fn))
+            builtins = {"tuple", "AssertionError", "print"}
+            assert _global_names(fn) <= {"torch"} | builtins | own, (method, _global_names(fn))
             assert "cls" not in fn.__code__.co_varnames and f"F{cls.index}" not in _global_names(fn)
 
 
@@ -291,3 +303,18 @@ def test_a_path_that_misses_the_version_error_fails():
     assert verdict.outcomes["eager"].status == "ok"
     assert verdict.outcomes["eager:skips-update"].status == "failed"
     assert "ran without torch's version-counter error" in verdict.report()
+
+
+def test_untraceable_forward_code_runs_in_both_styles():
+    spec = HAND_MADE["forward code Dynamo cannot trace"]
+    for code in ("generic", "plain"):
+        built = build.build(plain.in_code_style(spec, code))
+        assert paths.get("eager").run(built).status == "ok"
+        sources = [getattr(cls, "source", "") for cls in built.functions]
+        if code == "plain":
+            assert "if a0.sum() > 0:" in sources[0] and 'print(end="")' in sources[1]
+            assert sources[2].startswith("forward_calls = []") and "forward_calls.append(2)" in sources[2]
+            calls = vars(built.functions[2])["forward"].__func__.__globals__["forward_calls"]
+        else:
+            calls = build.FORWARD_CALLS
+        assert calls == [2, 2]  # the backward run's forward, then forward AD's
