@@ -71,14 +71,15 @@ def _computed(out: OutputSpec, args: Sequence[Any], shape, dtype, device) -> tor
 
 
 def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
-                 read: Sequence[Any] | None = None) -> list[Any]:
+                 read: Sequence[Any] | None = None, computed: Sequence[torch.Tensor] | None = None) -> list[Any]:
     """The forward's values, in output order; dirty inputs are updated in place. Computed
-    outputs read `read` (default: `args`)."""
+    outputs read `read` (default: `args`), or are `computed` already (in output order)."""
     read = args if read is None else read
+    made = iter(computed) if computed is not None else None
     results: list[Any] = []
     for out in spec.outputs:
         if out.kind == "compute":
-            results.append(_computed(out, read, shape, dtype, device))
+            results.append(next(made) if made is not None else _computed(out, read, shape, dtype, device))
         elif out.kind == "input":
             results.append(args[out.slot])
         elif out.kind == "view":
@@ -100,6 +101,7 @@ class GeneratedFunction(torch.autograd.Function):
 
     spec: FunctionSpec
     index: int  # position in the graph
+    inner: type[GeneratedFunction] | None  # generic style: what a nested forward applies
     shape: tuple[int, ...]
     dtype: torch.dtype
     device: torch.device
@@ -283,8 +285,9 @@ def make_plain_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], 
 
 
 def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                          device: torch.device) -> type[GeneratedFunction]:
-    """One class body for every spec: its methods read the spec from the class."""
+                          device: torch.device, suffix: str = "") -> type[GeneratedFunction]:
+    """One class body for every spec: its methods read the spec from the class. The class
+    is `F<index><suffix>`."""
 
     def run_forward(args: Sequence[Any]) -> list[Any]:
         if spec.untraceable == "print":
@@ -297,7 +300,10 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
             else:
                 branch = "not positive"
             del branch  # both arms compute the same outputs
-        return _raw_outputs(spec, args, shape, dtype, device)
+        computed = inner.apply(*args) if spec.nested else None
+        return _raw_outputs(spec, args, shape, dtype, device, computed=computed)
+
+    inner = make_generic_function(spec.inner(), index, shape, dtype, device, "Inner") if spec.nested else None
 
     def finish(outputs: list[Any]) -> Any:
         return tuple(outputs) if spec.tuple_output else outputs[0]
@@ -308,6 +314,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     if spec.once_differentiable:
         backward = once_differentiable(backward)
     body: dict[str, Any] = {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device,
+                            "inner": inner,
                             spec.backward_method: staticmethod(backward), "__module__": __name__}
     if spec.style == "old":
         def forward_old(ctx: Any, *args: Any) -> Any:
@@ -327,7 +334,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
         body["generate_vmap_rule"] = spec.vmap
     if spec.jvp:
         body["jvp"] = staticmethod(lambda ctx, *tangents: _jvp(cls, ctx, *tangents))
-    cls = type(f"F{index}", (GeneratedFunction,), body)
+    cls = type(f"F{index}{suffix}", (GeneratedFunction,), body)
     return cls
 
 

@@ -101,8 +101,11 @@ class _Code:
 
 class _Writer:
     def __init__(self, spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                 device: torch.device, fault: str | None) -> None:
+                 device: torch.device, fault: str | None, name: str | None = None) -> None:
         self.spec, self.index, self.fault = spec, index, fault if fault in PLAIN_FAULTS else None
+        self.name = name or f"F{index}"
+        self.inner = _Writer(spec.inner(), index, shape, dtype, device, None, f"F{index}Inner") \
+            if spec.nested else None
         self.shape_tuple = tuple(shape)
         self.shape = literal(self.shape_tuple)
         self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
@@ -139,8 +142,13 @@ class _Writer:
 
     def outputs(self, c: _Code) -> None:
         """The forward's values, in output order, as build._raw_outputs makes them."""
+        if self.inner is not None:
+            computed = [self.outs[k] for k, o in enumerate(self.spec.outputs) if o.kind == "compute"]
+            c.add(_unpack(computed, f"{self.inner.name}.apply({', '.join(self.args)})"))
         for k, out in enumerate(self.spec.outputs):
             o = self.outs[k]
+            if out.kind == "compute" and self.inner is not None:
+                continue  # made by the inner Function above
             if out.kind == "compute":
                 c.add(f"{o} = torch.full({self.shape}, {literal(out.bias)}, {self.options})")
                 for t in out.terms:
@@ -342,11 +350,13 @@ class _Writer:
     def source(self) -> str:
         spec = self.spec
         c = _Code()
+        if self.inner is not None:
+            c.lines += self.inner.source().splitlines() + ["", ""]
         if spec.untraceable == "side_effect":
             c.add("forward_calls = []  # what each forward appends to: a side effect at module level")
             c.add("")
             c.add("")
-        c.add(f"class F{self.index}(torch.autograd.Function):")
+        c.add(f"class {self.name}(torch.autograd.Function):")
         c.depth += 1
         if spec.style == "setup_context" and spec.vmap:
             c.add("generate_vmap_rule = True")

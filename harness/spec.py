@@ -108,6 +108,9 @@ class FunctionSpec:
     code: str = "generic"
     backward_method: str = "backward"
     untraceable: str = "none"
+    #: the forward makes its computed outputs by applying an inner Function
+    #: (`F<n>Inner.apply`, harness.build.inner_spec), as users compose Functions
+    nested: bool = False
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -121,6 +124,17 @@ class FunctionSpec:
     def nonlinear_slots(self) -> tuple[int, ...]:
         """Slots whose derivative needs the input value (sorted, unique)."""
         return tuple(sorted({t.slot for o in self.outputs for t in o.terms if t.op in NONLINEAR_OPS}))
+
+    def inner(self) -> "FunctionSpec":
+        """The Function a `nested` Function applies inside its forward: the same arguments,
+        the computed outputs (as a tuple), and what a Function needs under torch.func
+        (setup_context, a jvp, generate_vmap_rule). It runs under the outer forward's
+        no_grad, so autograd never calls its backward; it is correct all the same."""
+        outputs = tuple(dataclasses.replace(o, non_differentiable=False) for o in self.outputs
+                        if o.kind == "compute")
+        inner = FunctionSpec(args=tuple(dataclasses.replace(a, clone=False) for a in self.args), outputs=outputs,
+                             style="setup_context", jvp=True, vmap=True, code=self.code)
+        return dataclasses.replace(inner, save=("inputs",) if inner.nonlinear_slots else ())
 
 
 @dataclass(frozen=True)
@@ -284,6 +298,8 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.untraceable in UNTRACEABLE, f"{w}.untraceable", fn.untraceable, f"choose one of {UNTRACEABLE}")
     _check(fn.untraceable != "data_branch" or fn.tensor_slots, f"{w}.untraceable", fn.untraceable,
            "a branch on a tensor's value needs a tensor argument")
+    _check(not fn.nested or any(o.kind == "compute" for o in fn.outputs), f"{w}.nested", fn.nested,
+           "the inner Function makes the computed outputs: needs one")
     _check(fn.backward_method in BACKWARD_METHODS, f"{w}.backward_method", fn.backward_method,
            f"choose one of {BACKWARD_METHODS}")
     _check(all(s in SAVE_KINDS for s in fn.save) and tuple(sorted(set(fn.save))) == fn.save,

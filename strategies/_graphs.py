@@ -143,6 +143,7 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
         error=error,
         code=draw(st.sampled_from(CODE_STYLES)),  # about half plain: Dynamo sees both styles
         backward_method=draw(st.sampled_from(BACKWARD_METHODS)),
+        nested=any(o.kind == "compute" for o in outputs) and draw(st.booleans()) and draw(st.booleans()),
         untraceable=draw(st.sampled_from(("none",) * 3 + tuple(  # mostly traceable
             u for u in UNTRACEABLE[1:] if tensor_slots or u != "data_branch"))),
     )

@@ -80,6 +80,18 @@ HAND_MADE = {
             FunctionSpec(args=(Arg("f1.0"), Arg("x0")), outputs=(OutputSpec("compute", terms=(Term(0), Term(1))),),
                          untraceable="side_effect", jvp=True)),
         forward_ad=True),
+    "a Function applied inside another's forward": GraphSpec(
+        shape=(2, 3), leaves=(LeafSpec(), LeafSpec(layout="strided")),
+        functions=(
+            FunctionSpec(args=(Arg("x0"), Arg(const=2), Arg("x1", clone=True), Arg("x1")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(3, "square"))),
+                                  OutputSpec("dirty", slot=2, coeff=0.5), OutputSpec("view", slot=3),
+                                  OutputSpec("compute", terms=(Term(3, "tanh"),), non_differentiable=True)),
+                         save=("inputs",), jvp=True, nested=True),
+            FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec("compute", terms=(Term(0, "tanh", -1.0),)),),
+                         style="setup_context", save=("inputs",), jvp=True, vmap=True, nested=True,
+                         tuple_output=False)),
+        backward="double", forward_ad=True),
     **{f"error {error}": GraphSpec(
         shape=(2,), leaves=(LeafSpec(),),
         functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),
@@ -101,8 +113,10 @@ def _global_names(fn) -> set[str]:
 def test_plain_methods_read_nothing_but_torch(name):
     spec = plain.in_code_style(HAND_MADE[name], "plain")
     for cls in build.build(spec).functions:
-        # a side effect at module level is the one name a plain source defines for itself
-        own = {"forward_calls"} if cls.spec.untraceable == "side_effect" else set()
+        # a side effect at module level and an inner Function are the names a plain source
+        # defines for itself
+        own = ({"forward_calls"} if cls.spec.untraceable == "side_effect" else set()) | (
+            {f"F{cls.index}Inner"} if cls.spec.nested else set())
         assert set(vars(cls)["forward"].__func__.__globals__) == {"torch", "__builtins__"} | own
         for method in METHODS:
             fn = vars(cls).get(method)
@@ -318,3 +332,15 @@ def test_untraceable_forward_code_runs_in_both_styles():
         else:
             calls = build.FORWARD_CALLS
         assert calls == [2, 2]  # the backward run's forward, then forward AD's
+
+
+def test_a_nested_function_applies_its_inner_function_in_both_styles():
+    spec = HAND_MADE["a Function applied inside another's forward"]
+    for code in ("generic", "plain"):
+        built = build.build(plain.in_code_style(spec, code))
+        inner_classes = [vars(cls)["forward"].__func__.__globals__[f"F{cls.index}Inner"] if code == "plain"
+                         else cls.inner for cls in built.functions]
+        assert [c.__name__ for c in inner_classes] == ["F0Inner", "F1Inner"]
+        if code == "plain":
+            assert "o0, o3 = F0Inner.apply(a0, a1, a2, a3)" in built.functions[0].source
+        assert paths.get("eager").run(built).status == "ok"
