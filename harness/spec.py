@@ -127,13 +127,15 @@ class FunctionSpec:
 
     def inner(self) -> "FunctionSpec":
         """The Function a `nested` Function applies inside its forward: the same arguments,
-        the computed outputs (as a tuple), and what a Function needs under torch.func
-        (setup_context, a jvp, generate_vmap_rule). It runs under the outer forward's
-        no_grad, so autograd never calls its backward; it is correct all the same."""
+        the computed outputs (as a tuple), setup_context style (what torch.func needs of
+        every Function it meets), and a jvp and generate_vmap_rule where the outer Function
+        has them (Dynamo falls back to eager for any Function with a jvp). It runs under the
+        outer forward's no_grad, so autograd never calls its backward; it is correct all the
+        same."""
         outputs = tuple(dataclasses.replace(o, non_differentiable=False) for o in self.outputs
                         if o.kind == "compute")
         inner = FunctionSpec(args=tuple(dataclasses.replace(a, clone=False) for a in self.args), outputs=outputs,
-                             style="setup_context", jvp=True, vmap=True, code=self.code)
+                             style="setup_context", jvp=self.jvp, vmap=self.vmap, code=self.code)
         return dataclasses.replace(inner, save=("inputs",) if inner.nonlinear_slots else ())
 
 
