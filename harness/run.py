@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.autograd.forward_ad as fwAD
+import torch.utils.checkpoint
 
 from harness import build as build_module
 from harness.build import Applier, BuiltGraph
@@ -151,6 +152,16 @@ def _compiled_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torc
     return values
 
 
+def _checkpointed(compile_forward: ForwardCompiler | None) -> ForwardCompiler:
+    """The whole forward inside one non-reentrant `torch.utils.checkpoint` region (the kind
+    torch recommends), compiled by `compile_forward` where a path compiles it."""
+    def compiler(whole_forward: Callable[..., tuple]) -> Callable[..., tuple]:
+        def region(*xs: torch.Tensor) -> tuple:
+            return torch.utils.checkpoint.checkpoint(whole_forward, *xs, use_reentrant=False)
+        return region if compile_forward is None else compile_forward(region)
+    return compiler
+
+
 def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
                    result: RunResult) -> Callable[[], None]:
     """Register the spec's hooks; returns a function that records what they saw."""
@@ -223,12 +234,16 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     """
     if lifetimes is None:
         lifetimes = _TRACK_LIFETIMES.get()
+    if built.spec.checkpoint:
+        compile_forward = _checkpointed(compile_forward)
     result = RunResult(path)
     tracker = LifetimeTracker(probes=lifetime_probes()) if lifetimes else None
     gc_was_enabled = gc.isenabled()
     if tracker is not None:
         gc.disable()
         if compile_forward is None:
+            # (Under checkpoint, saved tensors are dropped after the forward and recomputed at
+            # backward by design, so the saved-tensor rules do not apply either.)
             # Under torch.compile the generated forward is traced, not run: the observer would
             # see fake tensors, and Dynamo graph-breaks on it ("Attempted to call function
             # marked as skipped"); what AOT Autograd saves at run time is its own choice.

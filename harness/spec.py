@@ -173,6 +173,9 @@ class GraphSpec:
     #: forward, before backward: where a Function whose backward runs saved one, torch's
     #: version-counter check raises at backward (harness.oracles.math.version_error_expected)
     mutated_outputs: tuple[str, ...] = ()
+    #: the whole forward runs inside one non-reentrant torch.utils.checkpoint region: saved
+    #: tensors are dropped and the Functions' forwards run again at backward
+    checkpoint: bool = False
 
     def __post_init__(self) -> None:
         validate(self)
@@ -261,6 +264,10 @@ def validate(g: GraphSpec) -> None:
         _check(not any(o.kind == "const" for fn in g.functions for o in fn.outputs), "trace", g.trace,
                "a traced custom Function must return only tensors (the trace types every output as Tensor)")
     _validate_mutated_outputs(g)
+    if g.checkpoint:
+        _check(not g.trace, "checkpoint", g.checkpoint, "the checkpointed forward is not also traced by torch.jit")
+        _check(not g.mutated_outputs, "checkpoint", g.checkpoint,
+               "outputs modified in place are not combined with checkpoint (its recomputation decides what is saved)")
     if g.forward_ad:
         _check(all(fn.jvp for fn in g.functions), "forward_ad", True, "every Function needs a jvp")
     for h, hook in enumerate(g.hooks):

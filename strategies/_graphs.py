@@ -190,11 +190,13 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
         st.lists(st.sampled_from(differentiable_leaves), unique=True, max_size=len(differentiable_leaves)))))
     hooks = tuple(draw(st.lists(hook, max_size=3)))
     traceable = not any(o.kind in ("dirty", "const") for fn in functions for o in fn.outputs)
+    trace = traceable and draw(st.booleans()) and draw(st.booleans())
+    mutated_outputs = draw(_mutated_outputs(functions, hooks))
+    checkpoint = not trace and not mutated_outputs and draw(st.booleans()) and draw(st.booleans())
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
-        forward_ad=forward_ad, trace=traceable and draw(st.booleans()) and draw(st.booleans()),
-        hooks=hooks, seed=draw(st.integers(0, 2**16)), grad_leaves=grad_leaves,
-        mutated_outputs=draw(_mutated_outputs(functions, hooks)),
+        forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(st.integers(0, 2**16)),
+        grad_leaves=grad_leaves, mutated_outputs=mutated_outputs, checkpoint=checkpoint,
     )
 
 

@@ -344,3 +344,16 @@ def test_a_nested_function_applies_its_inner_function_in_both_styles():
         if code == "plain":
             assert "o0, o3 = F0Inner.apply(a0, a1, a2, a3)" in built.functions[0].source
         assert paths.get("eager").run(built).status == "ok"
+
+
+@pytest.mark.parametrize("code", ["generic", "plain"])
+def test_a_checkpointed_forward_runs_the_functions_again_at_backward(code):
+    spec = GraphSpec(shape=(3,), leaves=(LeafSpec(),), checkpoint=True, functions=(FunctionSpec(
+        args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),), save=("inputs",),
+        untraceable="side_effect", code=code),))
+    built = build.build(spec)
+    assert paths.get("eager").run(built).status == "ok"
+    calls = (vars(built.functions[0])["forward"].__func__.__globals__["forward_calls"] if code == "plain"
+             else build.FORWARD_CALLS)
+    assert calls == [0, 0]  # the forward, then checkpoint's recomputation at backward
+    assert not check(spec, [paths.get("eager")]).failed

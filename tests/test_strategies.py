@@ -67,6 +67,8 @@ AXES = {
     "side effect in forward": lambda g: any(fn.untraceable == "side_effect" for fn in fns(g)),
     "data-dependent branch in forward": lambda g: any(fn.untraceable == "data_branch" for fn in fns(g)),
     "Function applied inside another's forward": lambda g: any(fn.nested for fn in fns(g)),
+    "checkpointed forward": lambda g: g.checkpoint,
+    "nested Function in a checkpointed forward": lambda g: g.checkpoint and any(fn.nested for fn in fns(g)),
     "once_differentiable": lambda g: any(fn.once_differentiable for fn in fns(g)),
     "save inputs": lambda g: any("inputs" in fn.save for fn in fns(g)),
     "save outputs": lambda g: any("outputs" in fn.save for fn in fns(g)),
