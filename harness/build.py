@@ -341,20 +341,18 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
 # --- the math oracle -------------------------------------------------------------------
 
 
-def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device) -> Any:
+def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
+               read: Sequence[Any] | None = None) -> Any:
     """The same op sequence as the generated forward, by plain autograd.
 
     A custom Function's differentiable outputs require grad whenever any tensor input
     does; adding 0 * (those inputs) reproduces that, so hooks and autograd.grad see the
     same structure. Gradients through it are exact zeros.
+
+    `read` (default: `args`): what the computed outputs read instead of the arguments.
     """
     grad_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
     anchor = sum(0 * a.sum() for a in grad_inputs) if grad_inputs and torch.is_grad_enabled() else None
-    # Computed outputs read clones: the ops then save the clones, never a value the user
-    # may modify in place later (GraphSpec.mutated_outputs), so the oracle never raises
-    # torch's version-counter error; whether the custom Function must is predicted from
-    # the spec (harness.oracles.math.version_error_expected). Values are unchanged.
-    read = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     outputs: list[Any] = []
     for out, y in zip(spec.outputs, _raw_outputs(spec, args, shape, dtype, device, read)):
         if out.kind == "const":
