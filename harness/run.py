@@ -21,6 +21,7 @@ import torch.utils.checkpoint
 from harness import build as build_module
 from harness.build import Applier, BuiltGraph
 from harness.dataflow import Dataflow
+from harness.spec import Arg
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
@@ -86,8 +87,7 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
     spec = built.spec
     values = leaf_values(built, leaves)
     for n, (fn, cls) in enumerate(zip(spec.functions, built.functions)):
-        args = [a.const if a.ref is None else values[a.ref].clone() if a.clone else values[a.ref]
-                for a in fn.args]
+        args = [_argument(a, values) for a in fn.args]
         out = applier(n, cls, args)
         outs = out if fn.tuple_output else (out,)
         if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
@@ -100,6 +100,16 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
         if after_apply is not None:
             after_apply(n, args, values)
     return values
+
+
+def _argument(arg: Arg, values: dict[str, torch.Tensor]) -> Any:
+    """What a Function receives for `arg` (see harness.spec.Arg)."""
+    if arg.ref is None:
+        return arg.const
+    if not arg.clone:
+        return values[arg.ref]
+    copy = values[arg.ref].clone()
+    return copy.view_as(copy) if arg.view else copy
 
 
 def leaf_values(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -82,12 +82,15 @@ class Arg:
     """A positional argument: a tensor value by reference, or a non-tensor constant.
 
     `clone` feeds a fresh clone of the value (what a dirty slot needs, so the in-place
-    update touches nothing else in the graph).
+    update touches nothing else in the graph); with `view`, a view of that clone
+    (`clone().view_as(...)`), so that a dirty input is a view and torch rebases its base's
+    history on the Function (CopySlices).
     """
 
     ref: str | None = None
     clone: bool = False
     const: Any = None
+    view: bool = False
 
 
 @dataclass(frozen=True)
@@ -324,6 +327,7 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.tuple_output or len(fn.outputs) == 1, f"{w}.tuple_output", fn.tuple_output,
            "a single (non-tuple) return needs exactly one output")
     for a, arg in enumerate(fn.args):
+        _check(not arg.view or arg.clone, f"{w}.args[{a}].view", arg.view, "a view is taken of a clone (clone=True)")
         if arg.ref is None:
             _check(not arg.clone, f"{w}.args[{a}].clone", arg.clone, "only tensor arguments can be cloned")
         else:
@@ -353,6 +357,10 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
                    "use None, a number or a string, or code='generic'")
         if out.kind == "dirty":
             _check(fn.args[out.slot].clone, f"{ow}.slot", out.slot, "a dirty input must be a clone (clone=True)")
+            _check(not fn.args[out.slot].view or len(fn.outputs) == 1, f"{ow}.slot", out.slot,
+                   "a Function that modifies a view input in place returns exactly one output, non-tensor ones "
+                   "counted (torch: 'If your Function modifies inplace an input that is a view of another Tensor, "
+                   "your Function cannot return more than one Tensor', torch/csrc/autograd/custom_function.cpp)")
     if fn.error == "grad_for_nontensor":
         _check(len(tensor_slots) < len(fn.args), f"{w}.error", fn.error, "needs a non-tensor argument")
     if fn.error is not None:

@@ -105,7 +105,8 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
     outputs = draw(_outputs(tensor_slots, max_outputs=max_outputs))
     for out in outputs:
         if out.kind == "dirty":
-            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True)
+            # torch allows a view input to be modified in place only by a Function with one output
+            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=len(outputs) == 1 and draw(st.booleans()))
     style = draw(st.sampled_from(STYLES))
     save = set(draw(st.lists(st.sampled_from(SAVE_KINDS), max_size=3)))
     has_nonlinear = any(t.op != "linear" for o in outputs for t in o.terms)

@@ -92,6 +92,14 @@ HAND_MADE = {
                          style="setup_context", save=("inputs",), jvp=True, vmap=True, nested=True,
                          tuple_output=False)),
         backward="double", forward_ad=True),
+    "mark_dirty on a view input": GraphSpec(
+        shape=(2, 3), leaves=(LeafSpec(layout="transposed"),),
+        functions=(
+            FunctionSpec(args=(Arg("x0"), Arg("x0", clone=True, view=True)),
+                         outputs=(OutputSpec("dirty", slot=1, coeff=-1.5),), jvp=True, needs_input_grad="read"),
+            FunctionSpec(args=(Arg("f0.0", clone=True, view=True),), outputs=(OutputSpec("dirty", slot=0, coeff=2.0),),
+                         style="setup_context", tuple_output=False, jvp=True, once_differentiable=True)),
+        backward="retain", forward_ad=True),
     **{f"error {error}": GraphSpec(
         shape=(2,), leaves=(LeafSpec(),),
         functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),

@@ -59,6 +59,8 @@ AXES = {
     "non-tensor output": lambda g: any(o.kind == "const" for o in outs(g)),
     "non-differentiable output": lambda g: any(o.non_differentiable for o in outs(g)),
     "mark_dirty": lambda g: any(o.kind == "dirty" for o in outs(g)),
+    "mark_dirty on a view": lambda g: any(o.kind == "dirty" and fn.args[o.slot].view
+                                          for fn in fns(g) for o in fn.outputs),
     "materialize_grads False": lambda g: any(not fn.materialize_grads for fn in fns(g)),
     "needs_input_grad read": lambda g: any(fn.needs_input_grad == "read" for fn in fns(g)),
     "needs_input_grad saved": lambda g: any(fn.needs_input_grad == "saved" for fn in fns(g)),
