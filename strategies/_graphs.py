@@ -105,8 +105,11 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
     outputs = draw(_outputs(tensor_slots, max_outputs=max_outputs))
     for out in outputs:
         if out.kind == "dirty":
-            # torch allows a view input to be modified in place only by a Function with one output
-            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=len(outputs) == 1 and draw(st.booleans()))
+            # torch allows a view input to be modified in place only by a Function with one output.
+            # Only the first tensor input for now: any other gets wrong gradients in eager
+            # (known_issues/eager_dirty_view_not_first_input.py, to be registered; then drop this)
+            viewable = len(outputs) == 1 and out.slot == tensor_slots[0]
+            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and draw(st.booleans()))
     style = draw(st.sampled_from(STYLES))
     save = set(draw(st.lists(st.sampled_from(SAVE_KINDS), max_size=3)))
     has_nonlinear = any(t.op != "linear" for o in outputs for t in o.terms)

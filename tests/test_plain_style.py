@@ -95,8 +95,9 @@ HAND_MADE = {
     "mark_dirty on a view input": GraphSpec(
         shape=(2, 3), leaves=(LeafSpec(layout="transposed"),),
         functions=(
-            FunctionSpec(args=(Arg("x0"), Arg("x0", clone=True, view=True)),
-                         outputs=(OutputSpec("dirty", slot=1, coeff=-1.5),), jvp=True, needs_input_grad="read"),
+            FunctionSpec(args=(Arg("x0", clone=True, view=True), Arg("x0")),
+                         outputs=(OutputSpec("dirty", slot=0, coeff=-1.5),), jvp=True, needs_input_grad="read",
+                         unused_grad="zeros"),
             FunctionSpec(args=(Arg("f0.0", clone=True, view=True),), outputs=(OutputSpec("dirty", slot=0, coeff=2.0),),
                          style="setup_context", tuple_output=False, jvp=True, once_differentiable=True)),
         backward="retain", forward_ad=True),
