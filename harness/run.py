@@ -21,8 +21,8 @@ import torch.utils.checkpoint
 from harness import build as build_module
 from harness.build import Applier, BuiltGraph
 from harness.dataflow import Dataflow
-from harness.spec import Arg
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
+from harness.spec import Arg
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
 ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]

@@ -128,7 +128,7 @@ class FunctionSpec:
         """Slots whose derivative needs the input value (sorted, unique)."""
         return tuple(sorted({t.slot for o in self.outputs for t in o.terms if t.op in NONLINEAR_OPS}))
 
-    def inner(self) -> "FunctionSpec":
+    def inner(self) -> FunctionSpec:
         """The Function a `nested` Function applies inside its forward: the same arguments,
         the computed outputs (as a tuple), setup_context style (what torch.func needs of
         every Function it meets), and a jvp and generate_vmap_rule where the outer Function
@@ -188,7 +188,7 @@ class GraphSpec:
         return json.dumps(_to_plain(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "GraphSpec":
+    def from_json(cls, text: str) -> GraphSpec:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
