@@ -70,9 +70,15 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         # forward; AOT Autograd returns a custom Function's view of a graph intermediate as a
         # plain output by design (torch/_functorch/_aot_autograd/schemas.py, OutputType
         # custom_function_view and unsafe_view_alias, Note [Intermediate Bases Optimization])
-        views_of_intermediates = {f"alias:f{n}.{k}" for n, fn in enumerate(spec.functions)
-                                  for k, o in enumerate(fn.outputs) if o.kind == "dirty" and fn.args[o.slot].view}
-        return lambda checkpoint, role: role not in views_of_intermediates and role.startswith(
+        # (and so are the views later Functions return of such an output: their base differs too)
+        views_of_intermediates: set[str] = set()
+        for n, fn in enumerate(spec.functions):
+            for k, o in enumerate(fn.outputs):
+                if (o.kind == "dirty" and fn.args[o.slot].view or o.kind in ("view", "input")
+                        and fn.args[o.slot].ref in views_of_intermediates):
+                    views_of_intermediates.add(f"f{n}.{k}")
+        not_compared = {f"alias:{ref}" for ref in views_of_intermediates}
+        return lambda checkpoint, role: role not in not_compared and role.startswith(
             forward + _LEAF_GRAD_LAYOUT + ("stride:tangent:",))
     if family == "math":
         computed = {f"stride:out:f{n}.{k}" for n, fn in enumerate(spec.functions)
