@@ -57,6 +57,31 @@ class Dataflow:
         """Function n has a backward node (some tensor input requires grad)."""
         return any(self.requires_grad[a.ref] for a in self.spec.functions[n].args if a.ref is not None)
 
+    def backward_runs(self, n: int) -> bool:
+        """Does a backward pass call Function n's backward? Its node is in the loss's graph
+        when some output requires grad (harness/run.py puts every such output in the loss);
+        under a partial backward (`grad_leaves`) torch's engine runs only the nodes on a path
+        to the chosen leaves (torch/csrc/autograd/engine.cpp, GraphTask::init_to_execute)."""
+        fn = self.spec.functions[n]
+        in_graph = any(self.requires_grad.get(f"f{n}.{k}", False) for k in fn.tensor_outputs)
+        return in_graph and (not self.spec.grad_leaves or self._leads_to_grad_leaves[n])
+
+    @functools.cached_property
+    def _leads_to_grad_leaves(self) -> dict[int, bool]:
+        """Function n: does some gradient edge of its node lead to a chosen leaf?"""
+        chosen = set(self.spec.grad_leaves)
+        leads: dict[int, bool] = {}
+
+        def edge_leads(ref: str) -> bool:
+            if not self.requires_grad[ref]:
+                return False
+            if ref.startswith("x"):
+                return int(base_ref(ref)[1:]) in chosen
+            return leads[int(ref[1:].split(".")[0])]
+        for n, fn in enumerate(self.spec.functions):
+            leads[n] = any(edge_leads(a.ref) for a in fn.args if a.ref is not None)
+        return leads
+
     def edges_into(self, ref: str) -> list[Edge]:
         """Gradient edges from Function nodes into the node of `ref` (a clone reads its source)."""
         if not self.requires_grad.get(ref, False):

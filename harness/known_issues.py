@@ -926,6 +926,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages="the error at forward",
         workaround=_all_plain,
     ),
+    KnownIssue(
+        id="ca-function-vjp-ignored",
+        title=("Compiled autograd calls a custom Function's `backward` directly "
+               "(torch/_dynamo/external_utils.py call_backward), ignoring a `vjp` defined instead, its "
+               "documented alias: NotImplementedError 'You must implement either the backward or vjp method'"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_function_vjp_ignored.py",
+        trigger=lambda spec: any(fn.backward_method == "vjp" and _backward_runs(spec, n)
+                                 for n, fn in enumerate(spec.functions)),
+        witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=lambda spec: _functions_replaced(
+            spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+    ),
 )
 
 

@@ -94,8 +94,10 @@ class _Code:
 
 class _Writer:
     def __init__(self, spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                 device: torch.device) -> None:
+                 device: torch.device, name: str | None = None) -> None:
         self.spec, self.index = spec, index
+        self.name = name or f"F{index}"
+        self.inner = _Writer(spec.inner(), index, shape, dtype, device, f"F{index}Inner") if spec.nested else None
         self.shape_tuple = tuple(shape)
         self.shape = literal(self.shape_tuple)
         self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
@@ -116,10 +118,29 @@ class _Writer:
         return f"torch.zeros({shape or self.shape}, {self.options})"
 
     # --- forward -------------------------------------------------------------------
+    def untraceable(self, c: _Code) -> None:
+        """Forward code Dynamo cannot trace (spec.UNTRACEABLE), as the generic style runs it."""
+        kind = self.spec.untraceable
+        if kind == "print":
+            c.add('print(end="")  # prints nothing, and still breaks Dynamo\'s graph')
+        elif kind == "side_effect":
+            c.add(f"forward_calls.append({self.index})")
+        elif kind == "data_branch":
+            c.add(f"if {self.args[self.spec.tensor_slots[0]]}.sum() > 0:  # Dynamo cannot know which arm runs")
+            c.add(f'{_INDENT}branch = "positive"')
+            c.add("else:")
+            c.add(f'{_INDENT}branch = "not positive"')
+            c.add("del branch  # both arms compute the same outputs")
+
     def outputs(self, c: _Code) -> None:
         """The forward's values, in output order, as build._raw_outputs makes them."""
+        if self.inner is not None:
+            computed = [self.outs[k] for k, o in enumerate(self.spec.outputs) if o.kind == "compute"]
+            c.add(_unpack(computed, f"{self.inner.name}.apply({', '.join(self.args)})"))
         for k, out in enumerate(self.spec.outputs):
             o = self.outs[k]
+            if out.kind == "compute" and self.inner is not None:
+                continue  # made by the inner Function above
             if out.kind == "compute":
                 c.add(f"{o} = torch.full({self.shape}, {literal(out.bias)}, {self.options})")
                 for t in out.terms:
@@ -313,7 +334,13 @@ class _Writer:
     def source(self) -> str:
         spec = self.spec
         c = _Code()
-        c.add(f"class F{self.index}(torch.autograd.Function):")
+        if self.inner is not None:
+            c.lines += self.inner.source().splitlines() + ["", ""]
+        if spec.untraceable == "side_effect":
+            c.add("forward_calls = []  # what each forward appends to: a side effect at module level")
+            c.add("")
+            c.add("")
+        c.add(f"class {self.name}(torch.autograd.Function):")
         c.depth += 1
         if spec.style == "setup_context" and spec.vmap:
             c.add("generate_vmap_rule = True")
@@ -322,6 +349,7 @@ class _Writer:
         if spec.style == "old":
             c.add(f"def forward({', '.join(['ctx', *self.args])}):")
             c.depth += 1
+            self.untraceable(c)
             self.outputs(c)
             self.setup(c)
             c.add(self.returned(self.outs))
@@ -329,6 +357,7 @@ class _Writer:
         else:
             c.add(f"def forward({', '.join(self.args)}):")
             c.depth += 1
+            self.untraceable(c)
             self.outputs(c)
             c.add(self.returned(self.outs))
             c.depth -= 1
@@ -345,7 +374,7 @@ class _Writer:
         c.add("@staticmethod")
         if spec.once_differentiable:
             c.add("@torch.autograd.function.once_differentiable")
-        c.add(f"def backward({', '.join(['ctx', *_names('g', range(len(spec.outputs)))])}):")
+        c.add(f"def {spec.backward_method}({', '.join(['ctx', *_names('g', range(len(spec.outputs)))])}):")
         c.depth += 1
         self.backward(c)
         c.depth -= 1
@@ -366,7 +395,8 @@ def function_source(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtyp
 
 
 def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
-    """exec() `source` in a namespace that holds only `torch`; return its class `name`.
+    """exec() `source` in a namespace that holds only `torch` and what the source itself
+    defines at module level; return its class `name`.
 
     The source is registered with linecache, so tracebacks (and Dynamo's graph-break
     messages) show its lines."""
@@ -375,7 +405,7 @@ def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: dict[str, Any] = {"torch": torch}
     exec(compile(source, filename, "exec"), namespace)
-    cls = namespace.pop(name)  # the namespace keeps only torch
+    cls = namespace.pop(name)  # the namespace keeps torch and the source's own module-level names
     cls.__module__ = __name__
     return cls
 

@@ -71,6 +71,8 @@ CASES = {
     "ca-function-backward-unvalidated": ("compiled", graph(
         fn(X0, Arg(const=2), outputs=(lin(0),), error="grad_for_nontensor", unused_grad="zeros"),
         fn(X1, outputs=(lin(0),))), (1, 0), None),
+    "ca-function-vjp-ignored": ("compiled", graph(
+        fn(X0, outputs=(lin(0),), backward_method="vjp"), fn(X1, outputs=(lin(0),))), (1, 0), None),
     "ca-too-few-gradients-indexerror": ("compiled", graph(
         fn(X0, X1, outputs=(lin(0),), error="grad_count", unused_grad="zeros"), fn(X1, outputs=(lin(0),))),
         (1, 0), None),

@@ -180,8 +180,10 @@ def rule_violations(result: Any, backward_mode: str, saved_tensors_hooks: bool =
             out.append(RuleViolation("forward", role, "saved tensor released before backward"))
     errored = result.status == "error"
     after = {"backward": "backward", "grad": "backward", "retain": "backward2"}.get(backward_mode)
+    # a partial backward runs only some nodes: the others keep their saved tensors
+    ran = {int(i) for i in result.values.get("life:nodes", {}).get("backward_runs", grad_nodes)}
     if after and not errored and after in life:
-        for role in saved:
+        for role in (r for r in saved if _node(r) in ran):
             if life[after][role][0]:
                 out.append(RuleViolation(after, role, "saved tensor still alive after a non-retaining backward"))
         if backward_mode == "retain":
