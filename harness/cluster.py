@@ -63,7 +63,11 @@ def example_database(location: str | None, local: str | Path | None = None) -> A
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     if location.startswith("github:"):
-        from hypothesis.database import GitHubArtifactDatabase, MultiplexedDatabase, ReadOnlyDatabase
+        from hypothesis.database import (
+            GitHubArtifactDatabase,
+            MultiplexedDatabase,
+            ReadOnlyDatabase,
+        )
 
         found = GITHUB_DATABASE.match(location)
         if not found:

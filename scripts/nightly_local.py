@@ -41,6 +41,8 @@ def job_environment(job: dict, toxenv: str, budget: str) -> dict[str, str]:
     values = {"matrix.toxenv": toxenv}
     env = {}
     for name, value in job.get("env", {}).items():
+        if name.startswith("PIP_"):  # where GitHub's machine gets wheels; pip here keeps this machine's
+            continue
         if name in own:
             env[name] = own[name]
             continue
@@ -103,13 +105,13 @@ def run_steps(toxenv: str, budget: str, workdir: Path, use_venv: bool) -> int:
                     **{k: str(p) for k, p in paths.items()}}
         print(f"--- {name}", flush=True)
         code = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-                              cwd=workdir, env=step_env).returncode
+                              cwd=workdir, env=step_env, check=False).returncode
         env.update(_read_env_file(paths["GITHUB_ENV"]))
         for directory in paths["GITHUB_PATH"].read_text().split():
             env["PATH"] = os.pathsep.join([directory, env["PATH"]])
         summary = paths["GITHUB_STEP_SUMMARY"].read_text()
-        if summary:
-            print(summary, end="", flush=True)
+        if summary:  # what GitHub would show on the run's page
+            print(f"--- {name}: step summary\n{summary}", end="", flush=True)
         if code:
             print(f"--- {name}: exit status {code}", flush=True)
             status = code

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import configparser
 import importlib.util
+import os
 import re
 import shlex
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -203,7 +206,7 @@ def test_last_nights_artifact_is_replayed_and_tonights_writes_go_to_the_folder(t
     # GitHubArtifactDatabase keeps a download (named by the time it was fetched)
     cache = tmp_path / "night2" / "github-artifact"
     cache.mkdir(parents=True)
-    fetched = datetime.now(timezone.utc).isoformat().replace(":", "_")
+    fetched = datetime.now(UTC).isoformat().replace(":", "_")
     with zipfile.ZipFile(cache / f"{fetched}.zip", "w") as artifact:
         for file in (tmp_path / "night1" / "examples-db").rglob("*"):
             artifact.write(file, file.relative_to(tmp_path / "night1" / "examples-db"))
@@ -225,3 +228,26 @@ def test_a_first_night_without_an_artifact_warns_and_goes_on(tmp_path, no_networ
     assert no_network == ["https://api.github.com/repos/octo/harness/actions/artifacts"]
     database.save(b"some-test", b"found tonight")
     assert list(database.fetch(b"some-test")) == [b"found tonight"]
+
+
+# --- the workflow's own steps, run here -----------------------------------------------------
+
+
+def test_the_workflows_steps_run_here(tmp_path):
+    """scripts/nightly-local.sh on a 20 s budget, in this venv: every step of the job that is not
+    GitHub's set-up or an action runs, and the campaign's report and log are where the uploads
+    take them from. (No earlier run here, so no diff: that is a first night.) About 30 s."""
+    env = {**os.environ, "PYTHON": sys.executable, "NIGHTLY_USE_VENV": "1", "NIGHTLY_BUDGET": "20s",
+           "NIGHTLY_WORKDIR": str(tmp_path), "NIGHTLY_DATABASE": ""}
+    done = subprocess.run([str(ROOT / "scripts" / "nightly-local.sh")], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    output = done.stdout + done.stderr
+    ran = re.findall(r"^--- ([\w-]+)$", done.stdout, flags=re.MULTILINE)
+    assert ran == ["database", "native", "last-night", "fuzz", "report", "diff", "verdict"], output
+    assert "--- fuzz: exit status" not in output and "--- report: exit status" not in output, output
+    assert done.returncode in (0, 1), output  # 1: an unknown failure on a first night, a real verdict
+    for name in ("report.md", "report.html", "examples.jsonl", "summary.json"):
+        assert (tmp_path / "campaign" / name).exists(), output
+    # the campaign was given the workflow's github: database and read it once before starting;
+    # GitHub is out of reach here (or, online, has no repository local/nightly), so it goes on without
+    assert re.search(r"HypothesisWarning: Could not (connect to GitHub|get the latest artifact)", output), output
