@@ -86,8 +86,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         paths, device = _on_devices(_paths(args.paths), devices)
         lifetimes = not args.no_lifetimes
         result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
-    database = args.database or str(out / DATABASE_NAME)
-    _database(database)  # one sentence now if it cannot be used (a Redis URL nobody answers)
+    database, local_database = args.database or str(out / DATABASE_NAME), out / DATABASE_NAME
+    # One sentence now if it cannot be used (a Redis URL nobody answers). One read here, too: a
+    # GitHub artifact is downloaded once, before the workers start, and they read its cached copy.
+    list(_database(database, local_database).fetch(b"reached before the campaign"))
     # what is left once the reports' part is kept back
     budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started)
     if args.cluster:
@@ -101,9 +103,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
         try:
             if args.workers == 0:
-                run_campaign(paths, budget_s=budget, device=device, out_dir=out, database=_database(database),
-                             max_examples=args.max_examples, lifetimes=lifetimes, result=result,
-                             on_record=on_record)
+                run_campaign(paths, budget_s=budget, device=device, out_dir=out,
+                             database=_database(database, local_database), max_examples=args.max_examples,
+                             lifetimes=lifetimes, result=result, on_record=on_record)
             else:
                 from harness.workers import run_parallel
 
@@ -121,12 +123,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
-def _database(location: str):
-    """Hypothesis' example database at a folder or a redis:// URL."""
+def _database(location: str, local: Path):
+    """Hypothesis' example database at a folder, a redis:// URL or github:OWNER/REPO[/ARTIFACT]
+    (read beside the campaign's own folder `local`)."""
     from harness.cluster import ClusterError, example_database
 
     try:
-        return example_database(location)
+        return example_database(location, local)
     except ClusterError as e:
         raise SystemExit(f"error: {e}") from None
 
@@ -328,6 +331,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in PASSTHROUGH:  # their own options may start with "--"
         return _passthrough(argv[0], argv[1:])
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand but the PASSTHROUGH ones (which parse their own options)."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -353,7 +362,9 @@ def main(argv: list[str] | None = None) -> int:
                            "its earlier failures are replayed first, its counts carry on")
     fuzz.add_argument("--database", help="Hypothesis example database shared between campaigns: a folder, "
                                          "or redis://host:port (needs the cluster extra) so failures found on "
-                                         "any machine replay first everywhere (default: DIR/examples-db)")
+                                         "any machine replay first everywhere, or github:OWNER/REPO[/ARTIFACT]: "
+                                         "a GitHub Actions artifact (the nightly workflow's), read-only, beside "
+                                         "DIR/examples-db which gets the writes (default: DIR/examples-db)")
     fuzz.add_argument("--cluster", metavar="ADDRESS",
                       help="run the campaign as Ray tasks on the cluster at ADDRESS (host:port of "
                            "`ray start --head`), one shard per node, merged into one report here; each "
@@ -413,9 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; dispatched above
     nat = sub.add_parser("build-native", help="build the native extension now (it also builds on first use)")
     nat.set_defaults(func=cmd_build_native)
-
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return parser
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Campaigns beyond one machine, on existing engines rather than a scheduler of our own.
 
-Shared state is Hypothesis' own example database: a folder on one machine, or Redis
+Shared state is Hypothesis' own example database: a folder on one machine, Redis
 (`--database redis://host:port`) so that a failure found on any machine is replayed first
-everywhere. Scheduling is Ray (`fuzz --cluster ADDRESS`): one task per node, each running an
+everywhere, or a GitHub Actions artifact (`--database github:OWNER/REPO/ARTIFACT`, read-only:
+the nightly workflow carries its database from night to night that way). Scheduling is Ray (`fuzz --cluster ADDRESS`): one task per node, each running an
 ordinary `python -m harness fuzz` in a subprocess on its node, so the process-level crash
 isolation of `--workers` stays inside every shard. The shards' summaries come back as JSON
 and are merged with `CampaignResult.merge`, the same merge the local workers use.
@@ -12,6 +13,7 @@ Both need the optional extra `cluster` (pip install -e '.[cluster]'): `redis` an
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,8 +30,20 @@ class ClusterError(Exception):
     """A database or cluster that cannot be used, with the fix in the message."""
 
 
-def example_database(location: str | None) -> Any:
-    """Hypothesis' example database for --database: a redis:// URL or a folder (None: none)."""
+#: --database github:OWNER/REPO[/ARTIFACT]: a GitHub Actions artifact holding an example database folder
+GITHUB_DATABASE = re.compile(r"^github:(?P<owner>[A-Za-z0-9-]+)/(?P<repo>[A-Za-z0-9._-]+)(?:/(?P<artifact>[^/]+))?$")
+
+
+def example_database(location: str | None, local: str | Path | None = None) -> Any:
+    """Hypothesis' example database for --database: a redis:// URL, github:OWNER/REPO[/ARTIFACT]
+    or a folder (None: none).
+
+    A GitHub artifact is read-only (last night's database, uploaded by the nightly workflow), so
+    it is read beside the folder `local`, which gets this campaign's writes and is uploaded as
+    tonight's artifact: Hypothesis' recommended MultiplexedDatabase(local, ReadOnlyDatabase(
+    GitHubArtifactDatabase(...))). Nothing is downloaded until the first read; the download is
+    cached beside `local` (in LOCAL/../github-artifact/) and kept for a day. It reads the token
+    from GITHUB_TOKEN (Actions sets one; a private repository needs it)."""
     if not location:
         return None
     if location.startswith(("redis://", "rediss://")):
@@ -48,6 +62,25 @@ def example_database(location: str | None) -> Any:
         return RedisExampleDatabase(client, key_prefix=REDIS_PREFIX)
     from hypothesis.database import DirectoryBasedExampleDatabase
 
+    if location.startswith("github:"):
+        from hypothesis.database import (
+            GitHubArtifactDatabase,
+            MultiplexedDatabase,
+            ReadOnlyDatabase,
+        )
+
+        found = GITHUB_DATABASE.match(location)
+        if not found:
+            raise ClusterError(f"--database {location} is not github:OWNER/REPO or github:OWNER/REPO/ARTIFACT "
+                               f"(e.g. github:octo/harness/examples-db-torch213)")
+        if local is None:
+            raise ClusterError(f"--database {location} is read-only and needs a local folder for this "
+                               f"campaign's writes; give fuzz an --out folder")
+        local = Path(local)
+        artifact = {"artifact_name": found["artifact"]} if found["artifact"] else {}  # else Hypothesis' default
+        shared = GitHubArtifactDatabase(found["owner"], found["repo"], path=local.parent / "github-artifact",
+                                        **artifact)
+        return MultiplexedDatabase(DirectoryBasedExampleDatabase(local), ReadOnlyDatabase(shared))
     return DirectoryBasedExampleDatabase(location)
 
 

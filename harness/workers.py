@@ -39,7 +39,7 @@ from harness.campaign import (
     to_shrink,
     write_unshrunk_reproducers,
 )
-from harness.records import now
+from harness.records import DATABASE_NAME, now
 from harness.spec import GraphSpec
 
 POLL_S = 0.2
@@ -64,7 +64,8 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                  out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
                  hang_s: float = 300.0, result: CampaignResult | None = None,
                  on_record: OnRecord | None = None) -> CampaignResult:
-    """The campaign of run_campaign, in `workers` processes; `database` is a folder or a redis:// URL."""
+    """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
+    github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database)."""
     out_dir = Path(out_dir)
     scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
     result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
@@ -235,7 +236,8 @@ def _worker_main(config: dict[str, Any]) -> int:
         pipe.flush()
 
     path_list = [paths.get(n) for n in config["paths"]]
-    database = example_database(config["database"])  # a folder or a redis:// URL
+    # a folder, a redis:// URL, or a GitHub artifact read beside the campaign's own folder
+    database = example_database(config["database"], Path(config["out_dir"]) / DATABASE_NAME)
     until = time.perf_counter() + config["ends_at"] - time.time()
     device, lifetimes = config["device"], config["lifetimes"]
     if config["mode"] == "shrink":
