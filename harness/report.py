@@ -303,8 +303,8 @@ def diff(last: CampaignResult, tonight: CampaignResult) -> tuple[str, int]:
     lines += [f"  {f.signature}" for f in fixed] or ["  none"]
     known_new = sorted(set(tonight.known) - set(last.known))
     known_gone = sorted(set(last.known) - set(tonight.known))
-    lines.append("known torch issues: " + (", ".join(f"new {k}" for k in known_new) +
-                                           ", ".join(f"not hit {k}" for k in known_gone) or "no change"))
+    changes = [f"new {k}" for k in known_new] + [f"not hit {k}" for k in known_gone]
+    lines.append("known torch issues: " + (", ".join(changes) or "no change"))
     lines.append(f"rate changes (per path, share of examples, at least {RATE_CHANGE_POINTS:g} points):")
     changes = _rate_changes(last, tonight)
     lines += changes or ["  none"]
