@@ -24,6 +24,7 @@ Importing this module is cheap: nothing is built or loaded until first use.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import inspect
@@ -171,14 +172,23 @@ def _compile(directory: Path, verbose: bool, name: str = _MODULE_NAME,
     from torch.utils import cpp_extension
 
     directory.mkdir(parents=True, exist_ok=True)
-    module = cpp_extension.load(
-        name=name,
-        sources=[str(_NATIVE_DIR / source) for source in _SOURCES],
-        extra_cflags=[*_EXTRA_CFLAGS, _version_define(), *defines],
-        build_directory=str(directory),
-        verbose=verbose,
-    )
-    (directory / _BUILT_MARKER).write_text(torch.__version__ + "\n")
+    # torch's own build lock (a `lock` file, polled) outlives a builder that was killed, and
+    # every later build would wait on it for ever. Builders here hold an flock instead, which
+    # the kernel releases with its process: holding it, any `lock` file left is stale.
+    with open(directory / ".harness-build-lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        (directory / "lock").unlink(missing_ok=True)
+        library = _library_path(directory, name)
+        if (directory / _BUILT_MARKER).is_file() and library.is_file():
+            return _import(library, name)  # another process built it while we waited
+        module = cpp_extension.load(
+            name=name,
+            sources=[str(_NATIVE_DIR / source) for source in _SOURCES],
+            extra_cflags=[*_EXTRA_CFLAGS, _version_define(), *defines],
+            build_directory=str(directory),
+            verbose=verbose,
+        )
+        (directory / _BUILT_MARKER).write_text(torch.__version__ + "\n")
     return module
 
 
