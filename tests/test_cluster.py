@@ -4,6 +4,7 @@ Ray cluster (the `cluster` extra)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import socket
@@ -19,8 +20,10 @@ from harness.campaign import CampaignResult, fuzz
 from harness.cluster import ClusterError, example_database
 from harness.records import log_path, read_log
 
-needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
-                                 reason="redis-server is not installed (apt-get install redis-server; .ci/run does)")
+needs_redis = pytest.mark.skipif(
+    shutil.which("redis-server") is None or importlib.util.find_spec("redis") is None,
+    reason="needs Debian's redis-server and the redis client (apt-get install redis-server; "
+           "pip install -e '.[cluster]'; .ci/run does both)")
 
 
 def free_port() -> int:
@@ -79,6 +82,7 @@ def test_fuzz_takes_a_redis_database_on_the_command_line(redis_url, tmp_path):
     assert CampaignResult.from_records(read_log(log_path(out))).examples > 0
 
 
+@pytest.mark.skipif(importlib.util.find_spec("redis") is None, reason="needs the redis client (the cluster extra)")
 def test_an_unreachable_redis_is_one_clear_sentence(tmp_path):
     url = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens there
     done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "20s",
