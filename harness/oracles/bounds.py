@@ -38,7 +38,7 @@ import torch.autograd.forward_ad as fwAD
 
 from harness.build import BuiltGraph, GeneratedFunction, build
 from harness.oracles.compare import Tolerance
-from harness.oracles.math import OracleError, math_applier
+from harness.oracles.math import OracleError, math_applier_for
 from harness.run import RunResult, _leaf_tangents, run_graph
 from harness.spec import GraphSpec, OutputSpec, Term
 
@@ -163,9 +163,11 @@ def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
     f64 = _Float64Graph(spec, build(spec, real.device).functions, real.device, real, inputs)
     leaf_tangents = [inputs(t).double() for t in _leaf_tangents(real, real.make_leaves())]
 
+    math = math_applier_for(spec)  # reads clones of what is modified in place after the forward
+
     def apply(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-        return math_applier(n, cls, [_with_leaf_tangent(a, arg.ref, leaf_tangents)
-                                     for a, arg in zip(args, spec.functions[n].args)])
+        return math(n, cls, [_with_leaf_tangent(a, arg.ref, leaf_tangents)
+                             for a, arg in zip(args, spec.functions[n].args)])
 
     result = run_graph(f64, apply, "float64", lifetimes=False)
     if result.status == "error":

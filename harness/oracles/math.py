@@ -37,7 +37,7 @@ def math_applier(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> A
     return math_apply(cls.spec, args, cls.shape, cls.dtype, cls.device)
 
 
-def _math_applier_for(spec: GraphSpec) -> Applier:
+def math_applier_for(spec: GraphSpec) -> Applier:
     """math_applier, except that computed outputs read clones of the values the user
     modifies in place after the forward (`mutated_outputs`): plain autograd then never saves
     such a value, so the oracle never raises torch's version-counter error (whether the
@@ -53,7 +53,7 @@ def _math_applier_for(spec: GraphSpec) -> Applier:
 
 
 def run_math(built: BuiltGraph) -> RunResult:
-    result = run_graph(built, _math_applier_for(built.spec), "math", lifetimes=False)
+    result = run_graph(built, math_applier_for(built.spec), "math", lifetimes=False)
     if result.status == "error":
         raise OracleError(f"the math oracle raised {result.describe_error()}") from result.error
     return result
@@ -192,4 +192,4 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
 
 
 __all__ = ["EXPECTED_ERRORS", "VERSION_ERROR", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
-           "gradcheck_reason", "gradcheck_verdict", "math_applier", "run_math", "version_error_expected"]
+           "gradcheck_reason", "gradcheck_verdict", "math_applier", "math_applier_for", "run_math", "version_error_expected"]
