@@ -91,7 +91,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
         built = build(spec, device)
     with _stage("math oracle"):
         math = run_math(built)
-    with _stage("compare"):
+    with _stage("error bounds"):
         tol = error_bounds(built)
     with tracking_lifetimes(lifetimes):
         with _stage("path eager"):
