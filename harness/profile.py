@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+
 class StageTimer:
     """Seconds per stage, exclusive: entering a stage pauses the one it is inside."""
 
@@ -92,16 +93,17 @@ class Profile:
 
     def table(self) -> str:
         total = self.ms_per_example
-        lines = [f"{self.examples} examples on {','.join(self.paths)}: {self.examples_per_second:.1f} examples/s, "
-                 f"{total:.2f} ms/example", "", f"{'stage':<16} {'ms/example':>10} {'share':>7}"]
+        head = (f"{self.examples} examples on {','.join(self.paths)}: {self.examples_per_second:.1f} examples/s, "
+                f"{total:.2f} ms/example")
+        lines = [head, "", f"{'stage':<16} {'ms/example':>10} {'share':>7}"]
         for s, ms in self.stages.items():
             lines.append(f"{s:<16} {ms:>10.3f} {ms / total:>7.1%}")
         lines.append(f"{'total':<16} {total:>10.3f} {1:>7.1%}")
         raw = self.raw_total_ms
-        lines += ["", f"of which lifetime tracking inside the paths: {self.lifetimes_in_paths_ms:.3f} ms/example "
-                  f"(paths with it - their raw runs)",
-                  "raw execution of the same graphs, no oracle (ms/example): "
-                  + ", ".join(f"{p} {ms:.3f}" for p, ms in self.raw_ms.items()) + f"; total {raw:.3f}"]
+        lifetimes = (f"of which lifetime tracking inside the paths: {self.lifetimes_in_paths_ms:.3f} ms/example "
+                     f"(paths with it - their raw runs)")
+        raw_runs = ", ".join(f"{p} {ms:.3f}" for p, ms in self.raw_ms.items())
+        lines += ["", lifetimes, f"raw execution of the same graphs, no oracle (ms/example): {raw_runs}; total {raw:.3f}"]
         if raw:
             lines.append(f"check / raw = {self.check_ms / raw:.2f}x; whole example (generation, check, gradcheck) "
                          f"/ raw = {total / raw:.2f}x")

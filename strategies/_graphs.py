@@ -12,8 +12,25 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from harness.spec import (
-    BACKWARD_METHODS, BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
-    UNTRACEABLE, UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
+    BACKWARD_METHODS,
+    BACKWARD_MODES,
+    CODE_STYLES,
+    DTYPES,
+    ERROR_CASES,
+    NEEDS_INPUT_GRAD_MODES,
+    OPS,
+    SAVE_KINDS,
+    STYLES,
+    UNTRACEABLE,
+    UNUSED_GRAD_MODES,
+    Arg,
+    ConstTuple,
+    FunctionSpec,
+    GraphSpec,
+    HookSpec,
+    LeafSpec,
+    OutputSpec,
+    Term,
 )
 
 #: the inline capacity of torch's borrowed SmallVector<const Variable*, 24>
