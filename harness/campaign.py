@@ -586,8 +586,10 @@ def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
     imports and caches torch fills on first use (seconds, under load)."""
     from harness.spec import Arg, FunctionSpec, LeafSpec, OutputSpec, Term
 
-    spec = GraphSpec(leaves=(LeafSpec(),), functions=(
-        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "sin"),)),), save=("inputs",)),))
+    # with forward AD: its first scalar op imports torch._dynamo (~1 s)
+    spec = GraphSpec(leaves=(LeafSpec(),), forward_ad=True, functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "sin"),)),), save=("inputs",),
+                     jvp=True),))
     check(spec, paths, device, lifetimes=lifetimes)
     gradcheck_verdict(spec, device)
 

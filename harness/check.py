@@ -9,6 +9,8 @@ with the known issue named beside it. Any mismatch no entry explains fails the p
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field, replace
 
 from harness import known_issues
@@ -25,6 +27,15 @@ from harness.spec import GraphSpec
 
 #: a workaround variant may hit another known issue, whose workaround is checked in turn
 MAX_WORKAROUNDS = 3
+
+#: while profiling (harness/profile.py), the timer that check() reports its stages to: an
+#: object whose stage(name) is a context manager. None (the default): nothing is timed.
+STAGE_TIMER: contextvars.ContextVar = contextvars.ContextVar("stage_timer", default=None)
+
+
+def _stage(name: str) -> contextlib.AbstractContextManager:
+    timer = STAGE_TIMER.get()
+    return contextlib.nullcontext() if timer is None else timer.stage(name)
 
 
 @dataclass
@@ -76,30 +87,39 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
     against the math oracle. With `lifetimes`, each path's refcounts and liveness are
     checked against the expected-lifetime rules and compared across paths.
     """
-    built = build(spec, device)
-    math = run_math(built)
-    tol = error_bounds(built)
+    with _stage("build"):
+        built = build(spec, device)
+    with _stage("math oracle"):
+        math = run_math(built)
+    with _stage("error bounds"):
+        tol = error_bounds(built)
     with tracking_lifetimes(lifetimes):
-        eager = path_registry.get("eager").run(built)
-        results = {p.name: eager if p.name == "eager" else path_registry.run_path(p, built) for p in paths}
+        with _stage("path eager"):
+            eager = path_registry.get("eager").run(built)
+        results = {"eager": eager}
+        for p in paths:
+            if p.name != "eager":
+                with _stage(f"path {p.name}"):
+                    results[p.name] = path_registry.run_path(p, built)
     outcomes: dict[str, PathOutcome] = {}
-    for path in paths:
-        result = results[path.name]
-        if result.status == "unsupported":
-            outcomes[path.name] = PathOutcome(path.name, "unsupported", result.reason, result=result,
-                                              checked_spec=spec)
-            continue
-        no_meta = without_metadata  # metadata is compared per path by metadata_mismatches
-        mismatches = (_against_math(spec, no_meta(math), no_meta(result), tol) + _lifetime_rules(spec, result)
-                      + metadata_mismatches(spec, math, result))
-        if path.name != "eager":
-            mismatches += _against_eager(no_meta(eager), no_meta(result), EXACT if path.exact_vs_eager else tol,
-                                         lifetimes=getattr(path, "lifetimes_vs_eager", True))
-            mismatches += metadata_mismatches(spec, eager, result)
-        owned = results.get("owned")
-        if path.name == "borrowed" and owned is not None and owned.status != "unsupported":
-            mismatches += _owned_vs_borrowed(owned, result)
-        outcomes[path.name] = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
+    with _stage("compare"):
+        for path in paths:
+            result = results[path.name]
+            if result.status == "unsupported":
+                outcomes[path.name] = PathOutcome(path.name, "unsupported", result.reason, result=result,
+                                                  checked_spec=spec)
+                continue
+            no_meta = without_metadata  # metadata is compared per path by metadata_mismatches
+            mismatches = (_against_math(spec, no_meta(math), no_meta(result), tol) + _lifetime_rules(spec, result)
+                          + metadata_mismatches(spec, math, result))
+            if path.name != "eager":
+                mismatches += _against_eager(no_meta(eager), no_meta(result), EXACT if path.exact_vs_eager else tol,
+                                             lifetimes=getattr(path, "lifetimes_vs_eager", True))
+                mismatches += metadata_mismatches(spec, eager, result)
+            owned = results.get("owned")
+            if path.name == "borrowed" and owned is not None and owned.status != "unsupported":
+                mismatches += _owned_vs_borrowed(owned, result)
+            outcomes[path.name] = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
     return Verdict(spec, device, outcomes)
 
 
@@ -176,9 +196,10 @@ def _without_hooks(result: RunResult) -> RunResult:
 
 
 def _lifetime_rules(spec: GraphSpec, result: RunResult) -> list[Mismatch]:
-    return [Mismatch(result.path, "lifetime rule", v.checkpoint, v.role, v.detail)
-            for v in rule_violations(result, spec.backward,
-                                     any(h.kind == "saved_tensors" for h in spec.hooks))]
+    with _stage("lifetimes"):
+        return [Mismatch(result.path, "lifetime rule", v.checkpoint, v.role, v.detail)
+                for v in rule_violations(result, spec.backward,
+                                         any(h.kind == "saved_tensors" for h in spec.hooks))]
 
 
 def _owned_vs_borrowed(owned: RunResult, borrowed: RunResult) -> list[Mismatch]:

@@ -316,6 +316,13 @@ PASSTHROUGH = {"bench": "instruction counts under callgrind (see bench --help)",
                "microbench": "wall time per apply: eager / owned / borrowed"}
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    from harness.profile import write_profile
+
+    paths = [p.name for p in _paths(args.paths)]
+    return write_profile(paths, args.examples, json_file=args.json, lifetimes=not args.no_lifetimes)
+
+
 def cmd_build_native(args: argparse.Namespace) -> int:
     from harness import native
 
@@ -419,6 +426,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", default="selfeval-failures", help="folder for reproducers (default: selfeval-failures/)")
     ev.add_argument("--list", action="store_true", help="list the catalog and exit")
     ev.set_defaults(func=cmd_selfeval)
+
+    prof = sub.add_parser("profile", help="where a campaign's time goes: ms/example per stage, examples/s, "
+                                          "and the whole check against the raw runs of the same graphs",
+                          description="Runs the campaign's fuzz loop in this process over N examples and "
+                                      "times each stage (docs/profile.md).")
+    prof.add_argument("--examples", type=int, default=300, help="examples to generate and check (default 300)")
+    prof.add_argument("--paths", default="eager,owned,borrowed", help="comma-separated paths "
+                                                                      "(default eager,owned,borrowed)")
+    prof.add_argument("--json", help='write {"examples_per_second": N, "stages": {stage: ms_per_example}, ...}')
+    prof.add_argument("--no-lifetimes", action="store_true", help="without the lifetime oracle")
+    prof.set_defaults(func=cmd_profile)
 
     for name, text in PASSTHROUGH.items():
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; dispatched above

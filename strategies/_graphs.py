@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Sequence
+from typing import TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from harness.spec import (
-    BACKWARD_METHODS, BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
-    UNTRACEABLE, UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
+    BACKWARD_METHODS,
+    BACKWARD_MODES,
+    CODE_STYLES,
+    DTYPES,
+    ERROR_CASES,
+    NEEDS_INPUT_GRAD_MODES,
+    OPS,
+    SAVE_KINDS,
+    STYLES,
+    UNTRACEABLE,
+    UNUSED_GRAD_MODES,
+    Arg,
+    ConstTuple,
+    FunctionSpec,
+    GraphSpec,
+    HookSpec,
+    LeafSpec,
+    OutputSpec,
+    Term,
 )
 
 #: the inline capacity of torch's borrowed SmallVector<const Variable*, 24>
@@ -26,6 +46,81 @@ CONSTS = st.one_of(
     st.tuples(st.integers(0, 3), st.none()).map(ConstTuple),
 )
 
+# Generation speed: a strategy built inside a composite is built and validated again at
+# every draw (several ms per graph). So the strategies here are made once: at module level,
+# or cached by the few sizes they depend on, drawing indexes into the example's own
+# sequences. st.sampled_from(seq) and st.integers(0, len(seq) - 1) make the same choice
+# (one integer in that range, below 128 here; none for one element), so the distribution of specs is unchanged.
+T = TypeVar("T")
+BOOLEANS = st.booleans()
+COEFF_CHOICE = st.sampled_from(COEFFS)
+CONST_LISTS = st.lists(CONSTS, max_size=3)
+STYLE_CHOICE = st.sampled_from(STYLES)
+SAVE_LISTS = st.lists(st.sampled_from(SAVE_KINDS), max_size=3)
+NEEDS_INPUT_GRAD_CHOICE = st.sampled_from(NEEDS_INPUT_GRAD_MODES)
+UNUSED_GRAD_CHOICE = st.sampled_from(UNUSED_GRAD_MODES)
+CODE_CHOICE = st.sampled_from(CODE_STYLES)
+BACKWARD_METHOD_CHOICE = st.sampled_from(BACKWARD_METHODS)
+BACKWARD_MODE_CHOICE = st.sampled_from(BACKWARD_MODES)
+CONST_OUTPUT_CHOICE = st.sampled_from([0, 1, 7, "tag", None])
+BIAS_CHOICE = st.sampled_from([0.0, 0.5, -1.0])
+SEEDS = st.integers(0, 2**16)
+HOOK_KINDS = ("tensor", "retain_grad", "pre", "post")
+
+
+@functools.cache
+def _indexes(n: int) -> st.SearchStrategy[int]:
+    # st.sampled_from of one element is st.just it: no choice is made
+    return st.just(0) if n == 1 else st.integers(0, n - 1)
+
+
+def _pick(draw: st.DrawFn, seq: Sequence[T]) -> T:
+    """draw(st.sampled_from(seq)), without building a strategy per draw."""
+    if not seq:
+        raise InvalidArgument("cannot pick from an empty sequence")
+    return seq[draw(_indexes(len(seq)))]
+
+
+@functools.cache
+def _unique_index_lists(n: int, min_size: int, max_size: int) -> st.SearchStrategy[list[int]]:
+    """Unique sampled lists of indexes in range(n): the same choices as over any n elements."""
+    return st.lists(st.sampled_from(range(n)), unique=True, min_size=min_size, max_size=max_size)
+
+
+@functools.cache
+def _output_kind_lists(with_tensors: bool, max_outputs: int) -> st.SearchStrategy[list[str]]:
+    kinds = ["compute", "const"] + (["input", "view", "dirty"] if with_tensors else [])
+    return st.lists(st.sampled_from(kinds), min_size=1, max_size=max_outputs)
+
+
+@functools.cache
+def _term_lists(readable: int) -> st.SearchStrategy[list[tuple[int, str, float]]]:
+    """(index into the readable slots, op, coeff), drawn in that order as st.builds(Term) did."""
+    return st.lists(st.tuples(_indexes(readable), st.sampled_from(OPS), COEFF_CHOICE), max_size=4)
+
+
+@functools.cache
+def _permutations(tensors: int, consts: int) -> st.SearchStrategy[list[str]]:
+    return st.permutations(["t"] * tensors + ["c"] * consts)
+
+
+@functools.cache
+def _leaf_lists(ndim: int, max_leaves: int) -> st.SearchStrategy[list[LeafSpec]]:
+    return st.lists(leaf_specs(ndim=ndim), min_size=1, max_size=max_leaves)
+
+
+@functools.cache
+def _hook_lists(refs: int, whole_leaves: int) -> st.SearchStrategy[list[tuple]]:
+    """("target", kind, ref index) | ("saved",) | ("post_accumulate", whole leaf index): the
+    branches, and the choices in each, of the hook strategy over refs and whole leaves."""
+    hook = st.one_of(
+        st.tuples(st.just("target"), st.sampled_from(HOOK_KINDS), _indexes(refs)),
+        st.just(("saved",)),
+        *([st.tuples(st.just("post_accumulate"), st.just("post_accumulate"), _indexes(whole_leaves))]
+          if whole_leaves else []),
+    )
+    return st.lists(hook, max_size=3)
+
 
 def _check_bounds(name: str, lo: int, hi: int) -> None:
     if lo < 0:
@@ -34,6 +129,7 @@ def _check_bounds(name: str, lo: int, hi: int) -> None:
         raise InvalidArgument(f"min_{name}={lo} is greater than max_{name}={hi}")
 
 
+@functools.cache
 def tensor_input_counts(*, min_inputs: int = 0, max_inputs: int = 30) -> st.SearchStrategy[int]:
     """Tensor inputs per Function: small counts, any count, and 23-26 (around the
     inline capacity of the borrowed input vector) deliberately often."""
@@ -45,6 +141,7 @@ def tensor_input_counts(*, min_inputs: int = 0, max_inputs: int = 30) -> st.Sear
     return st.one_of(*branches)
 
 
+@functools.cache
 def leaf_specs(*, ndim: int = 1) -> st.SearchStrategy[LeafSpec]:
     layouts = ["contiguous", "strided"] + (["transposed"] if ndim >= 2 else [])
     if ndim == 0:
@@ -53,18 +150,16 @@ def leaf_specs(*, ndim: int = 1) -> st.SearchStrategy[LeafSpec]:
                      views=st.sampled_from([0, 0, 0, 2, 3]))
 
 
-@st.composite
 def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int) -> tuple[OutputSpec, ...]:
-    kinds = ["compute", "const"] + (["input", "view", "dirty"] if tensor_slots else [])
-    chosen = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=max_outputs))
+    chosen = draw(_output_kind_lists(bool(tensor_slots), max_outputs))
     dirty: set[int] = set()
     outputs: list[OutputSpec | str] = []
     for kind in chosen:
         free = [s for s in tensor_slots if s not in dirty]
         if kind == "dirty" and free:
-            slot = draw(st.sampled_from(free))
+            slot = _pick(draw, free)
             dirty.add(slot)
-            outputs.append(OutputSpec("dirty", slot=slot, coeff=draw(st.sampled_from(COEFFS))))
+            outputs.append(OutputSpec("dirty", slot=slot, coeff=draw(COEFF_CHOICE)))
         else:
             outputs.append("compute" if kind == "dirty" else kind)
     readable = [s for s in tensor_slots if s not in dirty]
@@ -73,16 +168,14 @@ def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int) -> t
         if isinstance(out, OutputSpec):
             done.append(out)
         elif out == "const":
-            done.append(OutputSpec("const", value=draw(st.sampled_from([0, 1, 7, "tag", None]))))
+            done.append(OutputSpec("const", value=draw(CONST_OUTPUT_CHOICE)))
         elif out in ("input", "view") and readable:
-            done.append(OutputSpec(out, slot=draw(st.sampled_from(readable))))
+            done.append(OutputSpec(out, slot=_pick(draw, readable)))
         else:
-            terms = draw(st.lists(
-                st.builds(Term, slot=st.sampled_from(readable), op=st.sampled_from(OPS),
-                          coeff=st.sampled_from(COEFFS)),
-                max_size=4)) if readable else []
-            done.append(OutputSpec("compute", terms=tuple(terms), bias=draw(st.sampled_from([0.0, 0.5, -1.0])),
-                                   non_differentiable=draw(st.booleans()) and draw(st.booleans())))
+            terms = [Term(readable[i], op, coeff) for i, op, coeff in draw(_term_lists(len(readable)))
+                     ] if readable else []
+            done.append(OutputSpec("compute", terms=tuple(terms), bias=draw(BIAS_CHOICE),
+                                   non_differentiable=draw(BOOLEANS) and draw(BOOLEANS)))
     return tuple(done)
 
 
@@ -91,30 +184,38 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
                    max_inputs: int = 30, max_outputs: int = 4, jvp: bool | None = None,
                    double_backward: bool = False, shape: tuple[int, ...] = (3,)) -> FunctionSpec:
     """One Function reading `values` (refs of tensors made earlier)."""
+    return _function_spec(draw, values, min_inputs=min_inputs, max_inputs=max_inputs, max_outputs=max_outputs,
+                          jvp=jvp, double_backward=double_backward, shape=shape)
+
+
+def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, max_inputs: int,
+                   max_outputs: int, jvp: bool | None, double_backward: bool, shape: tuple[int, ...]
+                   ) -> FunctionSpec:
+    """function_specs' body, called directly by graphs() (a composite is a new strategy per call)."""
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_outputs < 1:
         raise InvalidArgument(f"max_outputs={max_outputs} must be >= 1")
     if not values and min_inputs > 0:
         raise InvalidArgument(f"min_inputs={min_inputs} needs at least one value to read")
     n_tensors = draw(tensor_input_counts(min_inputs=min_inputs, max_inputs=max_inputs)) if values else 0
-    refs = [draw(st.sampled_from(values)) for _ in range(n_tensors)]
-    consts = draw(st.lists(CONSTS, max_size=3))
-    kinds = draw(st.permutations(["t"] * len(refs) + ["c"] * len(consts)))
+    refs = [_pick(draw, values) for _ in range(n_tensors)]
+    consts = draw(CONST_LISTS)
+    kinds = draw(_permutations(len(refs), len(consts)))
     refs_it, consts_it = iter(refs), iter(consts)
     args = [Arg(ref=next(refs_it)) if k == "t" else Arg(const=next(consts_it)) for k in kinds]
     tensor_slots = [i for i, a in enumerate(args) if a.ref is not None]
-    outputs = draw(_outputs(tensor_slots, max_outputs=max_outputs))
+    outputs = _outputs(draw, tensor_slots, max_outputs=max_outputs)
     for out in outputs:
         if out.kind == "dirty":
             # torch allows a view input to be modified in place only by a Function with one output.
             # Only the first tensor input for now: any other gets wrong gradients in eager
             # (known_issues/eager_dirty_view_not_first_input.py, to be registered; then drop this)
             viewable = len(outputs) == 1 and out.slot == tensor_slots[0]
-            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and draw(st.booleans()))
-    style = draw(st.sampled_from(STYLES))
-    save = set(draw(st.lists(st.sampled_from(SAVE_KINDS), max_size=3)))
+            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and draw(BOOLEANS))
+    style = draw(STYLE_CHOICE)
+    save = set(draw(SAVE_LISTS))
     has_nonlinear = any(t.op != "linear" for o in outputs for t in o.terms)
-    with_jvp = draw(st.booleans()) if jvp is None else jvp
+    with_jvp = draw(BOOLEANS) if jvp is None else jvp
     if style == "setup_context" and any(o.kind == "input" for o in outputs):
         # torch cannot save an input returned as-is under setup_context; make it a view
         # instead when the derivative needs saved inputs.
@@ -131,26 +232,26 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
     possible_errors = [e for e in ERROR_CASES if tensor_slots and (
         e != "grad_for_nontensor" or len(tensor_slots) < len(args)) and (
         e != "grad_shape" or any(d != 1 for d in shape))]
-    error = draw(st.sampled_from([None] * 12 + possible_errors)) if possible_errors else None
+    error = _pick(draw, [None] * 12 + possible_errors) if possible_errors else None
     return FunctionSpec(
         args=tuple(args),
         outputs=outputs,
-        tuple_output=True if len(outputs) > 1 else draw(st.booleans()),
+        tuple_output=True if len(outputs) > 1 else draw(BOOLEANS),
         style=style,
         save=tuple(sorted(save)),
-        materialize_grads=draw(st.booleans()),
-        needs_input_grad=draw(st.sampled_from(NEEDS_INPUT_GRAD_MODES)),
-        unused_grad=draw(st.sampled_from(UNUSED_GRAD_MODES)),
-        once_differentiable=False if double_backward else draw(st.booleans()),
+        materialize_grads=draw(BOOLEANS),
+        needs_input_grad=draw(NEEDS_INPUT_GRAD_CHOICE),
+        unused_grad=draw(UNUSED_GRAD_CHOICE),
+        once_differentiable=False if double_backward else draw(BOOLEANS),
         jvp=with_jvp,
-        vmap=style == "setup_context" and draw(st.booleans()),
-        ctx_state=draw(st.booleans()),
+        vmap=style == "setup_context" and draw(BOOLEANS),
+        ctx_state=draw(BOOLEANS),
         error=error,
-        code=draw(st.sampled_from(CODE_STYLES)),  # about half plain: Dynamo sees both styles
-        backward_method=draw(st.sampled_from(BACKWARD_METHODS)),
-        nested=any(o.kind == "compute" for o in outputs) and draw(st.booleans()) and draw(st.booleans()),
-        untraceable=draw(st.sampled_from(("none",) * 3 + tuple(  # mostly traceable
-            u for u in UNTRACEABLE[1:] if tensor_slots or u != "data_branch"))),
+        code=draw(CODE_CHOICE),  # about half plain: Dynamo sees both styles
+        backward_method=draw(BACKWARD_METHOD_CHOICE),
+        nested=any(o.kind == "compute" for o in outputs) and draw(BOOLEANS) and draw(BOOLEANS),
+        untraceable=_pick(draw, ("none",) * 3 + tuple(  # mostly traceable
+            u for u in UNTRACEABLE[1:] if tensor_slots or u != "data_branch")),
     )
 
 
@@ -172,50 +273,45 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     if max_elements is not None and max_elements < 1:
         raise InvalidArgument(f"max_elements={max_elements} must be >= 1")
     shape = draw(SHAPES if max_elements is None else SHAPES.filter(lambda s: math.prod(s) <= max_elements))
-    dtype = draw(st.sampled_from(dtypes))
-    leaves = tuple(draw(st.lists(leaf_specs(ndim=len(shape)), min_size=1, max_size=max_leaves)))
+    dtype = _pick(draw, dtypes)
+    leaves = tuple(draw(_leaf_lists(len(shape), max_leaves)))
     if mixed_device and shape == ():
-        leaves = tuple(dataclasses.replace(leaf, on_cpu=draw(st.booleans())) if not leaf.views else leaf
+        leaves = tuple(dataclasses.replace(leaf, on_cpu=draw(BOOLEANS)) if not leaf.views else leaf
                        for leaf in leaves)
-    backward = draw(st.sampled_from(BACKWARD_MODES))
-    forward_ad = draw(st.booleans())
+    backward = draw(BACKWARD_MODE_CHOICE)
+    forward_ad = draw(BOOLEANS)
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves)
     functions: list[FunctionSpec] = []
     for _ in range(draw(st.integers(min_functions, max_functions))):
         values = GraphSpec(shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions)).value_refs()
-        functions.append(draw(function_specs(
-            values, min_inputs=min_inputs, max_inputs=max_inputs, jvp=True if forward_ad else None,
-            double_backward=backward == "double", shape=shape)))
+        functions.append(_function_spec(
+            draw, values, min_inputs=min_inputs, max_inputs=max_inputs, max_outputs=4,
+            jvp=True if forward_ad else None, double_backward=backward == "double", shape=shape))
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions))
     refs = spec.value_refs()
     whole_leaves = [f"x{i}" for i, leaf in enumerate(leaves) if not leaf.views]
-    hook = st.one_of(
-        st.builds(HookSpec, kind=st.sampled_from(["tensor", "retain_grad", "pre", "post"]),
-                  target=st.sampled_from(refs)),
-        st.just(HookSpec("saved_tensors")),
-        *([st.builds(HookSpec, kind=st.just("post_accumulate"), target=st.sampled_from(whole_leaves))]
-          if whole_leaves else []),
-    )
     differentiable_leaves = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
-    grad_leaves = () if backward == "none" or not differentiable_leaves else tuple(sorted(draw(
-        st.lists(st.sampled_from(differentiable_leaves), unique=True, max_size=len(differentiable_leaves)))))
-    hooks = tuple(draw(st.lists(hook, max_size=3)))
+    n = len(differentiable_leaves)
+    grad_leaves = () if backward == "none" or not differentiable_leaves else tuple(sorted(
+        differentiable_leaves[i] for i in draw(_unique_index_lists(n, 0, n))))
+    hooks = tuple(HookSpec("saved_tensors") if h[0] == "saved" else
+                  HookSpec(h[1], target=refs[h[2]] if h[0] == "target" else whole_leaves[h[2]])
+                  for h in draw(_hook_lists(len(refs), len(whole_leaves))))
     traceable = not any(o.kind in ("dirty", "const") for fn in functions for o in fn.outputs)
-    trace = traceable and draw(st.booleans()) and draw(st.booleans())
-    mutated_outputs = draw(_mutated_outputs(functions, hooks))
+    trace = traceable and draw(BOOLEANS) and draw(BOOLEANS)
+    mutated_outputs = _mutated_outputs(draw, functions, hooks)
     # not with double backward for now: compiled autograd loses second-order gradients through
     # checkpoint's saved-tensor hooks, as through ours (ca-unpack-hook-create-graph; its
     # trigger does not name checkpoint yet)
     checkpoint = (not trace and not mutated_outputs and backward != "double"
-                  and draw(st.booleans()) and draw(st.booleans()))
+                  and draw(BOOLEANS) and draw(BOOLEANS))
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
-        forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(st.integers(0, 2**16)),
+        forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(SEEDS),
         grad_leaves=grad_leaves, mutated_outputs=mutated_outputs, checkpoint=checkpoint,
     )
 
 
-@st.composite
 def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...]
                      ) -> tuple[str, ...]:
     """Computed outputs the user modifies in place after the forward (see GraphSpec)."""
@@ -224,6 +320,6 @@ def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tupl
     aliased = {fn.args[o.slot].ref for fn in functions for o in fn.outputs if o.kind in ("input", "view")}
     candidates = [f"f{n}.{k}" for n, fn in enumerate(functions) for k, o in enumerate(fn.outputs)
                   if o.kind == "compute" and f"f{n}.{k}" not in aliased]
-    if not candidates or not draw(st.booleans()):
+    if not candidates or not draw(BOOLEANS):
         return ()
-    return tuple(draw(st.lists(st.sampled_from(candidates), unique=True, min_size=1, max_size=2)))
+    return tuple(candidates[i] for i in draw(_unique_index_lists(len(candidates), 1, 2)))

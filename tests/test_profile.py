@@ -1,0 +1,36 @@
+import json
+import time
+
+from harness.cli import main
+from harness.profile import StageTimer
+
+STAGES = ["generation", "build", "math oracle", "error bounds", "path eager", "path owned", "path borrowed",
+          "compare", "lifetimes", "gradcheck", "other"]
+
+
+def test_profile_writes_every_stage(tmp_path, capsys):
+    out = tmp_path / "profile.json"
+    assert main(["profile", "--examples", "20", "--json", str(out)]) == 0
+    profile = json.loads(out.read_text())
+    assert profile["examples"] == 20
+    assert list(profile["stages"]) == STAGES
+    assert all(ms >= 0 for ms in profile["stages"].values())
+    # every stage of check() ran on each example
+    assert all(profile["stages"][s] > 0 for s in STAGES if s != "other")
+    assert abs(sum(profile["stages"].values()) - profile["ms_per_example"]) < 0.01
+    assert profile["examples_per_second"] > 0
+    assert set(profile["raw_ms"]) == {"eager", "owned", "borrowed"} and profile["check_over_raw"] > 1
+    assert "examples/s" in capsys.readouterr().out
+
+
+def test_stage_timer_counts_a_nested_stage_once():
+    timer = StageTimer()
+    started = time.perf_counter()
+    with timer.stage("outer"):
+        time.sleep(0.02)
+        with timer.stage("inner"):
+            time.sleep(0.03)
+        time.sleep(0.01)
+    wall = time.perf_counter() - started
+    assert timer.seconds["inner"] >= 0.03 and 0.03 <= timer.seconds["outer"] < 0.03 + (wall - 0.06)
+    assert abs(timer.seconds["inner"] + timer.seconds["outer"] - wall) < 0.005
