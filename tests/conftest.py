@@ -119,4 +119,5 @@ def seeded_path():
     """A path that fails only on rare examples (`seeded_path.bug(spec)`), registered as eager:seeded."""
     from harness import paths
 
-    return paths.register(_SeededPath())
+    yield paths.register(_SeededPath())
+    paths._REGISTRY.pop(_SeededPath.name)  # other tests select from the registry: it must not stay
