@@ -66,6 +66,10 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         forward = () if spec.trace else ("alias:",) + _AUTOGRAD_FLAGS
         return lambda checkpoint, role: role.startswith(
             forward + _LEAF_GRAD_LAYOUT + ("stride:tangent:",))
+    if family.startswith("func."):
+        # a torch.func transform returns fresh tensors outside autograd, so no metadata of
+        # eager's applies (harness/paths/func.py narrows the references to what it observes)
+        return lambda checkpoint, role: False
     if family == "math":
         computed = {f"stride:out:f{n}.{k}" for n, fn in enumerate(spec.functions)
                     for k, o in enumerate(fn.outputs) if o.kind == "compute"}

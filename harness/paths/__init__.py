@@ -39,6 +39,9 @@ _BUILTIN = {
     "borrowed": "harness.paths.native",
     "compiled": "harness.paths.compiled",
     "dynamo": "harness.paths.dynamo",
+    **{f"func.{t}{c}": "harness.paths.func"
+       for t in ("grad", "vjp", "jvp", "vmap", "vmap.user", "vmap_grad", "grad_vmap", "jacrev", "jacfwd")
+       for c in ("", "+dynamo")},
 }
 
 

@@ -1,0 +1,87 @@
+"""Generated specs whose Functions torch.func can run: every Function in setup_context style.
+
+The generator draws old-style Functions about half the time, and torch.func rejects a
+graph with any of them (harness/paths/func.py, OLD_STYLE). These tests rewrite each drawn
+Function into setup_context style where the spec rules allow it (docs/func.md), so most
+examples are really checked; the unsupported share is measured, never assumed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import strategies as st
+
+from harness.spec import GraphSpec, SpecError
+from strategies import graphs
+
+
+def as_setup_context(spec: GraphSpec, *, vmap: bool | None = None, jvp: bool = False) -> GraphSpec | None:
+    """`spec` with every Function in setup_context style (and generate_vmap_rule set to
+    `vmap` unless None; a jvp added when `jvp`), or None where the spec rules forbid it."""
+    functions = []
+    for fn in spec.functions:
+        changes: dict = {"style": "setup_context"}
+        if vmap is not None:
+            changes["vmap"] = vmap
+        if jvp:
+            changes["jvp"] = True
+        if any(o.kind == "dirty" for o in fn.outputs):
+            changes["save"] = tuple(s for s in fn.save if s != "outputs")
+        functions.append(dataclasses.replace(fn, **changes))
+    try:
+        return dataclasses.replace(spec, functions=tuple(functions))
+    except SpecError:
+        return None
+
+
+def single_nontensor_output(spec: GraphSpec) -> bool:
+    """A Function returning one non-tensor (not in a tuple): torch's generated vmap rule
+    raises TypeError on it (docs/func.md, finding 1; registered by the lead as a known issue)."""
+    return any(not fn.tuple_output and fn.outputs[0].kind == "const" for fn in spec.functions)
+
+
+def dirty_under_generated_vmap_rule(spec: GraphSpec) -> bool:
+    """mark_dirty in a Function with generate_vmap_rule: torch raises under vmap ("Some
+    elements marked as dirty ... were not returned"), docs/func.md finding 2."""
+    return any(fn.vmap and any(o.kind == "dirty" for o in fn.outputs) for fn in spec.functions)
+
+
+def input_returned_without_materialized_grads(spec: GraphSpec) -> bool:
+    """An input returned as-is by a Function with set_materialize_grads(False): forward AD
+    hits an INTERNAL ASSERT when that input has no tangent (func.jacfwd differentiates a
+    subset of the leaves): known issue fwad-input-as-is-none-tangent, whose `paths` do not
+    name the func paths yet (docs/func.md finding 3)."""
+    return any(not fn.materialize_grads and any(o.kind == "input" for o in fn.outputs) for fn in spec.functions)
+
+
+def wrong_gradient_shape(spec: GraphSpec) -> bool:
+    """The deliberate wrong-shaped gradient: under vmap torch reports it as "size ... is not
+    expandable" instead of "returned an invalid gradient" (docs/func.md finding 4)."""
+    return any(fn.error == "grad_shape" for fn in spec.functions)
+
+
+def all_plain(spec: GraphSpec) -> GraphSpec:
+    """Every Function in the plain code style: under torch.compile a generic Function's
+    forward(*args) gets its inputs shifted (known issue dynamo-function-varargs-forward, whose
+    `paths` do not name the func+dynamo paths yet; docs/func.md finding 7)."""
+    return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, code="plain")
+                                                     for fn in spec.functions))
+
+
+def func_graphs(*, vmap: bool | None = None, jvp: bool = False, plain: bool = False,
+                **kwargs) -> st.SearchStrategy[GraphSpec]:
+    specs = graphs(**kwargs).map(lambda s: as_setup_context(s, vmap=vmap, jvp=jvp))
+    if plain:
+        specs = specs.map(lambda s: s and _or_none(all_plain, s))
+    return specs.filter(
+        lambda s: s is not None and not single_nontensor_output(s) and not dirty_under_generated_vmap_rule(s)
+        and not input_returned_without_materialized_grads(s)
+        and not wrong_gradient_shape(s))
+
+
+def _or_none(make, spec: GraphSpec) -> GraphSpec | None:
+    try:
+        return make(spec)
+    except SpecError:  # e.g. a constant without a literal in the plain style
+        return None
