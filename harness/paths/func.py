@@ -349,7 +349,8 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
 def _weighted(block: torch.Tensor, weight: torch.Tensor, out_dims: int) -> torch.Tensor:
     """sum over the output elements of weight * d output / d input (a vjp from a Jacobian)."""
     w = weight.reshape(weight.shape + (1,) * (block.dim() - out_dims))
-    return (w * block).sum(dim=tuple(range(out_dims)))
+    # sum(dim=()) would reduce every dim: a 0-dim output has no dims to sum over
+    return (w * block).sum(dim=tuple(range(out_dims))) if out_dims else w * block
 
 
 def _record_plain_forward(built: BuiltGraph, result: RunResult) -> None:
