@@ -33,13 +33,23 @@ def _empty(spec: GraphSpec) -> bool:
     return 0 in spec.shape
 
 
-def _saves_output_and_for_forward(spec: GraphSpec) -> bool:
-    return any(fn.vmap and fn.jvp and fn.nonlinear_slots and "outputs" in fn.save for fn in spec.functions)
+def _saves_fresh_tensor_and_for_forward(spec: GraphSpec) -> bool:
+    """Finding 6: save_for_forward and a saved output or intermediate, under grad(vmap)."""
+    return any(fn.vmap and fn.jvp and fn.nonlinear_slots and {"outputs", "intermediates"} & set(fn.save)
+               for fn in spec.functions)
 
 
-STEPPED_AROUND = {"func.jacfwd": _empty, "func.jacfwd+dynamo": _empty,
-                  "func.grad_vmap": _saves_output_and_for_forward,
-                  "func.grad_vmap+dynamo": _saves_output_and_for_forward}
+def _empty_or_fwad_assert(spec: GraphSpec) -> bool:
+    """Finding 5, and finding 3 (the registered fwad-input-as-is-none-tangent, whose trigger
+    assumes every leaf has a tangent as in eager; jacfwd gives tangents to the leaves that
+    require grad only, so any input returned as-is or dirty with materialize_grads=False)."""
+    return _empty(spec) or any(not fn.materialize_grads and any(o.kind in ("input", "dirty") for o in fn.outputs)
+                               for fn in spec.functions)
+
+
+STEPPED_AROUND = {"func.jacfwd": _empty_or_fwad_assert, "func.jacfwd+dynamo": _empty_or_fwad_assert,
+                  "func.grad_vmap": _saves_fresh_tensor_and_for_forward,
+                  "func.grad_vmap+dynamo": _saves_fresh_tensor_and_for_forward}
 
 
 def _agrees(name: str, min_share: float) -> None:
