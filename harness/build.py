@@ -7,8 +7,6 @@ op sequence with plain autograd (no custom Function), which is the independent o
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -18,15 +16,13 @@ from torch.autograd.function import once_differentiable
 from harness import plain
 from harness.spec import FunctionSpec, GraphSpec, OutputSpec
 
-#: A deliberate bug for self-tests ("wrong_backward", "wrong_jvp"): proves the harness
-#: reports what it should. Set by tests and by reproducers of such failures, never by default.
-FAULTS = ("wrong_backward", "wrong_jvp", "leak_input", "ctx_cycle", "drop_saved", "crash_wide", "hang_wide")
-FAULT: str | None = os.environ.get("HARNESS_INJECT_FAULT") or None
-_LEAKED: list = []  # where the "leak_input" fault keeps its extra references
-
 #: the lifetime oracle's observer of saved intermediates (set by the runner while it tracks;
 #: generic Functions only, see harness/plain.py)
 SAVED_OBSERVER: Callable[[int, list], None] | None = None
+
+#: what generic Functions with untraceable="side_effect" append to at each forward (a Python
+#: side effect at module level, as users write them); emptied at each build
+FORWARD_CALLS: list[int] = []
 
 #: classes to run for plain-style Function n instead of compiling its generated source: a
 #: plain reproducer defines its Functions as code and hands them over here, so what the
@@ -66,12 +62,16 @@ def _computed(out: OutputSpec, args: Sequence[Any], shape, dtype, device) -> tor
     return y
 
 
-def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device) -> list[Any]:
-    """The forward's values, in output order; dirty inputs are updated in place."""
+def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
+                 read: Sequence[Any] | None = None, computed: Sequence[torch.Tensor] | None = None) -> list[Any]:
+    """The forward's values, in output order; dirty inputs are updated in place. Computed
+    outputs read `read` (default: `args`), or are `computed` already (in output order)."""
+    read = args if read is None else read
+    made = iter(computed) if computed is not None else None
     results: list[Any] = []
     for out in spec.outputs:
         if out.kind == "compute":
-            results.append(_computed(out, args, shape, dtype, device))
+            results.append(next(made) if made is not None else _computed(out, read, shape, dtype, device))
         elif out.kind == "input":
             results.append(args[out.slot])
         elif out.kind == "view":
@@ -93,6 +93,7 @@ class GeneratedFunction(torch.autograd.Function):
 
     spec: FunctionSpec
     index: int  # position in the graph
+    inner: type[GeneratedFunction] | None  # generic style: what a nested forward applies
     shape: tuple[int, ...]
     dtype: torch.dtype
     device: torch.device
@@ -133,15 +134,6 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
         ctx.save_for_backward(*saved)
     if spec.jvp and nonlinear:
         ctx.save_for_forward(*nonlinear)
-    if FAULT in ("crash_wide", "hang_wide") and len(spec.tensor_slots) >= 24:
-        # a Function with 24+ tensor inputs kills or stalls the process: tests campaign isolation
-        if FAULT == "crash_wide":
-            os.abort()
-        time.sleep(3600)
-    if FAULT == "leak_input":
-        _LEAKED.extend(a for a in args if isinstance(a, torch.Tensor))
-    if FAULT == "ctx_cycle" and spec.tensor_outputs:
-        ctx.cycle = outputs[spec.tensor_outputs[0]]  # an output stored on ctx directly
 
 
 def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
@@ -205,9 +197,6 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
         else:
             result.append(torch.zeros(cls.shape, dtype=cls.dtype, device=cls.device)
                           if spec.unused_grad == "zeros" else None)
-    if FAULT == "wrong_backward" and acc:
-        slot = min(acc)
-        result[slot] = result[slot] * 1.5 if result[slot] is not None else None
     return _break(cls, result)
 
 
@@ -247,9 +236,6 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
         else:  # dirty: the tangent is updated in place, like the primal
             tx = tangents[out.slot]
             results.append(None if tx is None else tx.mul_(out.coeff))
-    if FAULT == "wrong_jvp":
-        results = [r * 1.5 if isinstance(r, torch.Tensor) and o.kind == "compute" else r
-                   for r, o in zip(results, spec.outputs)]
     return tuple(results) if spec.tuple_output else results[0]
 
 
@@ -267,7 +253,7 @@ def make_plain_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], 
     the attributes the math oracle and reproducers read from outside."""
     cls = PLAIN_CLASSES.get(index)
     if cls is None:
-        source = plain.function_source(spec, index, shape, dtype, device, fault=FAULT)
+        source = plain.function_source(spec, index, shape, dtype, device)
         cls = plain.compile_function(source, f"F{index}")
         cls.source = source
     for name, value in {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device}.items():
@@ -276,11 +262,25 @@ def make_plain_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], 
 
 
 def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                          device: torch.device) -> type[GeneratedFunction]:
-    """One class body for every spec: its methods read the spec from the class."""
+                          device: torch.device, suffix: str = "") -> type[GeneratedFunction]:
+    """One class body for every spec: its methods read the spec from the class. The class
+    is `F<index><suffix>`."""
 
     def run_forward(args: Sequence[Any]) -> list[Any]:
-        return _raw_outputs(spec, args, shape, dtype, device)
+        if spec.untraceable == "print":
+            print(end="")  # prints nothing, and still breaks Dynamo's graph
+        elif spec.untraceable == "side_effect":
+            FORWARD_CALLS.append(index)
+        elif spec.untraceable == "data_branch":
+            if args[spec.tensor_slots[0]].sum() > 0:  # Dynamo cannot know which arm runs
+                branch = "positive"
+            else:
+                branch = "not positive"
+            del branch  # both arms compute the same outputs
+        computed = inner.apply(*args) if spec.nested else None
+        return _raw_outputs(spec, args, shape, dtype, device, computed=computed)
+
+    inner = make_generic_function(spec.inner(), index, shape, dtype, device, "Inner") if spec.nested else None
 
     def finish(outputs: list[Any]) -> Any:
         return tuple(outputs) if spec.tuple_output else outputs[0]
@@ -291,7 +291,8 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     if spec.once_differentiable:
         backward = once_differentiable(backward)
     body: dict[str, Any] = {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device,
-                            "backward": staticmethod(backward), "__module__": __name__}
+                            "inner": inner,
+                            spec.backward_method: staticmethod(backward), "__module__": __name__}
     if spec.style == "old":
         def forward_old(ctx: Any, *args: Any) -> Any:
             outputs = run_forward(args)
@@ -310,24 +311,27 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
         body["generate_vmap_rule"] = spec.vmap
     if spec.jvp:
         body["jvp"] = staticmethod(lambda ctx, *tangents: _jvp(cls, ctx, *tangents))
-    cls = type(f"F{index}", (GeneratedFunction,), body)
+    cls = type(f"F{index}{suffix}", (GeneratedFunction,), body)
     return cls
 
 
 # --- the math oracle -------------------------------------------------------------------
 
 
-def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device) -> Any:
+def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
+               read: Sequence[Any] | None = None) -> Any:
     """The same op sequence as the generated forward, by plain autograd.
 
     A custom Function's differentiable outputs require grad whenever any tensor input
     does; adding 0 * (those inputs) reproduces that, so hooks and autograd.grad see the
     same structure. Gradients through it are exact zeros.
+
+    `read` (default: `args`): what the computed outputs read instead of the arguments.
     """
     grad_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
     anchor = sum(0 * a.sum() for a in grad_inputs) if grad_inputs and torch.is_grad_enabled() else None
     outputs: list[Any] = []
-    for out, y in zip(spec.outputs, _raw_outputs(spec, args, shape, dtype, device)):
+    for out, y in zip(spec.outputs, _raw_outputs(spec, args, shape, dtype, device, read)):
         if out.kind == "const":
             outputs.append(y)
         elif out.non_differentiable:
@@ -358,7 +362,8 @@ class BuiltGraph:
         leaves = []
         for leaf in self.spec.leaves:
             shape = ((leaf.views,) if leaf.views else ()) + tuple(self.spec.shape)
-            leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, self.dtype, self.device, gen))
+            device = torch.device("cpu") if leaf.on_cpu else self.device  # a CPU scalar beside CUDA ones
+            leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, self.dtype, device, gen))
         return leaves
 
     def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
@@ -384,6 +389,7 @@ def _leaf_tensor(shape, layout: str, requires_grad: bool, dtype, device, gen) ->
 
 
 def build(spec: GraphSpec, device: str | torch.device = "cpu") -> BuiltGraph:
+    FORWARD_CALLS.clear()
     device = torch.device(device)
     dtype = getattr(torch, spec.dtype)
     functions = tuple(

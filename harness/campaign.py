@@ -1,28 +1,44 @@
-"""The fuzz loop: draw graphs, check every path, count outcomes, shrink and write failures.
+"""The fuzz loop: draw graphs, check every path, record each example; then shrink each
+distinct cause with Hypothesis' own shrinker and write its reproducer.
 
-Hypothesis drives generation in batches until the time budget is spent. A failing
-example is recorded (not raised) so the campaign goes on; afterwards each distinct
-failure signature is shrunk with `hypothesis.find` and written as a reproducer.
+Everything a campaign learns is a record (harness/records.py), and its counts are rebuilt
+from records only (`CampaignResult.add_record`), live or from the log.
+
+Shrinking starts from the example that failed, not from scratch. When an example shows a
+cause not seen before, the fuzz test raises, so Hypothesis saves that example's choice
+sequence in the example database under the cause's own key (`CauseDatabase`). At the end,
+one test per cause runs with `phases=[Phase.reuse, Phase.shrink]` over that key: Hypothesis
+replays the saved example and shrinks it, keeping its best in the database as it goes.
+
+The budget covers everything: once there are causes to shrink, fuzzing stops at
+(1 - SHRINK_SHARE) of it and shrinking and the reproducers share the rest, each cause
+getting an equal part of what is left when its turn comes (a cause out of time keeps the
+smallest failing example seen so far); with nothing to shrink, fuzzing goes on to the end.
 """
 
 from __future__ import annotations
 
 import collections
 import gc
+import hashlib
 import re
 import time
+import unittest
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
-from hypothesis import HealthCheck, Phase, find, given, settings
-from hypothesis.errors import FlakyFailure, NoSuchExample
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 
-from harness.check import PathOutcome, Verdict, check
+from harness.check import Verdict, check
 from harness.dataflow import Dataflow
+from harness.devices import is_cuda
 from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS, gradcheck_verdict
 from harness.paths import Path as ExecPath
+from harness.records import cause_of, features, now, outcome_record, spec_hash, spec_size
 from harness.repro import write_reproducer
 from harness.spec import GraphSpec
 from strategies import graphs
@@ -30,6 +46,12 @@ from strategies import graphs
 BATCH = 25
 #: the share of a campaign's budget kept for shrinking failures and writing reproducers
 SHRINK_SHARE = 0.15
+#: of each cause's part of the shrinking time, what shrinking may use (the rest writes the reproducer)
+SHRINK_PART = 0.8
+GRADCHECK_CAUSE = "gradcheck"
+
+Record = dict[str, Any]
+OnRecord = Callable[[Record], None]
 
 
 @dataclass
@@ -50,17 +72,19 @@ class PathCounts:
     def checked(self) -> int:
         return self.ok + self.failed
 
-    def add(self, outcome: PathOutcome) -> None:
-        if outcome.status == "ok":
+    def add(self, outcome: Record) -> None:
+        """One path's outcome record (records.outcome_record)."""
+        status, known = outcome["status"], outcome.get("known", [])
+        if status == "ok":
             self.ok += 1
-        elif outcome.status == "failed":
+        elif status == "failed":
             self.failed += 1
-        elif outcome.status == "unsupported":
-            self.unsupported[outcome.reason] += 1
+        elif status == "unsupported":
+            self.unsupported[outcome["reason"]] += 1
         else:
             self.stopped += 1
-        self.known.update(outcome.known)
-        self.past_known += bool(outcome.known) and outcome.checked
+        self.known.update(known)
+        self.past_known += bool(known) and status in ("ok", "failed")
 
     def as_json(self, examples: int) -> dict[str, Any]:
         return {"checked": self.checked, "checked_share": round(self.checked / examples, 4) if examples else 0.0,
@@ -69,11 +93,11 @@ class PathCounts:
                 "known": dict(self.known)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "PathCounts":
+    def from_json(cls, data: dict[str, Any]) -> PathCounts:
         return cls(data["ok"], data["failed"], data["stopped_by_known"], data["checked_past_known"],
                    collections.Counter(data["unsupported"]), collections.Counter(data["known"]))
 
-    def merge(self, other: "PathCounts") -> None:
+    def merge(self, other: PathCounts) -> None:
         self.ok += other.ok
         self.failed += other.failed
         self.stopped += other.stopped
@@ -84,12 +108,36 @@ class PathCounts:
 
 @dataclass
 class Failure:
-    signature: str  # the cause, without the paths it was seen on
-    spec: GraphSpec
+    """One cause, grouped across paths and examples, with its smallest reproducer."""
+
+    signature: str  # the cause (records.cause_of), without the paths it was seen on
+    spec: GraphSpec  # the smallest failing example seen, or the shrunk one
     report: str
-    count: int = 1
+    count: int = 1  # examples that showed it
     reproducer: str | None = None
     paths: set[str] = field(default_factory=set)
+    size_before: int = 0  # records.spec_size of the first example that showed it
+    shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved"
+    replay: str = ""  # on resume: "still fails" or "fixed"
+
+    @property
+    def size(self) -> int:
+        return spec_size(self.spec)
+
+    @property
+    def shrinkable(self) -> bool:
+        """Failures of a path check: Hypothesis saved their example and can replay it (a worker
+        crash or hang, and gradcheck, are reported as found)."""
+        return bool(self.paths) and not self.signature.startswith((GRADCHECK_CAUSE, "crash", "hang"))
+
+    def offer(self, spec: GraphSpec, report: str) -> None:
+        """Another example with this cause: kept when it is smaller."""
+        if _smaller(spec, self.spec):
+            self.spec, self.report = spec, report
+
+
+def _smaller(a: GraphSpec, b: GraphSpec) -> bool:
+    return (spec_size(a), len(a.to_json())) < (spec_size(b), len(b.to_json()))
 
 
 @dataclass
@@ -98,36 +146,114 @@ class CampaignResult:
     device: str
     examples: int = 0
     with_backward: int = 0  # examples where a backward really runs (compiled autograd's share)
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time of every session, fuzzing, shrinking and reports
+    fuzz_seconds: float = 0.0  # from each session's start to its last example
     counts: dict[str, PathCounts] = field(default_factory=dict)
     failures: dict[str, Failure] = field(default_factory=dict)
     lifetimes: bool = True
     #: float64 gradcheck of the examples where it is cheap: ok / failed / skipped
     gradcheck: collections.Counter = field(default_factory=collections.Counter)
+    #: coverage: for each axis (records.features), examples per value; tensor inputs per Function
+    coverage: dict[str, collections.Counter] = field(default_factory=dict)
+    inputs: collections.Counter = field(default_factory=collections.Counter)
+    #: when each example was recorded (throughput over time)
+    times: list[float] = field(default_factory=list)
+    check_ms: float = 0.0
+    generate_ms: float = 0.0
+    sessions: int = 0
+    budget_s: float = 0.0
+    _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
+    _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
-    def add_gradcheck(self, spec: GraphSpec, status: str, detail: str) -> None:
-        self.gradcheck[status] += 1
-        if status == "failed":
-            cause = "gradcheck: " + re.sub(r"[-+]?\d[\d.e+-]*", "N", detail)[:160]
-            if cause in self.failures:
-                self.failures[cause].count += 1
-            else:  # no path to replay it on: the spec is kept, shrinking and reproducer skipped
-                self.failures[cause] = Failure(cause, spec, detail)
+    # --- the one way counts change: a record -------------------------------------------
+    def add_record(self, record: Record) -> None:
+        kind = record["kind"]
+        if kind == "start":
+            self._close_session()
+            self.sessions += 1
+            self.budget_s += record.get("budget_s", 0.0)
+            self.paths, self.device, self.lifetimes = list(record["paths"]), record["device"], record["lifetimes"]
+            self._session = (record["t"], record["t"], record["t"])
+            return
+        start, _, last_example = self._session
+        self._session = start, last, last_example = (
+            start, record["t"], record["t"] if kind in ("example", "crash") else last_example)
+        self.seconds, self.fuzz_seconds = self._closed[0] + last - start, self._closed[1] + last_example - start
+        if kind == "example":
+            self._add_example(record)
+        elif kind == "crash":
+            self.examples += 1
+            self._add_failure(record["cause"], record, set(record["paths"]))
+        elif kind == "replay":
+            self.failures[record["cause"]].replay = record["result"]
+        elif kind == "shrunk":
+            f = self.failures[record["cause"]]
+            f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]
+            f.shrink, f.reproducer = record["result"], record.get("reproducer")
+        elif kind == "reproducer":
+            self.failures[record["cause"]].reproducer = record["reproducer"]
 
-    def add(self, verdict: Verdict) -> None:
+    def _add_example(self, record: Record) -> None:
         self.examples += 1
-        self.with_backward += has_backward(verdict.spec)
-        for name, outcome in verdict.outcomes.items():
+        self.with_backward += record["backward"]
+        self.times.append(record["t"])
+        self.check_ms += record["check_ms"]
+        self.generate_ms += record["generate_ms"]
+        self.gradcheck[record["gradcheck"]] += 1
+        for axis, values in record["features"].items():
+            if axis == "inputs":
+                self.inputs.update(values)
+            else:
+                self.coverage.setdefault(axis, collections.Counter()).update(str(v) for v in values)
+        by_cause: dict[str, set[str]] = {}
+        for name, outcome in record["outcomes"].items():
             self.counts.setdefault(name, PathCounts()).add(outcome)
-            if outcome.status == "failed":
-                # one failure per cause: the same difference on several paths is one bug to shrink
-                cause = signature(outcome)
-                if cause in self.failures:
-                    self.failures[cause].count += 1
-                    self.failures[cause].paths.add(name)
-                else:
-                    self.failures[cause] = Failure(cause, outcome.checked_spec or verdict.spec, verdict.report(),
-                                                   paths={name})
+            if outcome["status"] == "failed":
+                by_cause.setdefault(outcome["cause"], set()).add(name)
+        if record["gradcheck"] == "failed":
+            by_cause[record["gradcheck_cause"]] = set()
+        for cause, paths in by_cause.items():  # once per example, however many paths showed it
+            self._add_failure(cause, record, paths)
+
+    def _add_failure(self, cause: str, record: Record, paths: set[str]) -> None:
+        spec = GraphSpec.from_json(record["spec"])
+        if cause in self.failures:
+            f = self.failures[cause]
+            f.count += 1
+            f.paths |= paths
+            if not f.shrink:  # a shrunk reproducer is final
+                f.offer(spec, record["report"])
+        else:
+            self.failures[cause] = Failure(cause, spec, record["report"], 1, record.get("reproducer"), paths,
+                                           size_before=spec_size(spec))
+
+    def _close_session(self) -> None:
+        self._closed = (self.seconds, self.fuzz_seconds)
+        self._session = (0.0, 0.0, 0.0)
+
+    def finish(self) -> CampaignResult:
+        """Close the last session's times (after its last record)."""
+        self._close_session()
+        return self
+
+    @classmethod
+    def from_records(cls, records: Iterable[Record]) -> CampaignResult:
+        result = cls([], "cpu")
+        for record in records:
+            result.add_record(record)
+        return result.finish()
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.examples / self.fuzz_seconds if self.fuzz_seconds > 0 else 0.0
+
+    @property
+    def known(self) -> collections.Counter:
+        """Known torch issues hit, over every path (each is counted where it was hit)."""
+        total: collections.Counter = collections.Counter()
+        for c in self.counts.values():
+            total.update(c.known)
+        return total
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -136,46 +262,56 @@ class CampaignResult:
             "examples": self.examples,
             "examples_with_backward": self.with_backward,
             "seconds": round(self.seconds, 3),
-            "examples_per_second": round(self.examples / self.seconds, 2) if self.seconds else 0.0,
+            "fuzz_seconds": round(self.fuzz_seconds, 3),
+            "examples_per_second": round(self.examples_per_second, 2),
             "lifetimes": self.lifetimes,
             "gradcheck": dict(self.gradcheck),
             "paths": {name: self.counts.get(name, PathCounts()).as_json(self.examples) for name in self.paths},
+            "known_torch_issues": dict(self.known),
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
-                          "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json()}
+                          "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json(),
+                          "size_before": f.size_before, "size_after": f.size, "shrink": f.shrink,
+                          "replay": f.replay}
                          for f in self.failures.values()],
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "CampaignResult":
+    def from_json(cls, data: dict[str, Any]) -> CampaignResult:
         result = cls(list(data["paths"]), data["device"], data["examples"], data["examples_with_backward"],
-                     data["seconds"], lifetimes=data["lifetimes"],
+                     data["seconds"], data.get("fuzz_seconds", data["seconds"]), lifetimes=data["lifetimes"],
                      gradcheck=collections.Counter(data["gradcheck"]))
         result.counts = {name: PathCounts.from_json(c) for name, c in data["paths"].items()}
         for f in data["failures"]:
-            result.failures[f["signature"]] = Failure(f["signature"], GraphSpec.from_json(f["spec"]),
-                                                      f["report"], f["count"], f["reproducer"], set(f["paths"]))
+            result.failures[f["signature"]] = Failure(
+                f["signature"], GraphSpec.from_json(f["spec"]), f["report"], f["count"], f["reproducer"],
+                set(f["paths"]), f.get("size_before", 0), f.get("shrink", ""), f.get("replay", ""))
         return result
 
-    def merge(self, other: "CampaignResult") -> None:
-        """Add another worker's counts and failures (seconds are wall time, kept by the caller)."""
+    def merge(self, other: CampaignResult) -> None:
+        """Add another shard's counts and failures (seconds are wall time, kept by the caller);
+        merging shards' logs record by record gives the same."""
         self.examples += other.examples
         self.with_backward += other.with_backward
         self.gradcheck.update(other.gradcheck)
+        self.inputs.update(other.inputs)
+        for axis, counter in other.coverage.items():
+            self.coverage.setdefault(axis, collections.Counter()).update(counter)
         for name, counts in other.counts.items():
             self.counts.setdefault(name, PathCounts()).merge(counts)
         for sig, f in other.failures.items():
             if sig in self.failures:
                 self.failures[sig].count += f.count
                 self.failures[sig].paths |= f.paths
+                self.failures[sig].offer(f.spec, f.report)
             else:
                 self.failures[sig] = f
 
     def summary(self) -> str:
-        rate = self.examples / self.seconds if self.seconds else 0.0
         oracle = "with" if self.lifetimes else "without"
         lines = [f"torch {torch.__version__} on {self.device}: {self.examples} examples "
-                 f"({self.with_backward} with a backward) in {self.seconds:.1f} s ({rate:.1f} examples/s, "
-                 f"{oracle} the lifetime oracle)", "",
+                 f"({self.with_backward} with a backward) in {self.fuzz_seconds:.1f} s of fuzzing "
+                 f"({self.examples_per_second:.1f} examples/s, {oracle} the lifetime oracle), "
+                 f"{self.seconds:.1f} s in all", "",
                  "checked = ok + failed: compared and judged, on the example or on the workaround variant",
                  "that steps around a known torch issue; stopped = a known issue ended the check.", "",
                  f"{'path':<18} {'checked':>15} {'ok':>7} {'failed':>7} {'stopped':>8} {'unsupported':>12}"]
@@ -197,14 +333,24 @@ class CampaignResult:
         lines += ["", f"float64 gradcheck (examples of at most {CAMPAIGN_GRADCHECK_ELEMENTS} input elements): "
                       f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"]
         if self.failures:
-            lines += ["", f"{len(self.failures)} distinct failure(s):"]
+            lines += ["", f"{len(self.failures)} distinct failure cause(s):"]
             for f in self.failures.values():
-                lines.append(f"  x{f.count} on {','.join(sorted(f.paths))}: {f.signature}")
+                lines.append(f"  x{f.count} on {','.join(sorted(f.paths)) or '-'}: {f.signature}")
+                lines.append(f"     size {f.size_before} -> {f.size} ({shrink_note(f)})"
+                             + (f"; replayed: {f.replay}" if f.replay else ""))
                 if f.reproducer:
                     lines.append(f"     reproducer: {f.reproducer}")
         else:
             lines += ["", "no failures"]
         return "\n".join(lines)
+
+
+def shrink_note(f: Failure) -> str:
+    if not f.shrinkable:
+        return "the smallest example seen; not shrunk: no replayable example (crash, hang or gradcheck)"
+    return {"complete": "shrunk", "time cap": "shrunk until its time cap",
+            "not reproduced": "not shrunk: the saved example no longer fails",
+            "not saved": "not shrunk: no saved example in the database"}.get(f.shrink, "not shrunk: out of budget")
 
 
 def has_backward(spec: GraphSpec) -> bool:
@@ -213,91 +359,324 @@ def has_backward(spec: GraphSpec) -> bool:
     return spec.backward != "none" and any(flow.requires_grad[r] for r in spec.value_refs() if r.startswith("f"))
 
 
-def signature(outcome: PathOutcome) -> str:
-    """What kind of failure this is, without the example's particulars or the path (for
-    dedup: the same difference on several paths is one cause)."""
-    m = outcome.mismatches[0]
-    detail = re.sub(r"[-+]?\d[\d.e+-]*", "N", m.detail.split("\n")[0])[:160]
-    role = m.role.split(":")[0]
-    against = "the other path" if m.against not in ("math", "eager", "lifetime rule") else m.against
-    return f"vs {against} at {m.checkpoint} {role}: {detail}"
+def signature(outcome: Any) -> str:
+    """The cause of a failed path outcome (kept under its old name; see records.cause_of)."""
+    return cause_of(outcome)
 
 
-def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
-                 out_dir: str | Path = "failures", database: Any = None, shrink_examples: int = 200,
-                 max_examples: int | None = None, lifetimes: bool = True,
-                 on_example: Callable[[GraphSpec], None] | None = None,
-                 on_progress: Callable[[CampaignResult], None] | None = None,
-                 name_prefix: str = "") -> CampaignResult:
-    """Fuzz until the budget is spent. on_example sees each spec before it is checked and
-    on_progress the running result after it (the worker processes use them for crash isolation)."""
-    result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
+def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str], *, generate_ms: float,
+                   check_ms: float, worker: str = "") -> Record:
+    outcomes = {name: outcome_record(o) for name, o in verdict.outcomes.items()}
+    record: Record = {"kind": "example", "t": now(), "worker": worker, "hash": spec_hash(spec),
+                      "outcomes": outcomes, "backward": has_backward(spec), "gradcheck": gradcheck[0],
+                      "generate_ms": round(generate_ms, 3), "check_ms": round(check_ms, 3),
+                      "features": features(spec)}
+    if gradcheck[0] == "failed":
+        record["gradcheck_cause"] = f"{GRADCHECK_CAUSE}: {_numbers_out(gradcheck[1])}"
+    if verdict.failed or gradcheck[0] == "failed":  # what a failure group needs to show and replay it
+        record["spec"] = spec.to_json()
+        record["report"] = verdict.report() if verdict.failed else f"gradcheck failed: {gradcheck[1]}"
+    return record
+
+
+def _numbers_out(text: str) -> str:
+    return re.sub(r"[-+]?\d[\d.e+-]*", "N", text)[:160]
+
+
+# --- Hypothesis: one test shape for fuzzing, replaying and shrinking ------------------------
+
+
+class CauseDatabase(ExampleDatabase):
+    """Hypothesis' example database, with every key put under a failure cause.
+
+    With `unshrunk=True` (fuzzing, replaying) every example Hypothesis saves goes to each
+    cause's *secondary* corpus: examples that showed a bug but are not minimal. From the
+    primary corpus Hypothesis would take it as already shrunk, and skip shrinking it. In the
+    fuzz test the causes are set just before the test raises. Shrinking a cause reads and
+    writes its keys as Hypothesis does, so its primary corpus holds the shrunk example.
+
+    With `failures_first=True` (fuzzing) a failing example is also kept under FAILURES_FIRST,
+    which is what the fuzz test reads while no cause is set: the next campaign sharing the
+    database (a folder, or Redis across machines) replays every failure found so far before it
+    generates anything. They stay there (a fixed one costs one example per campaign), since
+    Hypothesis would drop a replayed example that raised nothing new, e.g. a cause already known."""
+
+    FAILURES_FIRST = b"failures-first/"
+
+    def __init__(self, base: ExampleDatabase, causes: Iterable[str] = (), *, unshrunk: bool = False,
+                 failures_first: bool = False) -> None:
+        super().__init__()
+        self.base, self.causes, self.unshrunk, self.failures_first = base, list(causes), unshrunk, failures_first
+
+    @staticmethod
+    def prefix(cause: str) -> bytes:
+        return hashlib.sha1(cause.encode()).hexdigest()[:20].encode() + b"/"
+
+    def _keys(self, key: bytes) -> list[bytes]:
+        if self.failures_first and not self.causes:
+            return [self.FAILURES_FIRST + key]
+        return [self.prefix(c) + key for c in self.causes]
+
+    def save(self, key: bytes, value: bytes) -> None:
+        for k in self._keys(key):
+            self.base.save(k + b".secondary" if self.unshrunk else k, value)
+        if self.failures_first and self.causes:
+            self.base.save(self.FAILURES_FIRST + key, value)
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        for k in self._keys(key):
+            yield from self.base.fetch(k)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        for k in self._keys(key):
+            if not k.startswith(self.FAILURES_FIRST):  # a failure stays to be replayed by every campaign
+                self.base.delete(k, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        for s, d in zip(self._keys(src), self._keys(dest)):
+            self.base.move(s, d, value)
+
+
+class _Found(Exception):
+    """Raised in a Hypothesis test to mark its example as failing (so it is saved or shrunk)."""
+
+
+class _Stop(Exception):
+    """Raised in the fuzz test when its time or example count is spent, to end the batch."""
+
+
+class _TimeUp(KeyboardInterrupt):
+    """A cause's shrinking time is spent. Hypothesis lets KeyboardInterrupt through at once,
+    without saving the example it was on (any other exception would be shrunk as a bug of its
+    own); its best so far is already in the database and in our hands."""
+
+
+def _graph_test(body: Callable[[GraphSpec], None], device: str, **options: Any) -> Callable[[], None]:
+    """A Hypothesis test over graphs() (with CPU scalars beside CUDA leaves on a CUDA device).
+    Every test made here has the same database key (the key is a digest of this inner
+    function), so fuzzing, replaying and shrinking meet there."""
+    @settings(deadline=None, suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+              derandomize=False, **options)
+    @given(graphs(mixed_device=is_cuda(device)))
+    def graph_example(spec: GraphSpec) -> None:
+        body(spec)
+    return graph_example
+
+
+def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
+         on_record: OnRecord, known: set[str], max_examples: int | None = None,
+         on_example: Callable[[GraphSpec], None] | None = None, worker: str = "",
+         until_failure: bool = False, should_stop: Callable[[], bool] | None = None) -> None:
+    """Check generated examples until `until` (time.perf_counter()), max_examples, should_stop()
+    or, with until_failure, the first example that fails; each is one record. An example with
+    a cause not in `known` is saved in `database` under that cause (and the cause becomes known)."""
+    checked = [0]
+    failed = [False]
+    pending: list[GraphSpec] = []  # the example the test raised on, which Hypothesis replays once
+    last_end = [time.perf_counter()]
+    db = CauseDatabase(database, unshrunk=True, failures_first=True)
     # A full gc.collect() costs ~80 ms with torch imported; once everything imported so far
     # is frozen out of the collector, the lifetime oracle's collections cost ~0.01 ms.
     gc.collect()
     gc.freeze()
-    start = time.perf_counter()
-    end = start + budget_s
-    # the budget covers everything: fuzzing stops early enough to leave a share for
-    # shrinking and writing the failures it found
-    deadline = start + budget_s * (1 - SHRINK_SHARE)
 
-    @settings(max_examples=BATCH, deadline=None, database=database, derandomize=False,
-              phases=[Phase.explicit, Phase.reuse, Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(graphs())
-    def one_batch(spec: GraphSpec) -> None:
-        if time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
-            if on_example is not None:
-                on_example(spec)
-            result.add(check(spec, paths, device, lifetimes=lifetimes))
-            result.add_gradcheck(spec, *gradcheck_verdict(spec, device))
-            if on_progress is not None:
-                result.seconds = time.perf_counter() - start
-                on_progress(result)
+    def more() -> bool:
+        return (time.perf_counter() < until and (max_examples is None or checked[0] < max_examples)
+                and not (until_failure and failed[0]) and not (should_stop is not None and should_stop()))
 
-    while time.perf_counter() < deadline and (max_examples is None or result.examples < max_examples):
-        one_batch()
-    failures = list(result.failures.values())
-    for i, failure in enumerate(failures):  # one per cause, on the paths it failed on
-        failing = [p for p in paths if p.name in failure.paths]
-        if not failing:
-            continue  # a gradcheck failure or a crashed worker: nothing to replay
-        # each cause gets an equal share of what is left (a fast one leaves more to the rest)
-        # (half of it to shrink, half to check the result again and write the script)
-        share = (end - time.perf_counter()) / (len(failures) - i)
-        failure.spec = _shrink(failure, failing, device, shrink_examples, on_example,
-                               until=time.perf_counter() + share / 2)
-        path = Path(out_dir) / f"{name_prefix}failure_{i}.py"
-        verdict = check(failure.spec, failing, device)
-        write_reproducer(failure.spec, [p.name for p in failing], device, verdict.report(), path, verdict=verdict)
-        failure.reproducer = str(path)
-    result.seconds = time.perf_counter() - start
-    return result
-
-
-class _OutOfTime(Exception):
-    pass
-
-
-def _shrink(failure: Failure, paths: list[ExecPath], device: str, max_examples: int,
-            on_example: Callable[[GraphSpec], None] | None = None, *, until: float) -> GraphSpec:
-    """A smaller spec that fails the same way, if Hypothesis finds one by `until`; else the original."""
-
-    def same_failure(spec: GraphSpec) -> bool:
-        if time.perf_counter() > until:
-            raise _OutOfTime
+    def one_example(spec: GraphSpec) -> None:
+        if pending and spec == pending[0]:
+            raise _Found  # Hypothesis' final replay of the example we raised on
+        if not more():
+            raise _Stop  # ends the batch now (and again on Hypothesis' replay); nothing is saved
         if on_example is not None:
             on_example(spec)
-        verdict = check(spec, paths, device)
-        return any(signature(o) == failure.signature for o in verdict.failed)
+        started = time.perf_counter()
+        verdict = check(spec, paths, device, lifetimes=lifetimes)
+        checked_at = time.perf_counter()
+        gradcheck = gradcheck_verdict(spec, device)
+        record = example_record(spec, verdict, gradcheck, generate_ms=1000 * (started - last_end[0]),
+                                check_ms=1000 * (checked_at - started), worker=worker)
+        checked[0] += 1
+        on_record(record)
+        last_end[0] = time.perf_counter()
+        causes = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"}
+        failed[0] = bool(causes) or record["gradcheck"] == "failed"
+        new = causes - known
+        if new:
+            known.update(new)
+            db.causes, pending[:] = sorted(new), [spec]
+            raise _Found
 
+    # the first batch replays the failures that campaigns sharing the database found before
+    batch = _graph_test(one_example, device, max_examples=BATCH, database=db,
+                        phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    later = _graph_test(one_example, device, max_examples=BATCH, database=db,
+                        phases=[Phase.explicit, Phase.generate])
+    while more():
+        db.causes = []  # an example is saved only under the new causes it raised for
+        try:
+            batch()
+        except _Found:
+            pending.clear()
+        except _Stop:
+            return
+        else:  # every saved failure was replayed (each one found raises, and ends its batch)
+            batch = later
+        last_end[0] = time.perf_counter()
+
+
+def replay(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase,
+           lifetimes: bool) -> str:
+    """Run a cause's saved example again: "still fails", "fixed" or "not saved"."""
+    def again(spec: GraphSpec) -> None:
+        if failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes)):
+            raise _Found
+
+    test = _graph_test(again, device, database=CauseDatabase(database, [failure.signature], unshrunk=True),
+                       phases=[Phase.reuse], report_multiple_bugs=False)
     try:
-        found = find(graphs(), same_failure, settings=settings(
-            max_examples=max_examples, deadline=None, database=None,
-            suppress_health_check=list(HealthCheck)))
-    except (NoSuchExample, FlakyFailure, _OutOfTime):
-        return failure.spec
-    return found if len(found.to_json()) < len(failure.spec.to_json()) else failure.spec
+        test()
+    except _Found:
+        return "still fails"
+    except unittest.SkipTest:  # nothing under the cause's key: no example ran
+        return "not saved"
+    return "fixed"
 
 
-__all__ = ["CampaignResult", "run_campaign", "signature"]
+def replay_failures(failures: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
+                    lifetimes: bool, *, until: float, on_record: OnRecord) -> None:
+    """A resumed campaign's earlier failures first: does each still fail? One "replay" record each."""
+    for failure in failures:
+        if failure.shrinkable and time.perf_counter() < until:
+            failing = [p for p in paths if p.name in failure.paths]
+            on_record({"kind": "replay", "t": now(), "cause": failure.signature,
+                       "result": replay(failure, failing, device, database, lifetimes)})
+
+
+def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
+           *, until: float) -> tuple[GraphSpec, str]:
+    """(the smallest failing spec found, how shrinking ended) for one cause, by Hypothesis'
+    shrinker from the example saved when the cause was found, stopped at `until`."""
+    best = [failure.spec]
+
+    def same_cause(spec: GraphSpec) -> None:
+        if time.perf_counter() > until:
+            raise _TimeUp
+        if failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes)):
+            if _smaller(spec, best[0]):
+                best[0] = spec
+            raise _Found
+
+    test = _graph_test(same_cause, device, database=CauseDatabase(database, [failure.signature]),
+                       phases=[Phase.reuse, Phase.shrink], report_multiple_bugs=False)
+    try:
+        test()
+    except _Found:
+        return best[0], "complete"
+    except _TimeUp:
+        return best[0], "time cap"
+    except unittest.SkipTest:
+        return best[0], "not saved"
+    return best[0], "not reproduced"
+
+
+def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
+    """Check one small graph, so that a fresh process's first real check does not pay for the
+    imports and caches torch fills on first use (seconds, under load)."""
+    from harness.spec import Arg, FunctionSpec, LeafSpec, OutputSpec, Term
+
+    spec = GraphSpec(leaves=(LeafSpec(),), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "sin"),)),), save=("inputs",)),))
+    check(spec, paths, device, lifetimes=lifetimes)
+    gradcheck_verdict(spec, device)
+
+
+def _causes(verdict: Verdict) -> set[str]:
+    return {cause_of(o) for o in verdict.failed}
+
+
+def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
+                    lifetimes: bool, *, until: float, out_dir: str | Path, on_record: OnRecord,
+                    name_prefix: str = "") -> None:
+    """Shrink each cause and write its reproducer, one "shrunk" record each, by `until`."""
+    todo = [f for f in failures if f.shrinkable and not f.shrink]
+    for i, failure in enumerate(todo):
+        share = (until - time.perf_counter()) / (len(todo) - i)  # a fast cause leaves more to the rest
+        if share <= 0:
+            return
+        failing = [p for p in paths if p.name in failure.paths]
+        spec, how = shrink(failure, failing, device, database, lifetimes,
+                           until=time.perf_counter() + SHRINK_PART * share)
+        verdict = check(spec, failing, device, lifetimes=lifetimes)
+        destination = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
+        write_reproducer(spec, [p.name for p in failing], device, verdict.report(), destination, verdict=verdict)
+        on_record({"kind": "shrunk", "t": now(), "cause": failure.signature, "result": how,
+                   "spec": spec.to_json(), "report": verdict.report(), "reproducer": str(destination),
+                   "size_before": failure.size_before, "size_after": spec_size(spec)})
+
+
+def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_record: OnRecord) -> None:
+    """A reproducer for each cause that has none yet (its shrinking ran out of budget): the
+    smallest example seen, written as it is (no check, so it costs no budget to speak of)."""
+    for f in result.failures.values():
+        if f.reproducer is None and f.paths:
+            destination = Path(out_dir) / f"failure_{_slug(f.signature)}.py"
+            write_reproducer(f.spec, sorted(f.paths), result.device, f.report, destination)
+            on_record({"kind": "reproducer", "t": now(), "cause": f.signature, "reproducer": str(destination)})
+
+
+def to_shrink(result: CampaignResult) -> list[Failure]:
+    """The causes still to shrink: fuzzing leaves them the last SHRINK_SHARE of the budget
+    (and, when there are none, fuzzes on to the end)."""
+    return [f for f in result.failures.values() if f.shrinkable and not f.shrink]
+
+
+def _slug(cause: str) -> str:
+    return hashlib.sha1(cause.encode()).hexdigest()[:8]
+
+
+def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
+                 out_dir: str | Path = "failures", database: ExampleDatabase | None = None,
+                 max_examples: int | None = None, lifetimes: bool = True,
+                 result: CampaignResult | None = None, on_record: OnRecord | None = None,
+                 on_example: Callable[[GraphSpec], None] | None = None,
+                 on_progress: Callable[[CampaignResult], None] | None = None,
+                 name_prefix: str = "", until_failure: bool = False) -> CampaignResult:
+    """A campaign in this process: replay the failures `result` already holds (a resumed
+    campaign), fuzz, then shrink each new cause, all within `budget_s`. Each record goes to
+    `result` and then to on_record (the log, the progress display); on_example sees each spec
+    before it is checked and on_progress the result after each example."""
+    start = time.perf_counter()
+    end = start + budget_s
+    database = database if database is not None else InMemoryExampleDatabase()
+    result = result if result is not None else CampaignResult([p.name for p in paths], device,
+                                                              lifetimes=lifetimes)
+
+    def record(rec: Record) -> None:
+        result.add_record(rec)
+        if on_record is not None:
+            on_record(rec)
+        if on_progress is not None and rec["kind"] == "example":
+            on_progress(result)
+
+    record({"kind": "start", "t": now(), "paths": [p.name for p in paths], "device": device,
+            "torch": torch.__version__, "budget_s": budget_s, "lifetimes": lifetimes,
+            "resumed": bool(result.examples)})
+    replay_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
+                    on_record=record)
+    fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
+    fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
+         known=set(result.failures), max_examples=max_examples, on_example=on_example,
+         until_failure=until_failure,
+         should_stop=lambda: time.perf_counter() >= fuzz_end and bool(to_shrink(result)))
+    shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
+                    out_dir=out_dir, on_record=record, name_prefix=name_prefix)
+    write_unshrunk_reproducers(result, out_dir, record)
+    record({"kind": "end", "t": now()})
+    return result.finish()
+
+
+__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "example_record", "fuzz", "replay",
+           "replay_failures", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink",
+           "write_unshrunk_reproducers"]

@@ -6,8 +6,11 @@ import argparse
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
+DEVICE_HELP = ("cpu (default), cuda, or cpu,cuda: the same graph on both, the CUDA runs judged "
+               "against the CPU's within the error bounds")
 DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
 
@@ -35,52 +38,222 @@ def _paths(text: str | None):
     return selected
 
 
-def _device(text: str) -> str:
-    import torch
+def _devices(text: str) -> tuple[str, ...]:
+    from harness.devices import DeviceError, parse_devices
 
-    if text == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("error: --device cuda needs a CUDA build of torch and a GPU; use --device cpu.")
-    return text
+    try:
+        return parse_devices(text)
+    except DeviceError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def _on_devices(paths: list, devices: tuple[str, ...]) -> tuple[list, str]:
+    """The first device checks every path; each further one adds every path again as
+    "<path>@<device>" (harness.paths.on_device), judged against the first device's results."""
+    from harness.paths.on_device import on_device
+
+    return paths + [on_device(p, d) for d in devices[1:] for p in paths], devices[0]
+
+
+#: time kept back from the budget for the reports, when it is long enough to spare it
+REPORT_S = 5.0
+#: what a Ray shard's budget leaves for starting Ray, the shard's process and the merge
+CLUSTER_SLACK_S = 10.0
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from harness.campaign import run_campaign
+    started = time.perf_counter()  # importing torch and the paths is inside the budget too
+    from harness.campaign import CampaignResult, run_campaign
+    from harness.progress import CampaignProgress
+    from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
 
     if args.workers < 0:
         raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
-    paths = _paths(args.paths)
-    device = _device(args.device)
-    database = None
-    if args.database:
-        from hypothesis.database import DirectoryBasedExampleDatabase
-        database = DirectoryBasedExampleDatabase(args.database)
-    if args.workers == 0:
-        result = run_campaign(paths, budget_s=args.budget, device=device, out_dir=args.out,
-                              database=database, max_examples=args.max_examples,
-                              lifetimes=not args.no_lifetimes)
+    out = Path(args.resume or args.out or time.strftime("campaigns/%Y%m%d-%H%M%S"))
+    log_file = log_path(out)
+    if args.resume:
+        if not log_file.exists():
+            raise SystemExit(f"error: --resume {args.resume}: no campaign log {log_file}; give the --out folder "
+                             f"of the campaign to continue.")
+        result = CampaignResult.from_records(read_log(log_file))
+        paths = _paths(args.paths or ",".join(result.paths))  # the same campaign, unless told otherwise
+        device, lifetimes = result.device, result.lifetimes
     else:
-        from harness.workers import run_parallel
+        if log_file.exists():
+            raise SystemExit(f"error: {out} already holds a campaign ({log_file}); continue it with "
+                             f"--resume {out}, or choose another --out.")
+        devices = _devices(args.device)  # first, so that a missing GPU is the error reported
+        paths, device = _on_devices(_paths(args.paths), devices)
+        lifetimes = not args.no_lifetimes
+        result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
+    database, local_database = args.database or str(out / DATABASE_NAME), out / DATABASE_NAME
+    # One sentence now if it cannot be used (a Redis URL nobody answers). One read here, too: a
+    # GitHub artifact is downloaded once, before the workers start, and they read its cached copy.
+    list(_database(database, local_database).fetch(b"reached before the campaign"))
+    # what is left once the reports' part is kept back
+    budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started)
+    if args.cluster:
+        return _fuzz_on_cluster(args, paths, out, budget)
+    log = ExampleLog(log_file)
+    interrupted = False
+    with CampaignProgress(result, args.budget) as progress:
+        def on_record(record: dict) -> None:
+            log.write(record)
+            progress.update(record)
 
-        result = run_parallel([p.name for p in paths], workers=args.workers, budget_s=args.budget,
-                              device=device, out_dir=args.out, database=args.database,
-                              max_examples=args.max_examples, lifetimes=not args.no_lifetimes,
-                              hang_s=args.hang_timeout)
-    print(result.summary())
-    if args.json:
-        Path(args.json).write_text(json.dumps(result.as_json(), indent=2) + "\n")
-        print(f"\nsummary written to {args.json}")
+        try:
+            if args.workers == 0:
+                run_campaign(paths, budget_s=budget, device=device, out_dir=out,
+                             database=_database(database, local_database), max_examples=args.max_examples,
+                             lifetimes=lifetimes, result=result, on_record=on_record)
+            else:
+                from harness.workers import run_parallel
+
+                run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
+                             out_dir=out, database=database, max_examples=args.max_examples, lifetimes=lifetimes,
+                             hang_s=args.hang_timeout, result=result, on_record=on_record)
+        except KeyboardInterrupt:
+            interrupted = True
+            result.finish()
+    log.close()
+    _report(result, out, args.json)
+    if interrupted:
+        print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
+        return 130
     return 1 if result.failures else 0
+
+
+def _database(location: str, local: Path):
+    """Hypothesis' example database at a folder, a redis:// URL or github:OWNER/REPO[/ARTIFACT]
+    (read beside the campaign's own folder `local`)."""
+    from harness.cluster import ClusterError, example_database
+
+    try:
+        return example_database(location, local)
+    except ClusterError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def _report(result, out: Path, json_file: str | None) -> None:
+    """The summary on stdout, the JSON summary, report.md and report.html."""
+    from harness.records import log_path
+    from harness.report import write_reports
+
+    print(result.summary())
+    if json_file:
+        Path(json_file).write_text(json.dumps(result.as_json(), indent=2) + "\n")
+        print(f"\nsummary written to {json_file}")
+    md, page = write_reports(result, out)
+    print(f"log {log_path(out)}, reports {md} and {page}" if log_path(out).exists() else f"reports {md} and {page}")
+
+
+def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: float) -> int:
+    """fuzz --cluster: shards of this campaign as Ray tasks, merged into one report in `out`."""
+    from harness.cluster import ClusterError, run_on_ray
+
+    if args.resume:
+        raise SystemExit("error: --resume continues a campaign of this machine; run it without --cluster.")
+    argv = ["--paths", ",".join(p.name for p in paths), "--device", args.device, "--workers", str(args.workers),
+            "--hang-timeout", f"{args.hang_timeout}s", "--budget", f"{max(budget - CLUSTER_SLACK_S, 1.0):.0f}s"]
+    argv += ["--database", args.database] if args.database else []
+    argv += ["--max-examples", str(args.max_examples)] if args.max_examples else []
+    argv += ["--no-lifetimes"] if args.no_lifetimes else []
+    try:
+        result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
+    except ClusterError as e:
+        raise SystemExit(f"error: {e}") from None
+    for line in errors:
+        print(f"a shard failed: {line}")
+    print(f"{args.shards or 'one per node'} shard(s) on Ray at {args.cluster}; logs and reproducers under "
+          f"{out}/shard-<i>/\n")
+    _report(result, out, args.json)
+    return 1 if result.failures or errors else 0
+
+
+#: `check module:FunctionName`: a user's own autograd.Function instead of a spec file
+FUNCTION_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _attribute(target: str, option: str):
+    import importlib
+
+    module_name, _, name = target.partition(":")
+    try:
+        value = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SystemExit(f"error: {option} {target!r}: cannot import {module_name!r} ({e}); run from the "
+                         "folder that holds it or add it to PYTHONPATH.") from None
+    for part in name.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise SystemExit(f"error: {option} {target!r}: {module_name!r} has no attribute {name!r}.") from None
+    return value
+
+
+def cmd_check_function(args: argparse.Namespace) -> int:
+    from harness.function_check import FunctionCheckError, check_function
+
+    if not args.samples:
+        raise SystemExit(f"error: check {args.spec} needs --samples module:function (a function returning "
+                         "argument tuples or a Hypothesis strategy).")
+    function = _attribute(args.spec, "check")
+    samples = _attribute(args.samples, "--samples")
+    devices = _devices(args.device)  # one sentence when CUDA is asked for and absent
+    if len(devices) != 1:
+        raise SystemExit(f"error: check {args.spec} takes one --device (cpu or cuda), not {args.device!r}.")
+    try:
+        report = check_function(function, samples, paths=args.paths.split(",") if args.paths else None,
+                                device=devices[0], checks=args.checks.split(",") if args.checks else None,
+                                max_examples=args.max_examples)
+    except FunctionCheckError as e:
+        print(e.report.table())
+        print(e)
+        return 1
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    print(report.table())
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import load, write_reports
+
+    try:
+        result = load(args.folder)
+    except FileNotFoundError as e:
+        raise SystemExit(f"error: {e}") from None
+    md, page = write_reports(result, args.folder)
+    print(result.summary())
+    print(f"\nreports rebuilt from the log: {md} and {page}")
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from harness.report import diff, load
+
+    try:
+        last, tonight = load(args.last), load(args.tonight)
+    except FileNotFoundError as e:
+        raise SystemExit(f"error: {e}") from None
+    text, new = diff(last, tonight)
+    print(text)
+    return 1 if new else 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.check import check
     from harness.spec import SpecError, load_spec
 
+    if FUNCTION_TARGET.match(args.spec) and not Path(args.spec).exists():
+        return cmd_check_function(args)
     try:
         spec = load_spec(args.spec)
     except SpecError as e:
         raise SystemExit(f"error: {e}") from None
-    verdict = check(spec, _paths(args.paths), _device(args.device))
+    devices = _devices(args.device)
+    paths, device = _on_devices(_paths(args.paths), devices)
+    verdict = check(spec, paths, device)
     for outcome in verdict.outcomes.values():
         print(f"{outcome.path}: {outcome.status} {outcome.reason}")
     print(verdict.report())
@@ -88,6 +261,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_known(args: argparse.Namespace) -> int:
+    import torch
+
     from harness import known_issues
 
     if args.rates:
@@ -95,13 +270,33 @@ def cmd_known(args: argparse.Namespace) -> int:
             print(f"{100 * share:6.1f}%  {issue.id:<42} damages: {issue.damages}")
         print(f"\nshare of {args.examples} generated specs whose structure triggers each known torch issue")
         return 0
-    present = 0
-    for issue, reproduced in known_issues.run_reproducers():
-        expected = "affects" if issue.affects_installed_torch() else "does not affect"
-        print(f"{'present' if reproduced else 'fixed':<8} {issue.id:<42} (the registry says it {expected} "
-              f"this torch)")
-        present += reproduced
-    return 0
+    surprises = 0
+    for issue, state, last_line in known_issues.run_reproducers():
+        expected = "present" if issue.affects_installed_torch() else "fixed"
+        note = "as the registry says" if state == expected else f"the registry says {expected}"
+        print(f"{state:<8} {issue.id:<46} ({note})")
+        if state == "broken":
+            print(f"{'':<8} the reproducer failed another way: {last_line}")
+        surprises += state != expected
+    if surprises:
+        print(f"\n{surprises} reproducer(s) disagree with the registry's first/last affected versions "
+              f"for torch {torch.__version__}: update the registry (harness/known_issues.py) or the reproducer")
+    return 1 if surprises else 0
+
+
+def cmd_selfeval(args: argparse.Namespace) -> int:
+    from harness.selfeval import CATALOG
+    from harness.selfeval.evaluate import main as selfeval_main
+
+    if args.list:
+        for fault in CATALOG.values():
+            print(f"{fault.name:<36} {fault.family:<9} {fault.description}")
+        return 0
+    names = [n.strip() for n in args.faults.split(",") if n.strip()] if args.faults else None
+    unknown = [n for n in names or () if n not in CATALOG]
+    if unknown:
+        raise SystemExit(f"error: no seeded fault {', '.join(unknown)}; see `python -m harness selfeval --list`.")
+    return selfeval_main(names, args.budget_per_fault, args.json, args.out, args.workers)
 
 
 def _passthrough(command: str, rest: list[str]) -> int:
@@ -136,17 +331,45 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in PASSTHROUGH:  # their own options may start with "--"
         return _passthrough(argv[0], argv[1:])
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand but the PASSTHROUGH ones (which parse their own options)."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    fuzz = sub.add_parser("fuzz", help="a fuzz campaign over the selected paths")
-    fuzz.add_argument("--budget", type=parse_duration, default=60.0, help="time budget for everything, e.g. 90s, 8h (default 60s): fuzzing stops at 85%% of it "
-                           "and shrinking and writing reproducers share the rest")
+    fuzz = sub.add_parser("fuzz", help="a fuzz campaign over the selected paths",
+                          description="A fuzz campaign. Every checked example is a line of DIR/examples.jsonl "
+                                      "(flushed as written); reports, reproducers and the example database go "
+                                      "to DIR too. A live display shows progress on a terminal, plain lines "
+                                      "every 10 s otherwise.")
+    fuzz.add_argument("--budget", type=parse_duration, default=60.0,
+                      help="wall time for everything, e.g. 90s, 8h (default 60s). The reports keep "
+                           f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
+                           "fuzzing gets 85%% and shrinking each new cause and writing its reproducer share "
+                           "the last 15%%, each cause an equal part of what is left when its turn comes; "
+                           "with nothing to shrink, fuzzing goes on to the end")
     fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")
-    fuzz.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    fuzz.add_argument("--device", default="cpu", help=DEVICE_HELP)
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")
-    fuzz.add_argument("--out", default="failures", help="folder for reproducers (default: failures/)")
-    fuzz.add_argument("--database", help="Hypothesis example database folder shared by campaigns")
+    fuzz.add_argument("--out", help="campaign folder, new or empty: examples.jsonl, report.md, report.html, "
+                                    "reproducers and the example database (default: a new "
+                                    "campaigns/<date>-<time>/)")
+    fuzz.add_argument("--resume", metavar="DIR",
+                      help="continue the campaign in DIR (after an interrupt or a kill) with this budget: "
+                           "its earlier failures are replayed first, its counts carry on")
+    fuzz.add_argument("--database", help="Hypothesis example database shared between campaigns: a folder, "
+                                         "or redis://host:port (needs the cluster extra) so failures found on "
+                                         "any machine replay first everywhere, or github:OWNER/REPO[/ARTIFACT]: "
+                                         "a GitHub Actions artifact (the nightly workflow's), read-only, beside "
+                                         "DIR/examples-db which gets the writes (default: DIR/examples-db)")
+    fuzz.add_argument("--cluster", metavar="ADDRESS",
+                      help="run the campaign as Ray tasks on the cluster at ADDRESS (host:port of "
+                           "`ray start --head`), one shard per node, merged into one report here; each "
+                           "shard keeps --workers' crash isolation. Needs pip install -e '.[cluster]'")
+    fuzz.add_argument("--shards", type=int, help="with --cluster: this many shards (default: one per node)")
     fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
     fuzz.add_argument("--workers", type=int, default=1,
                       help="worker processes, each isolated from crashes and hangs (default 1; "
@@ -158,10 +381,25 @@ def main(argv: list[str] | None = None) -> int:
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
 
-    chk = sub.add_parser("check", help="check one spec file (JSON) on the selected paths")
-    chk.add_argument("spec")
+    rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
+    rep.add_argument("folder", metavar="DIR")
+    rep.set_defaults(func=cmd_report)
+
+    dif = sub.add_parser("diff", help="new failures, fixed ones and rate changes between two campaigns "
+                                      "(exit status 1 only for new failures; known torch issues never count)")
+    dif.add_argument("last", metavar="LAST", help="the earlier campaign folder (or its examples.jsonl)")
+    dif.add_argument("tonight", metavar="TONIGHT", help="the later campaign folder (or its examples.jsonl)")
+    dif.set_defaults(func=cmd_diff)
+
+    chk = sub.add_parser("check", help="check one spec file (JSON), or your own autograd.Function "
+                                       "(module:FunctionName --samples module:function), on the selected paths")
+    chk.add_argument("spec", help="a spec file, or module:FunctionName")
     chk.add_argument("--paths")
-    chk.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    chk.add_argument("--device", default="cpu", help=DEVICE_HELP)
+    chk.add_argument("--samples", help="with module:FunctionName: module:function returning argument tuples "
+                                       "or a Hypothesis strategy")
+    chk.add_argument("--checks", help="with module:FunctionName: comma-separated checks (default: all)")
+    chk.add_argument("--max-examples", type=int, help="with a Hypothesis strategy: examples to run")
     chk.set_defaults(func=cmd_check)
 
     known = sub.add_parser("known", help="run every known torch issue's reproducer on this torch "
@@ -171,13 +409,22 @@ def main(argv: list[str] | None = None) -> int:
     known.add_argument("--examples", type=int, default=400, help="generated specs for --rates (default 400)")
     known.set_defaults(func=cmd_known)
 
+    ev = sub.add_parser("selfeval", help="run each seeded fault (harness/selfeval) in a worker process: "
+                                         "detected, seconds and examples to detect, reproducer lines")
+    ev.add_argument("--faults", help="comma-separated fault names (default: every evaluated fault)")
+    ev.add_argument("--budget-per-fault", type=parse_duration, default=60.0,
+                    help="fuzzing time per fault, e.g. 60s (default 60s); shrinking comes on top")
+    ev.add_argument("--workers", type=int, default=1, help="faults run at a time (default 1: one core each)")
+    ev.add_argument("--json", help="write the table as JSON to this file")
+    ev.add_argument("--out", default="selfeval-failures", help="folder for reproducers (default: selfeval-failures/)")
+    ev.add_argument("--list", action="store_true", help="list the catalog and exit")
+    ev.set_defaults(func=cmd_selfeval)
+
     for name, text in PASSTHROUGH.items():
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; dispatched above
     nat = sub.add_parser("build-native", help="build the native extension now (it also builds on first use)")
     nat.set_defaults(func=cmd_build_native)
-
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return parser
 
 
 if __name__ == "__main__":

@@ -57,6 +57,31 @@ class Dataflow:
         """Function n has a backward node (some tensor input requires grad)."""
         return any(self.requires_grad[a.ref] for a in self.spec.functions[n].args if a.ref is not None)
 
+    def backward_runs(self, n: int) -> bool:
+        """Does a backward pass call Function n's backward? Its node is in the loss's graph
+        when some output requires grad (harness/run.py puts every such output in the loss);
+        under a partial backward (`grad_leaves`) torch's engine runs only the nodes on a path
+        to the chosen leaves (torch/csrc/autograd/engine.cpp, GraphTask::init_to_execute)."""
+        fn = self.spec.functions[n]
+        in_graph = any(self.requires_grad.get(f"f{n}.{k}", False) for k in fn.tensor_outputs)
+        return in_graph and (not self.spec.grad_leaves or self._leads_to_grad_leaves[n])
+
+    @functools.cached_property
+    def _leads_to_grad_leaves(self) -> dict[int, bool]:
+        """Function n: does some gradient edge of its node lead to a chosen leaf?"""
+        chosen = set(self.spec.grad_leaves)
+        leads: dict[int, bool] = {}
+
+        def edge_leads(ref: str) -> bool:
+            if not self.requires_grad[ref]:
+                return False
+            if ref.startswith("x"):
+                return int(base_ref(ref)[1:]) in chosen
+            return leads[int(ref[1:].split(".")[0])]
+        for n, fn in enumerate(self.spec.functions):
+            leads[n] = any(edge_leads(a.ref) for a in fn.args if a.ref is not None)
+        return leads
+
     def edges_into(self, ref: str) -> list[Edge]:
         """Gradient edges from Function nodes into the node of `ref` (a clone reads its source)."""
         if not self.requires_grad.get(ref, False):
@@ -76,6 +101,16 @@ class Dataflow:
         read = any(differentiable(fn, k) and self.requires_grad.get(f"f{n}.{k}", False)
                    and reads(o.kind, o, slot) for k, o in enumerate(fn.outputs))
         return read or fn.unused_grad == "zeros"
+
+    def receives_gradient(self, ref: str) -> bool:
+        """Does some Function's backward send a tensor (not None) to the node of `ref`?"""
+        return any(self.gets_gradient(*e) for e in self.edges_into(ref))
+
+    def leaf_values_read(self) -> frozenset[str]:
+        """Leaves and views of leaves that some Function reads: what a compiled forward
+        takes as its inputs and uses (harness/run.py passes views, not their leaf)."""
+        return frozenset(a.ref for fn in self.spec.functions for a in fn.args
+                         if a.ref is not None and a.ref.startswith("x"))
 
     def none_gradient_edges(self) -> dict[str, list[Edge]]:
         """Values that receive a None gradient from some Function node, with those edges.
@@ -111,13 +146,18 @@ class Dataflow:
                     hits.append(ref)
         return hits
 
+    def upstream(self, ref: str) -> frozenset[str]:
+        """`ref` and every value whose gradient can depend on `ref`'s gradient: the inputs it
+        was computed from, transitively, and the leaf of a view."""
+        if ref.startswith("x"):
+            return frozenset({ref, base_ref(ref)})
+        n = int(ref[1:].split(".")[0])
+        return frozenset({ref}).union(*(self.upstream(a.ref) for a in self.spec.functions[n].args
+                                        if a.ref is not None))
+
     def upstream_leaves(self, ref: str) -> frozenset[str]:
         """Whole leaves ("x0") whose gradient can depend on `ref`'s gradient."""
-        if ref.startswith("x"):
-            return frozenset({base_ref(ref)})
-        n = int(ref[1:].split(".")[0])
-        return frozenset().union(*(self.upstream_leaves(a.ref) for a in self.spec.functions[n].args
-                                   if a.ref is not None))
+        return frozenset(r for r in self.upstream(ref) if r.startswith("x") and "[" not in r)
 
     def downstream(self, refs: set[str]) -> frozenset[str]:
         """`refs` and every Function output computed from them, transitively."""
@@ -131,12 +171,20 @@ class Dataflow:
 
     @functools.cached_property
     def forward_ad(self) -> "ForwardAD":
-        return _simulate_forward_ad(self.spec)
+        """Every leaf has a tangent, as harness/run.py and the func.jvp path give them."""
+        return _simulate_forward_ad(self.spec, frozenset(range(len(self.spec.leaves))))
+
+    @functools.cached_property
+    def forward_ad_of_grad_leaves(self) -> "ForwardAD":
+        """Only the leaves that require grad have a tangent: torch.func.jacfwd differentiates
+        just those (harness/paths/func.py, differentiated_leaves), the rest are constants."""
+        return _simulate_forward_ad(
+            self.spec, frozenset(i for i, leaf in enumerate(self.spec.leaves) if leaf.requires_grad))
 
 
 @dataclass(frozen=True)
 class ForwardAD:
-    """What torch does with tangents through the graph (harness/run.py gives every leaf one).
+    """What torch does with tangents through the graph, from the leaves given one.
 
     torch/csrc/autograd/custom_function.cpp, _process_forward_mode_AD: for an output that
     is a view of an input (an input returned as-is counts: it is returned as a view) whose
@@ -155,8 +203,8 @@ class ForwardAD:
     dropped: frozenset[str]
 
 
-def _simulate_forward_ad(spec: GraphSpec) -> ForwardAD:
-    has = {r for r in spec.value_refs() if r.startswith("x")}
+def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int]) -> ForwardAD:
+    has = {r for r in spec.value_refs() if r.startswith("x") and int(base_ref(r)[1:]) in tangent_leaves}
     asserts: list[tuple[int, int]] = []
     early: list[tuple[int, int]] = []
     dropped: set[str] = set()

@@ -68,6 +68,7 @@ class KnownIssue:
         return self.first <= v and (self.last is None or v <= self.last)
 
     def affects_path(self, path: str) -> bool:
+        path = path.partition("@")[0]  # "<path>@<device>" is that path on another device
         return path in self.paths or path.partition(":")[0] in self.paths
 
     def hit(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -296,9 +297,38 @@ def _single_non_differentiable_outputs(spec: GraphSpec) -> set[int]:
             if not fn.tuple_output and fn.outputs[0].non_differentiable}
 
 
-def _returned_as_tuples(spec: GraphSpec) -> GraphSpec:
-    bad = _single_non_differentiable_outputs(spec)
-    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, tuple_output=True) if n in bad else fn)
+def _returned_as_tuples(which: Callable[[GraphSpec], set[int]]) -> Workaround:
+    """Those Functions return their one output as a one-element tuple."""
+    def workaround(spec: GraphSpec) -> GraphSpec:
+        bad = which(spec)
+        return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, tuple_output=True) if n in bad else fn)
+    return workaround
+
+
+def _single_constant_outputs(spec: GraphSpec) -> set[int]:
+    """Functions with an input that requires grad (Dynamo traces them as the
+    autograd_function_apply op) whose forward returns one non-tensor value, not a tuple."""
+    flow = Dataflow(spec)
+    return {n for n, fn in enumerate(spec.functions)
+            if not fn.tuple_output and fn.outputs[0].kind == "const" and flow.node_exists(n)}
+
+
+def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Dynamo iterated such a value: the TypeError of iterating a number, bool or None; for a
+    string, one output per character, so backward(ctx, g) is bound with too many gradients
+    (or, had the backward taken them all, the characters came back as a tuple)."""
+    error = str(result.error) if (result.status == "error" and result.error_checkpoint == "forward"
+                                  and isinstance(result.error, TypeError)) else ""
+    for n in _single_constant_outputs(spec):
+        value = spec.functions[n].outputs[0].value
+        if not isinstance(value, str):
+            if f"'{type(value).__name__}' object is not iterable" in error:
+                return True
+        elif f"Too many positional arguments: got {len(value) + 1}, expected 2" in error or any(
+                m.checkpoint == "forward" and m.role == f"const:f{n}.0" and m.detail.endswith(f"got {tuple(value)!r}")
+                for m in mismatches):
+            return True
+    return False
 
 
 def _inputs_returned_without_grad(spec: GraphSpec) -> set[str]:
@@ -312,6 +342,85 @@ def _returned_as_views(spec: GraphSpec) -> GraphSpec:
     bad = _inputs_returned_without_grad(spec)
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
         OutputSpec("view", slot=o.slot) if f"f{n}.{k}" in bad else o for k, o in enumerate(fn.outputs))))
+
+
+def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
+    """Every Function output that requires grad in eager, when all the compiled forward's
+    inputs that require grad are views of leaves (non-leaves) that receive no gradient: AOT
+    Autograd then detaches them all, so no output of the compiled region requires grad.
+    Empty otherwise (a whole leaf, or a view with a gradient, keeps the region differentiable)."""
+    flow = Dataflow(spec)
+    grad_inputs = {r for r in flow.leaf_values_read() if flow.requires_grad[r]}
+    if not grad_inputs or any("[" not in r or flow.receives_gradient(r) for r in grad_inputs):
+        return frozenset()
+    return frozenset(r for r, rg in flow.requires_grad.items() if r.startswith("f") and rg)
+
+
+def _all_lost_requires_grad(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
+            and m.detail == "expected True, got False"}
+    return result.status != "error" and lost >= _outputs_without_grad_under_aot(spec)
+
+
+def _flags_of_lost_outputs_and_the_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
+    """The lost outputs' autograd flags; and everything at backward, which this path skipped
+    (no output required grad, so there was no loss to differentiate)."""
+    if m.checkpoint in ("forward", "meta:forward"):
+        return (m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:"))
+                and _ref_of(m.role) in _outputs_without_grad_under_aot(spec))
+    return m.checkpoint in ("backward", "meta:backward")
+
+
+def _zeros_for_detached_views(spec: GraphSpec) -> GraphSpec:
+    """The Functions that read those views return zeros instead of None for unused inputs,
+    so the views receive a gradient and AOT keeps them."""
+    flow = Dataflow(spec)
+    views = {r for r in flow.leaf_values_read() if flow.requires_grad[r]}
+    readers = {n for r in views for n, _ in flow.edges_into(r)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in readers else fn)
+
+
+_GRADIENT_CHANGING_HOOKS = ("tensor",)  # harness/run.py: a tensor hook doubles the gradient
+
+
+def _hooks_on_outputs_used_inside(spec: GraphSpec) -> tuple[int, ...]:
+    """Indices of retain_grad and tensor hooks on Function outputs that a later Function reads
+    (inside the compiled forward), when a backward runs."""
+    flow = Dataflow(spec)
+    return tuple(h for h, hook in enumerate(spec.hooks)
+                 if spec.backward != "none" and hook.kind in ("retain_grad",) + _GRADIENT_CHANGING_HOOKS
+                 and hook.target is not None and hook.target.startswith("f") and flow.edges_into(hook.target))
+
+
+def _seeing_part_of_the_gradient(spec: GraphSpec) -> frozenset[str]:
+    """Values whose recorded gradient can be off: each such hooked output, and for a hook that
+    changes the gradient, everything upstream of it (it changes only the outside part)."""
+    flow = Dataflow(spec)
+    seen: set[str] = set()
+    for h in _hooks_on_outputs_used_inside(spec):
+        target = spec.hooks[h].target
+        seen |= flow.upstream(target) if spec.hooks[h].kind in _GRADIENT_CHANGING_HOOKS else {target}
+    return frozenset(seen)
+
+
+def _gradient_seen_by(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient-side record (leaf grads, retained grads, what hooks saw, and their strides)
+    of a value that sees only part of its gradient."""
+    if m.checkpoint not in ("backward", "meta:backward"):
+        return False
+    role = m.role.removeprefix("stride:")
+    values = _seeing_part_of_the_gradient(spec)
+    kind, _, ref = role.partition(":")
+    if kind in ("grad", "grad2", "agrad", "retained"):
+        return ref in values
+    hook = re.fullmatch(r"hook(\d+)(\.grad\d+)?", role)
+    return hook is not None and spec.hooks[int(hook[1])].target in values
+
+
+def _without_hooks_on_outputs_used_inside(spec: GraphSpec) -> GraphSpec:
+    bad = set(_hooks_on_outputs_used_inside(spec))
+    return dataclasses.replace(spec, hooks=tuple(h for i, h in enumerate(spec.hooks) if i not in bad))
 
 
 def _alias_of(m: Mismatch) -> str | None:
@@ -360,9 +469,11 @@ def _marked_outputs_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
     tainted = Dataflow(spec).downstream(_marks_on_the_real_ctx_lost(spec))
     if m.checkpoint in ("forward", "meta:forward"):
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in tainted
-    # the output now requires grad, so it joins the loss: a backward runs where eager's had none
+    # the output now requires grad, so it joins the loss: a backward runs where eager's had none,
+    # and what it records (gradients, and their strides under meta:) is on this side only
     return m.checkpoint in ("backward", "meta:backward") and (
-        m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook"))
+        m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook")
+        or m.role.startswith("stride:") and m.detail.startswith("expected '<absent>', got "))
 
 
 def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
@@ -596,7 +707,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "and computes with the wrong inputs (wrong values, or AttributeError on the ctx); "
                "forward(ctx, *args) reads past its inputs (IndexError) or a non-tensor argument "
                "where a tensor was passed (TypeError)"),
-        first=(2, 13, 0), last=None,
+        first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
         paths=("dynamo",),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
@@ -619,7 +730,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         id="dynamo-function-varargs-forward-values",
         title=("The wrong-value side of dynamo-function-varargs-forward: a Function whose "
                "forward(*args) reads shifted inputs returns wrong outputs without an error"),
-        first=(2, 13, 0), last=None,
+        first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
         paths=("dynamo",),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
@@ -640,7 +751,23 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         witness=raised("forward", r"Expected fwd_out to be a BaseListVariable"),
         damage=error_at("forward"),
         damages="the error at forward",
-        workaround=_returned_as_tuples,
+        workaround=_returned_as_tuples(_single_non_differentiable_outputs),
+    ),
+    KnownIssue(
+        id="dynamo-function-single-constant-output",
+        title=("torch.compile of a custom Function with an input that requires grad, whose forward returns one "
+               "non-tensor value (not a tuple): Dynamo's fwd_trace_helper (torch/_functorch/autograd_function.py) "
+               "iterates it, so an int, float, bool or None raises \"TypeError: '<type>' object is not iterable\" "
+               "and a string is split into one output per character; returning (value,) compiles"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_single_constant_output.py",
+        trigger=lambda spec: bool(_single_constant_outputs(spec)),
+        witness=_constant_iterated,
+        damage=lambda spec, m: error_at("forward")(spec, m) or (
+            m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs(spec)}),
+        damages="the error at forward (or the constant output, split into characters)",
+        workaround=_returned_as_tuples(_single_constant_outputs),
     ),
     KnownIssue(
         id="dynamo-input-returned-as-is-not-a-view",
@@ -659,15 +786,64 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         workaround=_returned_as_views,
     ),
     KnownIssue(
+        id="dynamo-aot-detached-input-drops-requires-grad",
+        title=("torch.compile with an AOT Autograd backend: when the only inputs of the compiled region "
+               "that require grad are non-leaf tensors (views of leaves) that get no gradient (the "
+               "Function's backward returns None for them), AOT Autograd detaches them "
+               "(graph_compile.py, indices_of_inps_to_detach), so custom Function outputs that require "
+               "grad in eager come back with requires_grad=False and no grad_fn"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        trigger=lambda spec: bool(_outputs_without_grad_under_aot(spec)),
+        witness=_all_lost_requires_grad,
+        damage=_flags_of_lost_outputs_and_the_skipped_backward,
+        damages=("requires_grad, grad_fn and is_leaf of the outputs (forward, meta:forward); everything at "
+                 "backward, which the path skipped (no output required grad)"),
+        workaround=_zeros_for_detached_views,
+    ),
+    KnownIssue(
+        id="dynamo-hook-on-output-used-inside",
+        title=("torch.compile with an AOT Autograd backend differentiates the compiled region as one node "
+               "(pytorch/pytorch#91468, open): a hook registered on an output that the region also uses "
+               "inside sees only the gradient from outside, so retain_grad gives a partial .grad and a "
+               "hook that changes the gradient changes only that part"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_hook_on_output_used_inside.py",
+        trigger=lambda spec: bool(_hooks_on_outputs_used_inside(spec)),
+        witness=lambda spec, result, ms: any(m.checkpoint == "backward" and _gradient_seen_by(spec, m) for m in ms),
+        damage=_gradient_seen_by,
+        damages=("at backward, the retained grad of each such hooked output; for a tensor hook, the gradients, "
+                 "retained grads and hook records of every value upstream of it (and their strides)"),
+        workaround=_without_hooks_on_outputs_used_inside,
+    ),
+    KnownIssue(
         id="dynamo-no-inputs-needs-input-grad-none",
         title=("torch.compile: in the forward of a custom Function applied with no arguments, "
                "ctx.needs_input_grad is None (eager: ()), since AutogradFunctionContextVariable.create "
                "sets it only `if args`; tuple(ctx.needs_input_grad) raises TypeError"),
-        first=(2, 13, 0), last=None,
+        # 2.14.1 raises AttributeError instead (the next entry); 2.14.0 was not tried
+        first=(2, 13, 0), last=(2, 13, 0),
         paths=("dynamo",),
         reproducer="dynamo_function_no_inputs_needs_input_grad.py",
         trigger=lambda spec: bool(_no_argument_functions_reading_needs_input_grad(spec)),
         witness=raised("forward", r"'NoneType' object is not iterable", TypeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_needs_input_grad_read_in_backward_only,
+    ),
+    KnownIssue(
+        id="dynamo-no-inputs-needs-input-grad-missing",
+        title=("The torch 2.14 form of dynamo-no-inputs-needs-input-grad-none: AutogradFunctionContextVariable"
+               ".create stores needs_input_grad on the traced ctx only `if args`, so in the forward of a Function "
+               "applied with no arguments reading it raises \"AttributeError: 'FunctionCtx' object has no "
+               "attribute 'needs_input_grad'\""),
+        first=(2, 14, 1), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_no_inputs_needs_input_grad_missing.py",
+        trigger=lambda spec: bool(_no_argument_functions_reading_needs_input_grad(spec)),
+        witness=raised("forward", r"'FunctionCtx' object has no attribute 'needs_input_grad'", AttributeError),
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_needs_input_grad_read_in_backward_only,
@@ -684,7 +860,8 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         witness=_requires_grad_came_back,
         damage=_marked_outputs_and_what_follows,
         damages=("requires_grad, grad_fn and is_leaf of the marked outputs and of what is computed from "
-                 "them; at backward, a backward that eager skipped (nothing else required grad)"),
+                 "them; at backward, a backward that eager skipped (nothing else required grad): what it records, "
+                 "gradient strides included"),
         workaround=_differentiable_after_all,
     ),
     KnownIssue(
@@ -749,6 +926,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages="the error at forward",
         workaround=_all_plain,
     ),
+    KnownIssue(
+        id="ca-function-vjp-ignored",
+        title=("Compiled autograd calls a custom Function's `backward` directly "
+               "(torch/_dynamo/external_utils.py call_backward), ignoring a `vjp` defined instead, its "
+               "documented alias: NotImplementedError 'You must implement either the backward or vjp method'"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_function_vjp_ignored.py",
+        trigger=lambda spec: any(fn.backward_method == "vjp" and _backward_runs(spec, n)
+                                 for n, fn in enumerate(spec.functions)),
+        witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=lambda spec: _functions_replaced(
+            spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+    ),
 )
 
 
@@ -786,18 +979,30 @@ def trigger_rates(examples: int) -> dict[KnownIssue, float]:
     return {k: sum(map(k.trigger, specs)) / max(1, len(specs)) for k in KNOWN_ISSUES}
 
 
-def run_reproducers() -> list[tuple[KnownIssue, bool]]:
-    """(entry, reproduced) for each entry's reproducer run on the installed torch."""
+def reproduce(issue: KnownIssue) -> tuple[str, str]:
+    """Run an entry's reproducer on the installed torch: (state, last line it printed).
+
+    state is "present" (exit 1 and REPRODUCED), "fixed" (exit 0) or "broken": the reproducer
+    itself failed some other way, which says nothing about the bug and must be looked at."""
     import subprocess
     import sys
 
-    out = []
-    for issue in KNOWN_ISSUES:
-        done = subprocess.run([sys.executable, str(REPRODUCERS / issue.reproducer)], capture_output=True,
-                              text=True, timeout=600)
-        out.append((issue, done.returncode == 1 and "REPRODUCED" in done.stdout))
-    return out
+    done = subprocess.run([sys.executable, str(REPRODUCERS / issue.reproducer)], capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode == 1 and "REPRODUCED" in done.stdout:
+        state = "present"
+    elif done.returncode == 0:
+        state = "fixed"
+    else:
+        state = "broken"
+    lines = (done.stdout + done.stderr).strip().splitlines() or [f"exit status {done.returncode}"]
+    return state, lines[-1]
 
 
-__all__ = ["KNOWN_ISSUES", "KnownIssue", "explained", "hits", "run_reproducers", "torch_release",
+def run_reproducers() -> list[tuple[KnownIssue, str, str]]:
+    """(entry, state, last line) for every entry; see `reproduce`."""
+    return [(issue, *reproduce(issue)) for issue in KNOWN_ISSUES]
+
+
+__all__ = ["KNOWN_ISSUES", "KnownIssue", "explained", "hits", "reproduce", "run_reproducers", "torch_release",
            "trigger_rates", "workaround"]

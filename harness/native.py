@@ -49,6 +49,7 @@ __all__ = [
     "build",
     "cache_dir",
     "info",
+    "load_variant",
     "node_use_count",
     "weak_use_count",
 ]
@@ -105,23 +106,26 @@ def _source_files() -> list[Path]:
     return sorted(p for p in _NATIVE_DIR.iterdir() if p.suffix in {".cpp", ".h"})
 
 
-def _source_hash() -> str:
+def _source_hash(defines: tuple[str, ...] = ()) -> str:
     digest = hashlib.sha256()
-    digest.update(" ".join(_EXTRA_CFLAGS).encode())
+    digest.update(" ".join(_EXTRA_CFLAGS + defines).encode())
     for path in _source_files():
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
-def cache_dir() -> Path:
-    """The build directory for this torch version, Python and source tree."""
+def cache_dir(variant: str = "", defines: tuple[str, ...] = ()) -> Path:
+    """The build directory for this torch version, Python and source tree (and, for a
+    test-only build variant, the variant's own folder and its defines)."""
     base = os.environ.get(_CACHE_ENV)
     root = Path(base) if base else Path.home() / ".cache" / "autograd-function-harness" / "native"
-    return root / f"{torch.__version__}-{sys.implementation.cache_tag}-{_source_hash()}"
+    if variant:
+        root = root / "variants" / variant
+    return root / f"{torch.__version__}-{sys.implementation.cache_tag}-{_source_hash(defines)}"
 
 
-def _library_path(directory: Path) -> Path:
-    return directory / f"{_MODULE_NAME}.so"
+def _library_path(directory: Path, name: str = _MODULE_NAME) -> Path:
+    return directory / f"{name}.so"
 
 
 def _check_toolchain() -> None:
@@ -161,15 +165,16 @@ def _version_define() -> str:
     return f"-DHARNESS_TORCH_VERSION_CHARS={codes}"
 
 
-def _compile(directory: Path, verbose: bool) -> ModuleType:
+def _compile(directory: Path, verbose: bool, name: str = _MODULE_NAME,
+             defines: tuple[str, ...] = ()) -> ModuleType:
     _check_toolchain()
     from torch.utils import cpp_extension
 
     directory.mkdir(parents=True, exist_ok=True)
     module = cpp_extension.load(
-        name=_MODULE_NAME,
-        sources=[str(_NATIVE_DIR / name) for name in _SOURCES],
-        extra_cflags=[*_EXTRA_CFLAGS, _version_define()],
+        name=name,
+        sources=[str(_NATIVE_DIR / source) for source in _SOURCES],
+        extra_cflags=[*_EXTRA_CFLAGS, _version_define(), *defines],
         build_directory=str(directory),
         verbose=verbose,
     )
@@ -177,8 +182,8 @@ def _compile(directory: Path, verbose: bool) -> ModuleType:
     return module
 
 
-def _import(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
+def _import(path: Path, name: str = _MODULE_NAME) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import the native extension from {path}")
     module = importlib.util.module_from_spec(spec)
@@ -186,13 +191,14 @@ def _import(path: Path) -> ModuleType:
     return module
 
 
-def _load(verbose: bool) -> ModuleType:
-    directory = cache_dir()
-    library = _library_path(directory)
+def _load(verbose: bool, variant: str = "", defines: tuple[str, ...] = ()) -> ModuleType:
+    directory = cache_dir(variant, defines)
+    name = f"{_MODULE_NAME}_{variant}" if variant else _MODULE_NAME
+    library = _library_path(directory, name)
     if (directory / _BUILT_MARKER).is_file() and library.is_file():
-        module = _import(library)
+        module = _import(library, name)
     else:
-        module = _compile(directory, verbose)
+        module = _compile(directory, verbose, name, defines)
     _check_built_for_this_torch(module, library)
     module._register_unsupported_type(Unsupported)
     return module
@@ -219,6 +225,16 @@ def _extension(verbose: bool = False) -> ModuleType:
                 )
                 _ext = module
     return _ext
+
+
+def load_variant(variant: str, defines: tuple[str, ...], verbose: bool = False) -> ModuleType:
+    """A test-only build variant of the extension: the same sources compiled with extra
+    `defines` into its own cache folder and module name, never loaded by a normal run
+    (the seeded faults of harness/selfeval use it). Its C++ namespace is renamed, so it
+    can be loaded beside the normal extension in one process."""
+    defines = (*defines, f"-Dharness_native=harness_native_{variant}")
+    with _lock:
+        return _load(verbose, variant, defines)
 
 
 def build(verbose: bool = False) -> Path:
@@ -289,6 +305,7 @@ def node_use_count(tensor: torch.Tensor) -> int:
     """Strong refcount of ``tensor.grad_fn``'s autograd Node; 0 if it has none.
 
     Counts every owner: each output tensor whose grad_fn it is, edges from later
-    nodes, and a live Python ``grad_fn`` wrapper object. The probe adds none.
+    nodes, and the node's Python ``grad_fn`` object (made with the node, as eager's
+    ctx is; see docs/lifetimes.md). The probe adds none.
     """
     return int(_extension().node_use_count(tensor))

@@ -1,5 +1,6 @@
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -13,6 +14,7 @@ __all__ = [
     "build",
     "cache_dir",
     "info",
+    "load_variant",
     "node_use_count",
     "weak_use_count",
 ]
@@ -31,7 +33,8 @@ class NativeInfo:
     path: Path
     borrowed_uses_arrayref: bool
 
-def cache_dir() -> Path: ...
+def cache_dir(variant: str = "", defines: tuple[str, ...] = ()) -> Path: ...
+def load_variant(variant: str, defines: tuple[str, ...], verbose: bool = False) -> ModuleType: ...
 def build(verbose: bool = False) -> Path: ...
 def info() -> NativeInfo: ...
 def apply(function_cls: type, *args: Any, holder: str) -> Any: ...

@@ -14,10 +14,6 @@ then `y = y + c * op(x)` per term; `g * c * deriv` in the same accumulation orde
 same jvp), so both styles give bit-identical results; tests/test_plain_style.py checks it.
 
 Not in the plain style, by nature:
-  * the self-test faults that need module state (`leak_input` keeps inputs in a module
-    list, `crash_wide`/`hang_wide` call os.abort/time.sleep). The faults that only change
-    values or ctx (`wrong_backward`, `wrong_jvp`, `ctx_cycle`) are written into the
-    source when the class is made, as visible lines.
   * the lifetime oracle's observer of saved intermediates (`build.SAVED_OBSERVER` is a
     module global called from inside the forward): plain Functions report no saved
     intermediates, so the saved-tensor lifetime rules see only generic Functions.
@@ -34,9 +30,6 @@ from typing import Any
 import torch
 
 from harness.spec import FunctionSpec, GraphSpec
-
-#: faults that the plain style writes into the source (see the module docstring)
-PLAIN_FAULTS = ("wrong_backward", "wrong_jvp", "ctx_cycle")
 
 _INDENT = "    "
 
@@ -101,8 +94,10 @@ class _Code:
 
 class _Writer:
     def __init__(self, spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                 device: torch.device, fault: str | None) -> None:
-        self.spec, self.index, self.fault = spec, index, fault if fault in PLAIN_FAULTS else None
+                 device: torch.device, name: str | None = None) -> None:
+        self.spec, self.index = spec, index
+        self.name = name or f"F{index}"
+        self.inner = _Writer(spec.inner(), index, shape, dtype, device, f"F{index}Inner") if spec.nested else None
         self.shape_tuple = tuple(shape)
         self.shape = literal(self.shape_tuple)
         self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
@@ -123,10 +118,29 @@ class _Writer:
         return f"torch.zeros({shape or self.shape}, {self.options})"
 
     # --- forward -------------------------------------------------------------------
+    def untraceable(self, c: _Code) -> None:
+        """Forward code Dynamo cannot trace (spec.UNTRACEABLE), as the generic style runs it."""
+        kind = self.spec.untraceable
+        if kind == "print":
+            c.add('print(end="")  # prints nothing, and still breaks Dynamo\'s graph')
+        elif kind == "side_effect":
+            c.add(f"forward_calls.append({self.index})")
+        elif kind == "data_branch":
+            c.add(f"if {self.args[self.spec.tensor_slots[0]]}.sum() > 0:  # Dynamo cannot know which arm runs")
+            c.add(f'{_INDENT}branch = "positive"')
+            c.add("else:")
+            c.add(f'{_INDENT}branch = "not positive"')
+            c.add("del branch  # both arms compute the same outputs")
+
     def outputs(self, c: _Code) -> None:
         """The forward's values, in output order, as build._raw_outputs makes them."""
+        if self.inner is not None:
+            computed = [self.outs[k] for k, o in enumerate(self.spec.outputs) if o.kind == "compute"]
+            c.add(_unpack(computed, f"{self.inner.name}.apply({', '.join(self.args)})"))
         for k, out in enumerate(self.spec.outputs):
             o = self.outs[k]
+            if out.kind == "compute" and self.inner is not None:
+                continue  # made by the inner Function above
             if out.kind == "compute":
                 c.add(f"{o} = torch.full({self.shape}, {literal(out.bias)}, {self.options})")
                 for t in out.terms:
@@ -172,8 +186,6 @@ class _Writer:
             c.add(f"ctx.save_for_backward({', '.join(saved)})")
         if spec.jvp and nonlinear:
             c.add(f"ctx.save_for_forward({', '.join(nonlinear)})")
-        if self.fault == "ctx_cycle" and spec.tensor_outputs:
-            c.add(f"ctx.cycle = {self.outs[spec.tensor_outputs[0]]}  # self-test fault ctx_cycle")
 
     def returned(self, names: list[str]) -> str:
         return f"return {_tuple(names)}" if self.spec.tuple_output else f"return {names[0]}"
@@ -224,10 +236,6 @@ class _Writer:
                 for s in state:
                     if state[s] != before[s]:
                         state[s] = "maybe" if before[s] in ("none", "maybe") else before[s]
-        if self.fault == "wrong_backward" and any(v != "none" for v in state.values()):
-            s = min(slot for slot, v in state.items() if v != "none")
-            guard = f"if gx{s} is not None: " if state[s] == "maybe" else ""
-            c.add(f"{guard}gx{s} = gx{s} * 1.5  # self-test fault wrong_backward")
         self._grads_returned(c, state)
 
     def _contributions(self, k: int) -> list[tuple[int, str]]:
@@ -314,8 +322,6 @@ class _Writer:
                     c.add(f"if {tx} is not None:")
                     c.add(f"{_INDENT}{r} = {r} + {literal(t.coeff)} * ({change})" if t.op != "linear"
                           else f"{_INDENT}{r} = {r} + {literal(t.coeff)} * {tx}")
-                if self.fault == "wrong_jvp":
-                    c.add(f"{r} = {r} * 1.5  # self-test fault wrong_jvp")
             elif out.kind in ("input", "view"):  # torch requires a view here
                 tx = tangents[out.slot]
                 c.add(f"{r} = None if {tx} is None else {tx}.view_as({tx})")
@@ -328,7 +334,13 @@ class _Writer:
     def source(self) -> str:
         spec = self.spec
         c = _Code()
-        c.add(f"class F{self.index}(torch.autograd.Function):")
+        if self.inner is not None:
+            c.lines += self.inner.source().splitlines() + ["", ""]
+        if spec.untraceable == "side_effect":
+            c.add("forward_calls = []  # what each forward appends to: a side effect at module level")
+            c.add("")
+            c.add("")
+        c.add(f"class {self.name}(torch.autograd.Function):")
         c.depth += 1
         if spec.style == "setup_context" and spec.vmap:
             c.add("generate_vmap_rule = True")
@@ -337,6 +349,7 @@ class _Writer:
         if spec.style == "old":
             c.add(f"def forward({', '.join(['ctx', *self.args])}):")
             c.depth += 1
+            self.untraceable(c)
             self.outputs(c)
             self.setup(c)
             c.add(self.returned(self.outs))
@@ -344,6 +357,7 @@ class _Writer:
         else:
             c.add(f"def forward({', '.join(self.args)}):")
             c.depth += 1
+            self.untraceable(c)
             self.outputs(c)
             c.add(self.returned(self.outs))
             c.depth -= 1
@@ -360,7 +374,7 @@ class _Writer:
         c.add("@staticmethod")
         if spec.once_differentiable:
             c.add("@torch.autograd.function.once_differentiable")
-        c.add(f"def backward({', '.join(['ctx', *_names('g', range(len(spec.outputs)))])}):")
+        c.add(f"def {spec.backward_method}({', '.join(['ctx', *_names('g', range(len(spec.outputs)))])}):")
         c.depth += 1
         self.backward(c)
         c.depth -= 1
@@ -375,16 +389,14 @@ class _Writer:
 
 
 def function_source(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                    device: torch.device | str, fault: str | None = None) -> str:
-    """The source text of the plain-style class `F<index>` for one Function spec.
-
-    `fault`: one of PLAIN_FAULTS is written into the source; any other is ignored (see
-    the module docstring)."""
-    return _Writer(spec, index, tuple(shape), dtype, torch.device(device), fault).source()
+                    device: torch.device | str) -> str:
+    """The source text of the plain-style class `F<index>` for one Function spec."""
+    return _Writer(spec, index, tuple(shape), dtype, torch.device(device)).source()
 
 
 def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
-    """exec() `source` in a namespace that holds only `torch`; return its class `name`.
+    """exec() `source` in a namespace that holds only `torch` and what the source itself
+    defines at module level; return its class `name`.
 
     The source is registered with linecache, so tracebacks (and Dynamo's graph-break
     messages) show its lines."""
@@ -393,7 +405,7 @@ def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: dict[str, Any] = {"torch": torch}
     exec(compile(source, filename, "exec"), namespace)
-    cls = namespace.pop(name)  # the namespace keeps only torch
+    cls = namespace.pop(name)  # the namespace keeps torch and the source's own module-level names
     cls.__module__ = __name__
     return cls
 
@@ -405,4 +417,4 @@ def in_code_style(spec: GraphSpec, code: str) -> GraphSpec:
     return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, code=code) for fn in spec.functions))
 
 
-__all__ = ["PLAIN_FAULTS", "compile_function", "function_source", "in_code_style", "literal"]
+__all__ = ["compile_function", "function_source", "in_code_style", "literal"]

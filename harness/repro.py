@@ -18,7 +18,6 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from harness import build as build_module
 from harness import plain
 from harness.spec import GraphSpec, SpecError
 
@@ -27,11 +26,11 @@ if TYPE_CHECKING:
 
 #: modules a reproducer needs, packages before their contents
 MODULES = (
-    "harness", "harness.spec", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
+    "harness", "harness.spec", "harness.devices", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
     "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
     "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues",
     "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo",
-    "harness.check",
+    "harness.paths.on_device", "harness.check",
 )
 #: paths that need the compiled extension, so their reproducers use the installed harness
 NATIVE_PATHS = {"owned", "borrowed"}
@@ -55,7 +54,6 @@ import torch
 SPEC = {spec!r}
 PATHS = {paths!r}
 DEVICE = {device!r}
-FAULT = {fault!r}  # a deliberate self-test bug, if the failure was seeded with one
 
 _SOURCES = {{
 {sources}
@@ -91,7 +89,6 @@ def main() -> int:
     from harness import build, check, paths
     from harness.spec import GraphSpec
 
-    build.FAULT = FAULT
     build.PLAIN_CLASSES.update(PLAIN_CLASSES)
     spec = GraphSpec.from_json(SPEC)
     verdict = check.check(spec, [paths.get(name) for name in PATHS], DEVICE)
@@ -121,14 +118,14 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
         summary = (f"{plain_verdict.report()}\n\nThe Functions are written out below, in the plain style; "
                    "they fail the same way as the generated spec that was found.")
         shape, dtype = tuple(spec.shape), getattr(torch, spec.dtype)
-        sources = [plain.function_source(fn, n, shape, dtype, device, fault=build_module.FAULT)
+        sources = [plain.function_source(fn, n, shape, dtype, device)
                    for n, fn in enumerate(spec.functions)]
         names = ", ".join(f"{n}: F{n}" for n in range(len(sources)))
         classes = "\n\n" + "\n\n".join(sources) + f"\n\nPLAIN_CLASSES = {{{names}}}  # what the harness runs\n"
     else:
         classes = "\nPLAIN_CLASSES = {}  # the Functions are generated from SPEC\n"
     destination = Path(destination)
-    torch_only = not set(paths) & NATIVE_PATHS
+    torch_only = not {p.partition("@")[0] for p in paths} & NATIVE_PATHS  # "owned@cuda" is native too
     if not torch_only:
         summary += ("\n\nThis failure involves a native path (owned/borrowed), which needs the compiled "
                     "extension: run it with this project installed (pip install -e .).")
@@ -136,7 +133,7 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
                         for name in MODULES)
     text = _TEMPLATE.format(
         summary=summary.replace('"""', "'''"), torch=torch.__version__, name=destination.name,
-        functions=classes, spec=spec.to_json(), paths=list(paths), device=device, fault=build_module.FAULT,
+        functions=classes, spec=spec.to_json(), paths=list(paths), device=device,
         sources=sources, packages=sorted(PACKAGES),
     )
     destination.parent.mkdir(parents=True, exist_ok=True)

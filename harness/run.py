@@ -10,16 +10,19 @@ import contextlib
 import contextvars
 import gc
 import warnings
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.autograd.forward_ad as fwAD
+import torch.utils.checkpoint
 
 from harness import build as build_module
+from harness import devices
 from harness.build import Applier, BuiltGraph
+from harness.dataflow import Dataflow
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
+from harness.spec import Arg
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
 ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]
@@ -84,8 +87,7 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
     spec = built.spec
     values = leaf_values(built, leaves)
     for n, (fn, cls) in enumerate(zip(spec.functions, built.functions)):
-        args = [a.const if a.ref is None else values[a.ref].clone() if a.clone else values[a.ref]
-                for a in fn.args]
+        args = [_argument(a, values) for a in fn.args]
         out = applier(n, cls, args)
         outs = out if fn.tuple_output else (out,)
         if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
@@ -98,6 +100,16 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
         if after_apply is not None:
             after_apply(n, args, values)
     return values
+
+
+def _argument(arg: Arg, values: dict[str, torch.Tensor]) -> Any:
+    """What a Function receives for `arg` (see harness.spec.Arg)."""
+    if arg.ref is None:
+        return arg.const
+    if not arg.clone:
+        return values[arg.ref]
+    copy = values[arg.ref].clone()
+    return copy.view_as(copy) if arg.view else copy
 
 
 def leaf_values(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -150,6 +162,16 @@ def _compiled_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torc
     return values
 
 
+def _checkpointed(compile_forward: ForwardCompiler | None) -> ForwardCompiler:
+    """The whole forward inside one non-reentrant `torch.utils.checkpoint` region (the kind
+    torch recommends), compiled by `compile_forward` where a path compiles it."""
+    def compiler(whole_forward: Callable[..., tuple]) -> Callable[..., tuple]:
+        def region(*xs: torch.Tensor) -> tuple:
+            return torch.utils.checkpoint.checkpoint(whole_forward, *xs, use_reentrant=False)
+        return region if compile_forward is None else compile_forward(region)
+    return compiler
+
+
 def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
                    result: RunResult) -> Callable[[], None]:
     """Register the spec's hooks; returns a function that records what they saw."""
@@ -194,11 +216,7 @@ def _install_hooks(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: S
 
 @contextlib.contextmanager
 def _saved_tensor_hooks(built: BuiltGraph) -> Iterator[None]:
-    if build_module.FAULT == "drop_saved":
-        # a self-test bug: saved tensors are kept only weakly, so they die before backward
-        with torch.autograd.graph.saved_tensors_hooks(weakref.ref, lambda r: r()):
-            yield
-    elif any(h.kind == "saved_tensors" for h in built.spec.hooks):
+    if any(h.kind == "saved_tensors" for h in built.spec.hooks):
         # pack into a list and back: exercises the hook path without changing values.
         # Detach, as torch documents: a packed graph output would otherwise keep its own
         # grad_fn alive in a cycle that gc cannot see (pytorch/pytorch#189025).
@@ -222,21 +240,29 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     """
     if lifetimes is None:
         lifetimes = _TRACK_LIFETIMES.get()
+    if built.spec.checkpoint:
+        compile_forward = _checkpointed(compile_forward)
     result = RunResult(path)
     tracker = LifetimeTracker(probes=lifetime_probes()) if lifetimes else None
     gc_was_enabled = gc.isenabled()
     if tracker is not None:
         gc.disable()
         if compile_forward is None:
+            # (Under checkpoint, saved tensors are dropped after the forward and recomputed at
+            # backward by design, so the saved-tensor rules do not apply either.)
             # Under torch.compile the generated forward is traced, not run: the observer would
             # see fake tensors, and Dynamo graph-breaks on it ("Attempted to call function
             # marked as skipped"); what AOT Autograd saves at run time is its own choice.
             build_module.SAVED_OBSERVER = tracker.observe_saved
+    if tracker is not None:
+        tracker.start_memory_baseline(built.device)
     try:
-        _run(built, applier, result, around or contextlib.nullcontext, tracker, compile_forward)
+        with devices.exact_float_math(built.device):
+            _run(built, applier, result, around or contextlib.nullcontext, tracker, compile_forward)
     except _Stop:
         pass
     finally:
+        devices.synchronize(built.device)  # every kernel done before a result is read
         _record_strides(result)
         build_module.SAVED_OBSERVER = None
         if gc_was_enabled:
@@ -244,6 +270,7 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     if tracker is not None:
         if result.status != "error":
             tracker.check_released()
+            tracker.check_memory(t for roles in result.tensors.values() for t in roles.values())
         tracker.store(result)
     return result
 
@@ -294,7 +321,13 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
     if tracker is not None:
         result.put("life:nodes", "requires_grad",
                    tuple(n for n, rg in sorted(tracker.node_requires_grad.items()) if rg))
+        flow = Dataflow(spec)
+        result.put("life:nodes", "backward_runs",
+                   tuple(n for n in range(len(spec.functions)) if flow.backward_runs(n)))
         tracker.record("forward", {**values, **leaf_refs})
+    with _checkpoint(result, "forward"), torch.enable_grad():
+        for ref in spec.mutated_outputs:  # the user's in-place update after the forward
+            values[ref].mul_(2.0)
     record_hooks = _install_hooks(built, values, leaves, result)
     if spec.backward != "none":
         with around():
@@ -398,22 +431,26 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
               result: RunResult, tracker: LifetimeTracker | None = None) -> None:
     spec = built.spec
     grad_leaves = [(f"x{i}", t) for i, t in enumerate(leaves) if t.requires_grad]
+    # a partial backward differentiates only the chosen leaves; the others keep .grad None
+    chosen = [(f"x{i}", leaves[i]) for i in spec.grad_leaves] or grad_leaves
+    inputs = [t for _, t in chosen]
     with torch.enable_grad():
         loss = _loss(built, values)
     if loss is None or not grad_leaves:
         result.put("backward", "skipped", "nothing requires grad")
         return
     mode = spec.backward
+    backward_inputs = inputs if spec.grad_leaves else None  # without inputs=, as users mostly call it
     with _checkpoint(result, "backward"):
         if mode in ("backward", "retain"):
-            loss.backward(retain_graph=mode == "retain")
+            loss.backward(retain_graph=mode == "retain", inputs=backward_inputs)
         elif mode == "grad":
-            grads = torch.autograd.grad(loss, [t for _, t in grad_leaves], allow_unused=True)
-            for (name, _), g in zip(grad_leaves, grads):
+            grads = torch.autograd.grad(loss, inputs, allow_unused=True)
+            for (name, _), g in zip(chosen, grads):
                 result.put("backward", f"agrad:{name}", g)
         else:  # double
-            grads = torch.autograd.grad(loss, [t for _, t in grad_leaves], allow_unused=True, create_graph=True)
-            for (name, _), g in zip(grad_leaves, grads):
+            grads = torch.autograd.grad(loss, inputs, allow_unused=True, create_graph=True)
+            for (name, _), g in zip(chosen, grads):
                 result.put("backward", f"agrad:{name}", g)
     for name, t in grad_leaves:
         result.put("backward", f"grad:{name}", t.grad if t.grad is None else t.grad.clone())
@@ -421,7 +458,7 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
         tracker.record("backward", {**values, **dict(grad_leaves)})
     if mode == "retain":
         with _checkpoint(result, "backward"):
-            loss.backward()
+            loss.backward(inputs=backward_inputs)
         for name, t in grad_leaves:
             result.put("backward", f"grad2:{name}", t.grad)
         if tracker is not None:
@@ -430,12 +467,12 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
         weights = built.weights(len(grads), offset=2_000_003)
         terms = [(g * w).sum() for g, w in zip(grads, weights) if g is not None and g.requires_grad]
         if not terms:  # the first-order gradients are constants: no second-order ones
-            for name, _ in grad_leaves:
+            for name, _ in chosen:
                 result.put("double_backward", f"dgrad:{name}", None)
             return
         with _checkpoint(result, "double_backward"):
-            second = torch.autograd.grad(sum(terms), [t for _, t in grad_leaves], allow_unused=True)
-        for (name, _), g in zip(grad_leaves, second):
+            second = torch.autograd.grad(sum(terms), inputs, allow_unused=True)
+        for (name, _), g in zip(chosen, second):
             result.put("double_backward", f"dgrad:{name}", g)
 
 

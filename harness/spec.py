@@ -28,6 +28,14 @@ STYLES = ("old", "setup_context")
 #: parameters and literal constants, as users write them; harness/plain.py)
 CODE_STYLES = ("generic", "plain")
 NEEDS_INPUT_GRAD_MODES = ("ignore", "read", "saved")
+#: the name the backward formula is defined under: torch accepts either, and only one
+#: (torch/autograd/function.py, BackwardCFunction._get_user_fn: "vjp and backward are alias")
+BACKWARD_METHODS = ("backward", "vjp")
+#: forward code Dynamo cannot put in a graph, as users write it: a `print`, a Python side
+#: effect (appending to a list at module level), a branch on a tensor's value. None of it
+#: changes a value; under torch.compile each breaks the graph or sends the Function to the
+#: eager fallback
+UNTRACEABLE = ("none", "print", "side_effect", "data_branch")
 UNUSED_GRAD_MODES = ("none", "zeros")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
@@ -74,12 +82,15 @@ class Arg:
     """A positional argument: a tensor value by reference, or a non-tensor constant.
 
     `clone` feeds a fresh clone of the value (what a dirty slot needs, so the in-place
-    update touches nothing else in the graph).
+    update touches nothing else in the graph); with `view`, a view of that clone
+    (`clone().view_as(...)`), so that a dirty input is a view and torch rebases its base's
+    history on the Function (CopySlices).
     """
 
     ref: str | None = None
     clone: bool = False
     const: Any = None
+    view: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,11 @@ class FunctionSpec:
     ctx_state: bool = False
     error: str | None = None
     code: str = "generic"
+    backward_method: str = "backward"
+    untraceable: str = "none"
+    #: the forward makes its computed outputs by applying an inner Function
+    #: (`F<n>Inner.apply`, harness.build.inner_spec), as users compose Functions
+    nested: bool = False
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -112,12 +128,34 @@ class FunctionSpec:
         """Slots whose derivative needs the input value (sorted, unique)."""
         return tuple(sorted({t.slot for o in self.outputs for t in o.terms if t.op in NONLINEAR_OPS}))
 
+    def inner(self) -> FunctionSpec:
+        """The Function a `nested` Function applies inside its forward: the same arguments,
+        the computed outputs (as a tuple), setup_context style (what torch.func needs of
+        every Function it meets), and a jvp and generate_vmap_rule where the outer Function
+        has them (Dynamo falls back to eager for any Function with a jvp). It runs under the
+        outer forward's no_grad, so autograd never calls its backward; it is correct all the
+        same."""
+        outputs = tuple(dataclasses.replace(o, non_differentiable=False) for o in self.outputs
+                        if o.kind == "compute")
+        inner = FunctionSpec(args=tuple(dataclasses.replace(a, clone=False) for a in self.args), outputs=outputs,
+                             style="setup_context", jvp=self.jvp, vmap=self.vmap, code=self.code)
+        return dataclasses.replace(inner, save=("inputs",) if inner.nonlinear_slots else ())
+
 
 @dataclass(frozen=True)
 class LeafSpec:
+    """A leaf tensor of the graph's shape (or `views` views of one of shape (views, *shape)).
+
+    `on_cpu`: the leaf stays on the CPU when the graph is built on CUDA, a mixed-device input
+    as torch allows it: only a 0-dim CPU tensor may be an operand of CUDA kernels (a "CPU
+    scalar"), and the autograd engine moves a 0-dim gradient back to its input's device. So
+    it needs shape (). It is meant for CUDA runs; on the CPU every leaf is there already, so
+    it changes nothing, and `--device cpu,cuda` compares such a graph across devices."""
+
     requires_grad: bool = True
     layout: str = "contiguous"
     views: int = 0
+    on_cpu: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +178,16 @@ class GraphSpec:
     trace: bool = False
     hooks: tuple[HookSpec, ...] = ()
     seed: int = 0
+    #: partial backward: the leaves (by index) that backward(inputs=...) or autograd.grad
+    #: differentiate; empty: every leaf that requires grad
+    grad_leaves: tuple[int, ...] = ()
+    #: computed Function outputs that the user scales in place (`mul_(2.0)`) after the
+    #: forward, before backward: where a Function whose backward runs saved one, torch's
+    #: version-counter check raises at backward (harness.oracles.math.version_error_expected)
+    mutated_outputs: tuple[str, ...] = ()
+    #: the whole forward runs inside one non-reentrant torch.utils.checkpoint region: saved
+    #: tensors are dropped and the Functions' forwards run again at backward
+    checkpoint: bool = False
 
     def __post_init__(self) -> None:
         validate(self)
@@ -149,7 +197,7 @@ class GraphSpec:
         return json.dumps(_to_plain(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "GraphSpec":
+    def from_json(cls, text: str) -> GraphSpec:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -200,8 +248,17 @@ def validate(g: GraphSpec) -> None:
         w = f"leaves[{i}]"
         _check(leaf.layout in LAYOUTS, f"{w}.layout", leaf.layout, f"choose one of {LAYOUTS}")
         _check(leaf.views >= 0, f"{w}.views", leaf.views, "must be >= 0")
+        _check(not leaf.on_cpu or (g.shape == () and not leaf.views), f"{w}.on_cpu", leaf.on_cpu,
+               "only a 0-dim tensor may stay on the CPU beside CUDA tensors (shape (), no views)")
         _check(leaf.layout != "transposed" or len(g.shape) >= 2, f"{w}.layout", leaf.layout,
                "a transposed leaf needs a shape with 2 or more dims")
+    _check(tuple(sorted(set(g.grad_leaves))) == g.grad_leaves, "grad_leaves", g.grad_leaves,
+           "sorted leaf indices, each once")
+    for i in g.grad_leaves:
+        _check(0 <= i < len(g.leaves) and g.leaves[i].requires_grad, "grad_leaves", g.grad_leaves,
+               f"leaf {i} is not a leaf of this graph that requires grad")
+    _check(not g.grad_leaves or g.backward != "none", "grad_leaves", g.grad_leaves,
+           "a partial backward needs a backward mode other than 'none'")
     known = set(g.value_refs())
     made: set[str] = {r for r in known if r.startswith("x")}
     for n, fn in enumerate(g.functions):
@@ -220,6 +277,11 @@ def validate(g: GraphSpec) -> None:
                "torch.jit.trace does not support mark_dirty in custom Functions ('inplace ... not supported in the JIT')")
         _check(not any(o.kind == "const" for fn in g.functions for o in fn.outputs), "trace", g.trace,
                "a traced custom Function must return only tensors (the trace types every output as Tensor)")
+    _validate_mutated_outputs(g)
+    if g.checkpoint:
+        _check(not g.trace, "checkpoint", g.checkpoint, "the checkpointed forward is not also traced by torch.jit")
+        _check(not g.mutated_outputs, "checkpoint", g.checkpoint,
+               "outputs modified in place are not combined with checkpoint (its recomputation decides what is saved)")
     if g.forward_ad:
         _check(all(fn.jvp for fn in g.functions), "forward_ad", True, "every Function needs a jvp")
     for h, hook in enumerate(g.hooks):
@@ -234,9 +296,35 @@ def validate(g: GraphSpec) -> None:
                    hook.target, "post-accumulate-grad hooks go on whole leaves")
 
 
+def _validate_mutated_outputs(g: GraphSpec) -> None:
+    w = "mutated_outputs"
+    _check(len(set(g.mutated_outputs)) == len(g.mutated_outputs), w, g.mutated_outputs, "each output at most once")
+    aliased = {fn.args[o.slot].ref for fn in g.functions for o in fn.outputs if o.kind in ("input", "view")}
+    for ref in g.mutated_outputs:
+        kind, n, k = _parse_ref(ref)
+        _check(kind == "f" and n < len(g.functions) and k < len(g.functions[n].outputs)
+               and g.functions[n].outputs[k].kind == "compute", w, g.mutated_outputs,
+               f"{ref!r} is not a computed Function output (only fresh outputs are modified in place)")
+        _check(ref not in aliased, w, g.mutated_outputs,
+               f"{ref!r} is returned as-is or as a view by a later Function (in-place on views is its own axis)")
+    if g.mutated_outputs:
+        _check(not any(fn.error for fn in g.functions), w, g.mutated_outputs,
+               "not combined with a deliberate error case (which error torch reports first is the engine's order)")
+        _check(not any(h.kind == "saved_tensors" for h in g.hooks), w, g.mutated_outputs,
+               "saved_tensors hooks bypass torch's version check (SavedVariable::unpack checks versions only "
+               "without hooks), so backward would silently read the modified value")
+
+
 def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.style in STYLES, f"{w}.style", fn.style, f"choose one of {STYLES}")
     _check(fn.code in CODE_STYLES, f"{w}.code", fn.code, f"choose one of {CODE_STYLES}")
+    _check(fn.untraceable in UNTRACEABLE, f"{w}.untraceable", fn.untraceable, f"choose one of {UNTRACEABLE}")
+    _check(fn.untraceable != "data_branch" or fn.tensor_slots, f"{w}.untraceable", fn.untraceable,
+           "a branch on a tensor's value needs a tensor argument")
+    _check(not fn.nested or any(o.kind == "compute" for o in fn.outputs), f"{w}.nested", fn.nested,
+           "the inner Function makes the computed outputs: needs one")
+    _check(fn.backward_method in BACKWARD_METHODS, f"{w}.backward_method", fn.backward_method,
+           f"choose one of {BACKWARD_METHODS}")
     _check(all(s in SAVE_KINDS for s in fn.save) and tuple(sorted(set(fn.save))) == fn.save,
            f"{w}.save", fn.save, f"a sorted subset of {SAVE_KINDS}")
     _check(fn.needs_input_grad in NEEDS_INPUT_GRAD_MODES, f"{w}.needs_input_grad", fn.needs_input_grad,
@@ -250,6 +338,7 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.tuple_output or len(fn.outputs) == 1, f"{w}.tuple_output", fn.tuple_output,
            "a single (non-tuple) return needs exactly one output")
     for a, arg in enumerate(fn.args):
+        _check(not arg.view or arg.clone, f"{w}.args[{a}].view", arg.view, "a view is taken of a clone (clone=True)")
         if arg.ref is None:
             _check(not arg.clone, f"{w}.args[{a}].clone", arg.clone, "only tensor arguments can be cloned")
         else:
@@ -279,6 +368,10 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
                    "use None, a number or a string, or code='generic'")
         if out.kind == "dirty":
             _check(fn.args[out.slot].clone, f"{ow}.slot", out.slot, "a dirty input must be a clone (clone=True)")
+            _check(not fn.args[out.slot].view or len(fn.outputs) == 1, f"{ow}.slot", out.slot,
+                   "a Function that modifies a view input in place returns exactly one output, non-tensor ones "
+                   "counted (torch: 'If your Function modifies inplace an input that is a view of another Tensor, "
+                   "your Function cannot return more than one Tensor', torch/csrc/autograd/custom_function.cpp)")
     if fn.error == "grad_for_nontensor":
         _check(len(tensor_slots) < len(fn.args), f"{w}.error", fn.error, "needs a non-tensor argument")
     if fn.error is not None:

@@ -1,148 +1,266 @@
 """Campaigns in worker processes: parallel, and isolated from crashes and hangs.
 
-Each worker is `python -m harness.workers CONFIG` running `run_campaign`. Before each
-example it writes the spec to its heartbeat file, and every half second its running
-result. If a worker dies (a segfault in torch, say) or stops making progress, the parent
-records the example it was on as a failure, writes its reproducer, and starts a fresh
-worker for the remaining budget; the examples the worker had finished still count.
-Workers share one Hypothesis example database when `--database` is given.
+Each worker is `python -m harness.workers CONFIG_FILE`. It sends its records (harness/
+records.py) to the parent as JSON lines on a pipe, and before each example a "begin"
+record with the spec. The parent alone writes the log, so records from all workers land
+whole and in one file. If a worker dies (a segfault in torch, say) or sends nothing for
+`hang_s`, the parent records the example it was on as a crash, writes its reproducer and
+starts a fresh worker for the remaining budget; the examples the worker had finished are
+already recorded.
+
+The budget: once there are causes to shrink, the workers are asked (SIGUSR1) to stop
+fuzzing at (1 - SHRINK_SHARE) of it, and stopped for good a little after; then one worker,
+started at the beginning so its imports are done, shrinks every new cause over the example
+database the workers shared, and is stopped at the budget's end. With nothing to shrink the
+workers fuzz on to the end.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign import CampaignResult, Failure
+from harness.campaign import (
+    SHRINK_SHARE,
+    CampaignResult,
+    Failure,
+    OnRecord,
+    Record,
+    to_shrink,
+    write_unshrunk_reproducers,
+)
+from harness.records import DATABASE_NAME, now
 from harness.spec import GraphSpec
 
 POLL_S = 0.2
+#: a worker still busy this long after it was asked to stop is killed (its example is not counted)
+GRACE_S = 3.0
+#: what the parent sends a fuzzing worker when its time is up: finish the example, then stop
+STOP_SIGNAL = signal.SIGUSR1
 
 
 @dataclass
 class _Worker:
+    name: str
     index: int
     process: subprocess.Popen
-    heartbeat: Path
-    partial: Path
-    generation: int
-    started: float
+    last_seen: float
+    current: str | None = None  # the spec of the example it is on (JSON), from its "begin"
+    closed: bool = False  # its pipe reached its end: every line it sent is handled
+    lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
 
 
 def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device: str,
-                 out_dir: str | Path, database: str | None, max_examples: int | None,
-                 lifetimes: bool, hang_s: float = 300.0) -> CampaignResult:
+                 out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
+                 hang_s: float = 300.0, result: CampaignResult | None = None,
+                 on_record: OnRecord | None = None) -> CampaignResult:
+    """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
+    github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database)."""
     out_dir = Path(out_dir)
     scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
-    total = CampaignResult(path_names, device, lifetimes=lifetimes)
+    result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
     start = time.perf_counter()
-    deadline = start + budget_s
+    fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
+    end = start + budget_s
+
+    def record(rec: Record) -> None:
+        result.add_record(rec)
+        if on_record is not None:
+            on_record(rec)
+
+    import torch
+
+    record({"kind": "start", "t": now(), "paths": path_names, "device": device, "torch": torch.__version__,
+            "budget_s": budget_s, "lifetimes": lifetimes, "resumed": bool(result.examples),
+            "workers": workers})
     per_worker_max = None if max_examples is None else -(-max_examples // workers)
+    earlier = [_failure_config(f) for f in result.failures.values() if f.shrinkable]
 
-    def spawn(index: int, generation: int) -> _Worker:
-        heartbeat, partial = scratch / f"w{index}.{generation}.spec", scratch / f"w{index}.{generation}.json"
-        # the wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget
-        ends_at = time.time() + max(1.0, deadline - time.perf_counter())
-        config = {"paths": path_names, "device": device, "ends_at": ends_at,
-                  "out_dir": str(out_dir), "database": database, "max_examples": per_worker_max,
-                  "lifetimes": lifetimes, "heartbeat": str(heartbeat), "partial": str(partial),
-                  "prefix": f"w{index}.{generation}_"}
-        process = subprocess.Popen([sys.executable, "-m", "harness.workers", json.dumps(config)])
-        return _Worker(index, process, heartbeat, partial, generation, time.perf_counter())
+    def spawn(index: int, generation: int, mode: str, until: float, **extra: Any) -> _Worker:
+        """A worker process; the shrinker reads its work from stdin when fuzzing ends."""
+        read_fd, write_fd = os.pipe()
+        name = f"w{index}.{generation}" if mode == "fuzz" else "shrink"
+        config = {"mode": mode, "name": name, "paths": path_names, "device": device, "lifetimes": lifetimes,
+                  "database": database, "fd": write_fd, "out_dir": str(out_dir),
+                  # a wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget
+                  "ends_at": time.time() + max(1.0, until - time.perf_counter()), **extra}
+        config_file = scratch / f"{name}.json"
+        config_file.write_text(json.dumps(config))
+        with open(scratch / f"{name}.log", "w") as log:  # its own output, kept apart from the display
+            process = subprocess.Popen([sys.executable, "-m", "harness.workers", str(config_file)],
+                                       pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=log,
+                                       stdin=subprocess.PIPE if mode == "shrink" else subprocess.DEVNULL,
+                                       text=True)
+        os.close(write_fd)
+        worker = _Worker(name, index, process, time.perf_counter())
+        threading.Thread(target=_read_lines, args=(read_fd, worker.lines), daemon=True).start()
+        return worker
 
-    running = [spawn(i, 0) for i in range(workers)]
-    while running:
-        time.sleep(POLL_S)
-        for w in list(running):
-            code = w.process.poll()
-            stalled = code is None and _stalled(w, hang_s)
-            if code is None and not stalled:
-                continue
-            if stalled:
+    def fuzz_config(index: int) -> dict[str, Any]:
+        return {"known": sorted(result.failures), "max_examples": per_worker_max,
+                "replay": earlier if index == 0 else []}  # earlier failures first, once
+
+    running: list[_Worker] = []
+    # started now, so its start-up (importing torch, some seconds) is not taken from shrinking
+    shrinker = spawn(0, 0, "shrink", end)
+    try:
+        running += [spawn(i, 0, "fuzz", end, **fuzz_config(i)) for i in range(workers)]
+        generations = {i: 0 for i in range(workers)}
+        stop_at = end  # until causes to shrink show up after fuzz_end
+        while running:
+            if stop_at == end and time.perf_counter() >= fuzz_end and to_shrink(result):
+                stop_at = time.perf_counter()
+                for w in running:
+                    w.process.send_signal(STOP_SIGNAL)
+            for w in list(running):
+                _drain(w, record)
+                code = w.process.poll()
+                # a hang is no progress on an example (starting up, importing torch, can be slow)
+                stalled = code is None and w.current is not None and time.perf_counter() - w.last_seen > hang_s
+                late = code is None and time.perf_counter() > min(stop_at + GRACE_S, end)
+                if code is None and not stalled and not late:
+                    continue
+                if code is None:
+                    w.process.kill()
+                    code = w.process.wait()
+                w.process.wait()
+                _drain(w, record, to_the_end=True)
+                running.remove(w)
+                if code in (0, -int(STOP_SIGNAL)) or (late and not stalled):
+                    continue  # (a worker still starting up when asked to stop ends by the signal)
+                what = (f"hang (no progress for {hang_s:.0f} s)" if stalled else
+                        f"crash (signal {signal.Signals(-code).name})" if code < 0 else f"crash (exit code {code})")
+                _record_crash(w, what, path_names, device, out_dir, scratch, record)
+                if time.perf_counter() < stop_at - 1:
+                    generations[w.index] += 1
+                    running.append(spawn(w.index, generations[w.index], "fuzz", end, **fuzz_config(w.index)))
+            time.sleep(POLL_S)
+
+        todo = [_failure_config(f) for f in to_shrink(result)]
+        assert shrinker.process.stdin is not None
+        shrinker.process.stdin.write(json.dumps(todo if time.perf_counter() < end - 1 else []) + "\n")
+        shrinker.process.stdin.close()
+        if todo:
+            while shrinker.process.poll() is None and time.perf_counter() < end:
+                _drain(shrinker, record)
+                time.sleep(POLL_S)
+            if shrinker.process.poll() is None:  # out of budget: the causes not reached stay unshrunk
+                shrinker.process.kill()
+            shrinker.process.wait()
+            _drain(shrinker, record, to_the_end=True)
+    finally:  # interrupted: no worker outlives the campaign
+        for w in [*running, shrinker]:
+            if w.process.poll() is None:
                 w.process.kill()
                 w.process.wait()
-            running.remove(w)
-            _collect(total, w)
-            if code == 0:
-                continue
-            what = (f"hang (no progress for {hang_s:.0f} s)" if stalled else
-                    f"crash (signal {signal.Signals(-code).name})" if code < 0 else f"crash (exit code {code})")
-            _record_crash(total, w, what, path_names, device, out_dir)
-            if time.perf_counter() < deadline - 1:
-                running.append(spawn(w.index, w.generation + 1))
-    total.seconds = time.perf_counter() - start
-    return total
+    write_unshrunk_reproducers(result, out_dir, record)
+    record({"kind": "end", "t": now()})
+    return result.finish()
 
 
-def _stalled(w: _Worker, hang_s: float) -> bool:
-    last = w.heartbeat.stat().st_mtime if w.heartbeat.exists() else None
-    since = time.time() - last if last is not None else time.perf_counter() - w.started
-    return since > hang_s
+def _read_lines(fd: int, lines: queue.Queue[str | None]) -> None:
+    with os.fdopen(fd, encoding="utf-8") as pipe:
+        for line in pipe:
+            lines.put(line)
+    lines.put(None)  # the worker closed its end
 
 
-def _collect(total: CampaignResult, w: _Worker) -> None:
-    if w.partial.exists():
-        total.merge(CampaignResult.from_json(json.loads(w.partial.read_text())))
+def _drain(w: _Worker, record: OnRecord, *, to_the_end: bool = False) -> None:
+    """Handle the lines a worker has sent; to_the_end: until it closed the pipe (it has exited)."""
+    while not w.closed:
+        try:
+            line = w.lines.get(timeout=5.0) if to_the_end else w.lines.get_nowait()
+        except queue.Empty:
+            return
+        if line is None:
+            w.closed = True
+            return
+        if not line.endswith("\n"):
+            continue  # cut off by the worker's death: never a whole record
+        w.last_seen = time.perf_counter()
+        rec = json.loads(line)
+        if rec["kind"] == "begin":
+            w.current = rec["spec"]
+        else:
+            if rec["kind"] == "example":
+                w.current = None
+            record(rec)
 
 
-def _record_crash(total: CampaignResult, w: _Worker, what: str, path_names: list[str], device: str,
-                  out_dir: Path) -> None:
+def _failure_config(f: Failure) -> dict[str, Any]:
+    return {"cause": f.signature, "spec": f.spec.to_json(), "report": f.report, "paths": sorted(f.paths),
+            "size_before": f.size_before}
+
+
+def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out_dir: Path, scratch: Path,
+                  record: OnRecord) -> None:
     from harness.repro import write_reproducer
 
-    if not w.heartbeat.exists():  # died before its first example: an environment problem
-        raise RuntimeError(f"campaign worker {w.index} ended with {what} before checking any example; "
-                           f"run `python -m harness fuzz --workers 0` to see its error.")
-    spec = GraphSpec.from_json(w.heartbeat.read_text())
-    signature = f"{what} while checking paths {','.join(path_names)}"
-    total.examples += 1
-    if signature in total.failures:
-        total.failures[signature].count += 1
-        return
-    destination = out_dir / f"crash_{len(total.failures)}.py"
+    if w.current is None:  # not on an example: died starting up, or between examples
+        log = (scratch / f"{w.name}.log").read_text()[-2000:]
+        raise RuntimeError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
+                           f"Run `python -m harness fuzz --workers 0` to see the error in this process.")
+    spec = GraphSpec.from_json(w.current)
+    cause = f"{what} while checking paths {','.join(path_names)}"
+    destination = out_dir / f"crash_{w.name}.py"
     write_reproducer(spec, path_names, device, f"The campaign worker ended with {what} on this spec.",
                      destination)
-    total.failures[signature] = Failure(signature, spec, what, 1, str(destination), set(path_names))
+    record({"kind": "crash", "t": now(), "worker": w.name, "cause": cause, "spec": w.current,
+            "report": what, "paths": path_names, "reproducer": str(destination)})
+
+
+def _failures(configs: list[dict[str, Any]]) -> list[Failure]:
+    return [Failure(f["cause"], GraphSpec.from_json(f["spec"]), f["report"], paths=set(f["paths"]),
+                    size_before=f["size_before"]) for f in configs]
 
 
 def _worker_main(config: dict[str, Any]) -> int:
     from harness import paths
-    from harness.campaign import run_campaign
+    from harness.campaign import fuzz, replay_failures, shrink_failures, warm_up
+    from harness.cluster import example_database
 
-    heartbeat, partial = Path(config["heartbeat"]), Path(config["partial"])
-    database = None
-    if config["database"]:
-        from hypothesis.database import DirectoryBasedExampleDatabase
-        database = DirectoryBasedExampleDatabase(config["database"])
+    pipe = os.fdopen(config["fd"], "w", encoding="utf-8")
 
-    def beat(spec: GraphSpec) -> None:
-        heartbeat.write_text(spec.to_json())
+    def send(rec: Record) -> None:
+        pipe.write(json.dumps(rec) + "\n")
+        pipe.flush()
 
-    last_save = [0.0]
-
-    def save(result: CampaignResult, every_s: float = 0.5) -> None:
-        if time.perf_counter() - last_save[0] < every_s:
-            return
-        last_save[0] = time.perf_counter()
-        tmp = partial.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result.as_json()))
-        os.replace(tmp, partial)  # atomic: the parent never reads half a file
-
-    result = run_campaign([paths.get(n) for n in config["paths"]],
-                          budget_s=max(1.0, config["ends_at"] - time.time()),
-                          device=config["device"], out_dir=config["out_dir"], database=database,
-                          max_examples=config["max_examples"], lifetimes=config["lifetimes"],
-                          on_example=beat, on_progress=save, name_prefix=config["prefix"])
-    save(result, every_s=0)  # final, with reproducer paths
+    path_list = [paths.get(n) for n in config["paths"]]
+    # a folder, a redis:// URL, or a GitHub artifact read beside the campaign's own folder
+    database = example_database(config["database"], Path(config["out_dir"]) / DATABASE_NAME)
+    until = time.perf_counter() + config["ends_at"] - time.time()
+    device, lifetimes = config["device"], config["lifetimes"]
+    if config["mode"] == "shrink":
+        warm_up(path_list, device, lifetimes)  # while the others fuzz
+        failures = _failures(json.loads(sys.stdin.readline() or "[]"))
+        shrink_failures(failures, path_list, device, database, lifetimes, until=until,
+                        out_dir=config["out_dir"], on_record=send)
+        return 0
+    replay_failures(_failures(config["replay"]), path_list, device, database, lifetimes, until=until, on_record=send)
+    stop = [False]
+    signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
+    fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=send,
+         known=set(config["known"]), max_examples=config["max_examples"], worker=config["name"],
+         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}), should_stop=lambda: stop[0])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_worker_main(json.loads(sys.argv[1])))
+    signal.signal(STOP_SIGNAL, signal.SIG_IGN)  # until fuzzing installs its handler
+    try:
+        code = _worker_main(json.loads(Path(sys.argv[1]).read_text()))
+    except (BrokenPipeError, KeyboardInterrupt):  # the parent is gone or was interrupted: nothing to add
+        code = 1
+    # Every record is flushed and the database written: skip the interpreter's teardown, which
+    # with torch loaded takes seconds of the budget under load.
+    os._exit(code)

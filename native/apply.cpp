@@ -8,6 +8,7 @@
 
 #include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/irange.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/jit/frontend/tracer.h>
@@ -116,6 +117,12 @@ ImplSet take_impl_set(py::object& record, const char* attr, Unpack&& unpack) {
 
 // ctx.mark_non_differentiable(...) -> set of TensorImpls; clears the record.
 ImplSet parse_non_differentiable(NativeCtx& ctx) {
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (seeded_fault("native_non_differentiable_ignored")) {
+    ctx.non_differentiable = py::object(); // the outputs get a grad_fn after all
+    return {};
+  }
+#endif
   return take_impl_set(
       ctx.non_differentiable,
       "non_differentiable",
@@ -131,6 +138,12 @@ ImplSet parse_non_differentiable(NativeCtx& ctx) {
 // ctx.mark_dirty(...) -> set of TensorImpls, bumping each version counter;
 // clears the record.
 ImplSet mark_dirty(NativeCtx& ctx) {
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (seeded_fault("native_mark_dirty_ignored")) {
+    ctx.dirty_tensors = py::object(); // no version bump, outputs not rebased
+    return {};
+  }
+#endif
   return take_impl_set(
       ctx.dirty_tensors,
       "dirty_tensors",
@@ -221,6 +234,11 @@ void save_variables(
       node.saved_variables.emplace_back(*tensor, is_output);
     }
   }
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (seeded_fault("native_saved_released_early")) {
+    node.saved_variables.front().reset_data(); // as if backward had already run
+  }
+#endif
 }
 
 // The user jvp callback, handed to libtorch's _wrap_outputs. It receives owned
@@ -242,7 +260,11 @@ _jvp_fn_t make_jvp_fn(NativeNode* node) {
       PyObject* tangent = nullptr;
       if (is_variable_input[i]) {
         const auto& grad = grad_inputs[variable_idx];
-        if (grad.defined() || !ctx.materialize_grads ||
+        bool materialize = ctx.materialize_grads;
+#ifdef HARNESS_SELFEVAL_FAULTS
+        materialize |= seeded_fault("native_materialize_grads_ignored");
+#endif
+        if (grad.defined() || !materialize ||
             !torch::autograd::isDifferentiableType(inputs[variable_idx].scalar_type())) {
           tangent = THPVariable_Wrap(grad);
         } else {
@@ -477,6 +499,16 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     throw_python_error();
   }
   bool any_requires_grad = false;
+#ifdef HARNESS_SELFEVAL_FAULTS
+  // "borrowed_use_after_release": the borrowed handles point into a copy that is
+  // released once forward has run; later reads see the emptied slots.
+  constexpr bool kBorrowed = std::is_same_v<Inputs, BorrowedInputs>;
+  const bool use_after_release = kBorrowed && seeded_fault("native_borrowed_use_after_release");
+  variable_list released_owner;
+  released_owner.reserve(num_args); // no reallocation: the handles stay put until the release
+  const bool needs_off_by_one = seeded_fault("native_needs_input_grad_off_by_one");
+  std::vector<bool> requires_grad_of;
+#endif
   for (const auto i : c10::irange(num_args)) {
     PyObject* arg = PyTuple_GET_ITEM(args, i);
     const bool is_variable = THPVariable_Check(arg);
@@ -484,20 +516,61 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     bool requires_grad = false;
     if (is_variable) {
       const auto& tensor = THPVariable_Unpack(arg);
+#ifdef HARNESS_SELFEVAL_FAULTS
+      if (use_after_release) {
+        released_owner.push_back(tensor);
+        inputs.push(released_owner.back());
+      } else {
+        inputs.push(tensor);
+      }
+#else
       inputs.push(tensor);
+#endif
       requires_grad = tensor.requires_grad();
       any_requires_grad |= requires_grad;
     }
+#ifdef HARNESS_SELFEVAL_FAULTS
+    requires_grad_of.push_back(requires_grad);
+    if (needs_off_by_one) {
+      continue; // filled below, one place off
+    }
+#endif
     PyTuple_SET_ITEM(needs_input_grad.get(), i, Py_NewRef(requires_grad ? Py_True : Py_False));
   }
+#ifdef HARNESS_SELFEVAL_FAULTS
+  if (needs_off_by_one) { // entry i reads argument i + 1's flag; the last reads False
+    for (const auto i : c10::irange(num_args)) {
+      const bool flag = i + 1 < num_args && requires_grad_of[i + 1];
+      PyTuple_SET_ITEM(needs_input_grad.get(), i, Py_NewRef(flag ? Py_True : Py_False));
+    }
+  }
+#endif
   const bool is_executable = torch::autograd::GradMode::is_enabled() && any_requires_grad;
+
+  // Forward, setup_context and _wrap_outputs run on the device of the first input
+  // that is not on the CPU (a CPU scalar may ride along with CUDA tensors), as
+  // dispatched ops do; kernels go to that device's current stream, which the guard
+  // leaves as the caller set it. All-CPU inputs take no guard (no cost on CPU).
+  // torch's THPFunction_apply sets no device here: the two differ only when the
+  // caller's current device is not the inputs' (never on one GPU).
+  at::OptionalDeviceGuard device_guard;
+  for (const auto i : c10::irange(inputs.size())) {
+    if (!inputs[i].is_cpu()) {
+      device_guard.reset_device(inputs[i].device());
+      break;
+    }
+  }
 
   // The ctx and its node, wired to the inputs' gradient edges.
   py::object ctx_obj;
   NativeCtx& ctx = new_ctx(ctx_obj);
   auto native_node = c10::make_intrusive<NativeNode>(cls, ctx_obj.ptr(), &ctx);
   NativeNode& node = *native_node;
-  const c10::intrusive_ptr<Node> node_base(std::move(native_node));
+  // Only an executable node reaches the outputs, so only it needs a grad_fn
+  // object now (for the cyclic gc; see wrap_in_grad_fn).
+  const c10::intrusive_ptr<Node> node_base = is_executable
+      ? wrap_in_grad_fn(std::move(native_node))
+      : c10::intrusive_ptr<Node>(std::move(native_node));
   ctx.node = c10::weak_intrusive_ptr<Node>(node_base);
   ctx.needs_input_grad = py::reinterpret_steal<py::object>(needs_input_grad.release());
   node.is_variable_input = std::move(is_variable_input);
@@ -505,6 +578,13 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     torch::autograd::edge_list next_edges;
     next_edges.reserve(inputs.size());
     for (const auto i : c10::irange(inputs.size())) {
+#ifdef HARNESS_SELFEVAL_FAULTS
+      // "wide_grad_dropped": past the small vector's inline room of 24, no edge
+      if (kBorrowed && inputs.size() > 24 && i >= 24 && seeded_fault("native_wide_grad_dropped")) {
+        next_edges.emplace_back();
+        continue;
+      }
+#endif
       next_edges.emplace_back(torch::autograd::impl::gradient_edge(inputs[i]));
     }
     node.set_next_edges(std::move(next_edges));
@@ -551,6 +631,15 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
     }
   }
 
+#ifdef HARNESS_SELFEVAL_FAULTS
+  for (auto& owner : released_owner) {
+    owner.reset(); // what the handles now read: an emptied slot
+  }
+  if (seeded_fault("native_extra_reference") && inputs.size() > 0) {
+    static auto* kept = new variable_list(); // never released: a leak per apply
+    kept->push_back(inputs[0]);
+  }
+#endif
   return process_outputs(
       node, node_base, inputs, std::move(output), is_executable, overridden_setup_context);
 }

@@ -10,6 +10,17 @@
 #endif
 
 namespace harness_native {
+
+#ifdef HARNESS_SELFEVAL_FAULTS
+namespace {
+std::string active_seeded_fault; // set under the GIL, read under it
+} // namespace
+
+bool seeded_fault(const char* name) {
+  return active_seeded_fault == name;
+}
+#endif
+
 namespace {
 
 // torch.__version__ of the interpreter that built this module.
@@ -134,6 +145,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
 
   bind_ctx(m);
+  init_grad_fn_type();
 
   for (auto& def : apply_defs) {
     PyObject* fn = PyCFunction_NewEx(&def, nullptr, m.ptr());
@@ -162,6 +174,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return grad_fn ? grad_fn.use_count() : 0;
       },
       "Strong refcount of the tensor's grad_fn Node (0 if it has none).");
+
+#ifdef HARNESS_SELFEVAL_FAULTS
+  m.def(
+      "_set_seeded_fault",
+      [](std::string name) { active_seeded_fault = std::move(name); },
+      "Test-only build: activate one seeded fault by name ('' for none).");
+#endif
 
   m.attr("TORCH_VERSION") = kBuiltForTorchVersion;
   m.attr("TORCH_HEADERS_VERSION") = std::to_string(TORCH_VERSION_MAJOR) + "." +

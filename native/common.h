@@ -86,4 +86,11 @@ struct Names {
 };
 const Names& names();
 
+#ifdef HARNESS_SELFEVAL_FAULTS
+// Test-only build variant (harness/selfeval/native.py builds it into its own cache
+// directory; a normal build never compiles these lines). At most one seeded fault is
+// active, chosen at run time by name; see docs/selfeval.md for the catalog.
+bool seeded_fault(const char* name);
+#endif
+
 } // namespace harness_native

@@ -5,6 +5,10 @@
 
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/irange.h>
+#include <torch/csrc/autograd/python_cpp_function.h>
+#include <torch/csrc/utils/pyobject_preservation.h>
+
+#include <utility>
 
 namespace harness_native {
 
@@ -149,6 +153,55 @@ void NativeNode::compiled_args(torch::autograd::CompiledNodeArgs& /*args*/) cons
 
 namespace {
 
+using torch::autograd::THPCppFunction;
+
+// The type of a native node's grad_fn object: torch's own Python wrapper of a
+// C++ node (THPCppFunction: name(), next_functions, register_hook, ... as the
+// wrapper functionToPyObject would make on first access) plus the ctx in its
+// tp_traverse. Zero-initialized, then filled like torch's C++ node types. Named
+// like torch's default wrapper type, "CppFunction", which torch's tensor repr
+// replaces by node->name() ("grad_fn=<FBackward>", as on eager).
+PyTypeObject grad_fn_type{};
+
+// torch's THPVariable tp_traverse visits a grad_fn's PyObject only while the
+// tensor's sole owner is that Python object and the node's sole other owner is
+// the PyObject (use_count() == 2): then the tensor's and the node's references
+// to it are accounted for. The ctx belongs to the node, and this object owns
+// the node; report the ctx under the same condition (at most this object and
+// one tensor own the node), so it is reported only when the node dies with
+// whatever gc finds unreachable. traverse_node adds the Python hooks, as
+// torch's THPCppFunction_traverse does.
+int grad_fn_traverse(PyObject* self, visitproc visit, void* arg) {
+  auto& node = reinterpret_cast<THPCppFunction*>(self)->cdata;
+  if (node && node.use_count() <= 2) {
+    Py_VISIT(static_cast<NativeNode*>(node.get())->ctx_obj());
+  }
+  return torch::autograd::traverse_node(node, visit, arg);
+}
+
+} // namespace
+
+void init_grad_fn_type() {
+  torch::autograd::_initFunctionPyTypeObject(
+      grad_fn_type, "CppFunction", nullptr, nullptr);
+  grad_fn_type.tp_traverse = grad_fn_traverse;
+}
+
+c10::intrusive_ptr<Node> wrap_in_grad_fn(c10::intrusive_ptr<NativeNode> node) {
+  THPObjectPtr obj(grad_fn_type.tp_alloc(&grad_fn_type, 0));
+  if (!obj) {
+    throw_python_error();
+  }
+  auto& owned = reinterpret_cast<THPCppFunction*>(obj.get())->cdata;
+  new (&owned) c10::intrusive_ptr<Node>(std::move(node));
+  torch::utils::PyObjectPreservation::init_fresh_nonatomic(*owned, obj.get());
+  // The copy makes the node shared, so it now holds obj (refcount 2 after the
+  // incref); obj's own reference is dropped on return.
+  return owned;
+}
+
+namespace {
+
 // BackwardCFunction._get_user_fn: the user's backward, or vjp if overridden.
 THPObjectPtr user_backward_fn(PyObject* cls) {
   const auto& base = function_base_attrs();
@@ -189,7 +242,11 @@ variable_list NativeNode::apply(variable_list&& grads) {
     // Undefined grads are materialized as zeros unless set_materialize_grads(False);
     // a non-tensor output has an empty VariableInfo, whose zeros() is undefined
     // (None).
-    if (grads[i].defined() || !ctx_->materialize_grads ||
+    bool materialize = ctx_->materialize_grads;
+#ifdef HARNESS_SELFEVAL_FAULTS
+    materialize |= seeded_fault("native_materialize_grads_ignored");
+#endif
+    if (grads[i].defined() || !materialize ||
         (input_metadata(i).was_default_constructed() && !ctx_->materialize_non_diff_grads)) {
       grad = THPVariable_Wrap(std::move(grads[i]));
     } else {

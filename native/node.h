@@ -15,8 +15,9 @@ struct NativeNode;
 //
 // Ownership: the NativeNode owns its ctx (a strong Python reference, dropped in
 // release_resources); the ctx points back through a weak_intrusive_ptr, so
-// there is no C++ reference cycle. Hidden like pybind11's own types, which it
-// holds by value.
+// there is no C++ reference cycle. The node itself is owned by its outputs and
+// by its Python grad_fn object (see wrap_in_grad_fn), which reports the ctx to
+// the cyclic gc. Hidden like pybind11's own types, which it holds by value.
 struct __attribute__((visibility("hidden"))) NativeCtx {
   // Recorded by save_for_backward / mark_non_differentiable / mark_dirty /
   // save_for_forward during forward or setup_context; consumed (and cleared)
@@ -70,5 +71,19 @@ struct __attribute__((visibility("hidden"))) NativeNode final : Node {
   PyObject* ctx_obj_; // the Python ctx object (strong)
   NativeCtx* ctx_; // lives inside ctx_obj_
 };
+
+// Gives an executable node its Python `grad_fn` object at creation, as torch's
+// THPFunction_new does for a PyNode (whose grad_fn is the ctx itself): the
+// object owns the node and sits in the node's PyObject slot, so the node keeps
+// it alive while anything else holds the node (c10's Note [PyObject
+// preservation]). Through it the cyclic gc sees output -> node -> ctx: torch's
+// THPVariable tp_traverse visits the grad_fn's PyObject, and this object's
+// tp_traverse visits the ctx, so a Function that stores its output on ctx
+// makes a cycle gc frees, as on eager. Returns a strong reference to the node
+// for the caller (a second one; the object holds the first).
+c10::intrusive_ptr<Node> wrap_in_grad_fn(c10::intrusive_ptr<NativeNode> node);
+
+// Readies the Python type of those grad_fn objects; once, at module import.
+void init_grad_fn_type();
 
 } // namespace harness_native

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from harness.spec import (
-    BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
-    UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
+    BACKWARD_METHODS, BACKWARD_MODES, CODE_STYLES, DTYPES, ERROR_CASES, NEEDS_INPUT_GRAD_MODES, OPS, SAVE_KINDS, STYLES,
+    UNTRACEABLE, UNUSED_GRAD_MODES, Arg, ConstTuple, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term,
 )
 
 #: the inline capacity of torch's borrowed SmallVector<const Variable*, 24>
@@ -105,7 +106,11 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
     outputs = draw(_outputs(tensor_slots, max_outputs=max_outputs))
     for out in outputs:
         if out.kind == "dirty":
-            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True)
+            # torch allows a view input to be modified in place only by a Function with one output.
+            # Only the first tensor input for now: any other gets wrong gradients in eager
+            # (known_issues/eager_dirty_view_not_first_input.py, to be registered; then drop this)
+            viewable = len(outputs) == 1 and out.slot == tensor_slots[0]
+            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and draw(st.booleans()))
     style = draw(st.sampled_from(STYLES))
     save = set(draw(st.lists(st.sampled_from(SAVE_KINDS), max_size=3)))
     has_nonlinear = any(t.op != "linear" for o in outputs for t in o.terms)
@@ -142,15 +147,22 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
         ctx_state=draw(st.booleans()),
         error=error,
         code=draw(st.sampled_from(CODE_STYLES)),  # about half plain: Dynamo sees both styles
+        backward_method=draw(st.sampled_from(BACKWARD_METHODS)),
+        nested=any(o.kind == "compute" for o in outputs) and draw(st.booleans()) and draw(st.booleans()),
+        untraceable=draw(st.sampled_from(("none",) * 3 + tuple(  # mostly traceable
+            u for u in UNTRACEABLE[1:] if tensor_slots or u != "data_branch"))),
     )
 
 
 @st.composite
 def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, min_inputs: int = 0,
            max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] = DTYPES,
-           max_elements: int | None = None) -> GraphSpec:
+           max_elements: int | None = None, mixed_device: bool = False) -> GraphSpec:
     """DAGs of custom Functions by construction: each Function reads leaves and the
-    outputs of Functions drawn before it."""
+    outputs of Functions drawn before it.
+
+    mixed_device: for CUDA runs, graphs of shape () may keep leaves on the CPU (CPU scalar
+    tensors beside CUDA ones; LeafSpec.on_cpu). Off by default, so CPU runs draw as before."""
     _check_bounds("functions", min_functions, max_functions)
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
@@ -162,6 +174,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     shape = draw(SHAPES if max_elements is None else SHAPES.filter(lambda s: math.prod(s) <= max_elements))
     dtype = draw(st.sampled_from(dtypes))
     leaves = tuple(draw(st.lists(leaf_specs(ndim=len(shape)), min_size=1, max_size=max_leaves)))
+    if mixed_device and shape == ():
+        leaves = tuple(dataclasses.replace(leaf, on_cpu=draw(st.booleans())) if not leaf.views else leaf
+                       for leaf in leaves)
     backward = draw(st.sampled_from(BACKWARD_MODES))
     forward_ad = draw(st.booleans())
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves)
@@ -181,9 +196,34 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
         *([st.builds(HookSpec, kind=st.just("post_accumulate"), target=st.sampled_from(whole_leaves))]
           if whole_leaves else []),
     )
+    differentiable_leaves = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
+    grad_leaves = () if backward == "none" or not differentiable_leaves else tuple(sorted(draw(
+        st.lists(st.sampled_from(differentiable_leaves), unique=True, max_size=len(differentiable_leaves)))))
+    hooks = tuple(draw(st.lists(hook, max_size=3)))
     traceable = not any(o.kind in ("dirty", "const") for fn in functions for o in fn.outputs)
+    trace = traceable and draw(st.booleans()) and draw(st.booleans())
+    mutated_outputs = draw(_mutated_outputs(functions, hooks))
+    # not with double backward for now: compiled autograd loses second-order gradients through
+    # checkpoint's saved-tensor hooks, as through ours (ca-unpack-hook-create-graph; its
+    # trigger does not name checkpoint yet)
+    checkpoint = (not trace and not mutated_outputs and backward != "double"
+                  and draw(st.booleans()) and draw(st.booleans()))
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
-        forward_ad=forward_ad, trace=traceable and draw(st.booleans()) and draw(st.booleans()),
-        hooks=tuple(draw(st.lists(hook, max_size=3))), seed=draw(st.integers(0, 2**16)),
+        forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(st.integers(0, 2**16)),
+        grad_leaves=grad_leaves, mutated_outputs=mutated_outputs, checkpoint=checkpoint,
     )
+
+
+@st.composite
+def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...]
+                     ) -> tuple[str, ...]:
+    """Computed outputs the user modifies in place after the forward (see GraphSpec)."""
+    if any(fn.error for fn in functions) or any(h.kind == "saved_tensors" for h in hooks):
+        return ()  # excluded by the spec's validation, with the reasons there
+    aliased = {fn.args[o.slot].ref for fn in functions for o in fn.outputs if o.kind in ("input", "view")}
+    candidates = [f"f{n}.{k}" for n, fn in enumerate(functions) for k, o in enumerate(fn.outputs)
+                  if o.kind == "compute" and f"f{n}.{k}" not in aliased]
+    if not candidates or not draw(st.booleans()):
+        return ()
+    return tuple(draw(st.lists(st.sampled_from(candidates), unique=True, min_size=1, max_size=2)))

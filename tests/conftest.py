@@ -9,9 +9,15 @@ Profiles (choose with HARNESS_PROFILE=ci|dev|nightly or --hypothesis-profile):
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from harness.build import BuiltGraph
+    from harness.run import RunResult
+    from harness.spec import GraphSpec
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("ci", max_examples=40, derandomize=True, database=None, print_blob=True, **_COMMON)
@@ -45,20 +51,72 @@ def selected_paths(request: pytest.FixtureRequest) -> list:
 
 @pytest.fixture(scope="session")
 def device(request: pytest.FixtureRequest) -> str:
-    import torch
+    from harness.devices import cuda_unavailable_reason
 
     name = request.config.getoption("--device")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise pytest.UsageError("--device cuda needs a CUDA build of torch and a GPU; use --device cpu.")
+    if name == "cuda" and cuda_unavailable_reason() is not None:
+        raise pytest.UsageError(cuda_unavailable_reason())
     return name
 
 
 @pytest.fixture
-def fault(monkeypatch: pytest.MonkeyPatch):
-    """fault("wrong_backward") seeds one of harness.build.FAULTS for the test's duration."""
-    from harness import build
+def fault():
+    """fault("wrong_backward") installs one of harness.selfeval's seeded faults for the test's duration."""
+    from harness import selfeval
 
-    def inject(name: str) -> None:
-        assert name in build.FAULTS, name
-        monkeypatch.setattr(build, "FAULT", name)
-    return inject
+    removers = []
+    yield lambda name: removers.append(selfeval.install(name))
+    for remove in reversed(removers):
+        remove()
+
+
+# --- a rare seeded failure, for tests of shrinking and of shared example databases -----------
+
+#: the seeded bug needs a Function with this many tensor inputs and a tanh term: rare enough
+#: that the first example showing it is big, and a search from scratch rarely finds it
+WIDE = 6
+
+
+def seeded_bug(spec: GraphSpec) -> bool:
+    return any(len(fn.tensor_slots) >= WIDE and any(t.op == "tanh" for o in fn.outputs for t in o.terms)
+               for fn in spec.functions)
+
+
+class _SeededPath:
+    """Eager, with a wrong forward output whenever `seeded_bug` holds (a test double beside
+    the real eager run, which check() always makes too)."""
+
+    name = "eager:seeded"  # of the eager family: its results are compared as eager's are
+    exact_vs_eager = True
+
+    bug = staticmethod(seeded_bug)
+
+    def available(self) -> str | None:
+        return None
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        return None
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        from dataclasses import replace
+
+        import torch
+
+        from harness import paths
+
+        result = paths.get("eager").run(built)
+        if self.bug(built.spec) and result.tensors.get("forward"):
+            forward = dict(result.tensors["forward"])
+            role = next((r for r, t in forward.items() if isinstance(t, torch.Tensor) and t.numel()), None)
+            if role is not None:  # (with empty tensors there is nothing to get wrong)
+                forward[role] = forward[role] + 1
+                result = replace(result, tensors={**result.tensors, "forward": forward})
+        return replace(result, path=self.name)
+
+
+@pytest.fixture
+def seeded_path():
+    """A path that fails only on rare examples (`seeded_path.bug(spec)`), registered as eager:seeded."""
+    from harness import paths
+
+    return paths.register(_SeededPath())

@@ -12,11 +12,7 @@ from strategies import graphs
 
 @given(spec=graphs())
 def test_paths_agree_with_math_and_eager(selected_paths, device, spec):
-    # dynamo over the generated space has its own property test
-    # (tests/compiled/test_compiled_paths.py); here, with every path at once, it still meets an
-    # open finding (an output that requires grad in eager comes back without grad; issue 9 note)
-    chosen = [p for p in selected_paths if p.name.partition(":")[0] != "dynamo"]
-    verdict = check(spec, chosen, device)
+    verdict = check(spec, selected_paths, device)
     assert not verdict.failed, verdict.report()
 
 

@@ -17,7 +17,7 @@ from harness.oracles.math import completed
 from harness.spec import Arg, ConstTuple, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term
 from strategies import graphs
 
-METHODS = ("forward", "setup_context", "backward", "jvp")
+METHODS = ("forward", "setup_context", "backward", "vjp", "jvp")
 
 # Hand-made specs for what the generated space reaches only now and then.
 HAND_MADE = {
@@ -40,7 +40,8 @@ HAND_MADE = {
                                   OutputSpec("compute", terms=(Term(1, "sin"), Term(0, "tanh", -1.0))),
                                   OutputSpec("view", slot=0)),
                          style="setup_context", save=("intermediates",), materialize_grads=False,
-                         needs_input_grad="saved", unused_grad="zeros", vmap=True, once_differentiable=True),
+                         needs_input_grad="saved", unused_grad="zeros", vmap=True, once_differentiable=True,
+                         backward_method="vjp"),
             FunctionSpec(args=(Arg("f0.1"), Arg("x0")), outputs=(OutputSpec("compute", terms=(Term(1),)),),
                          tuple_output=False, materialize_grads=False, needs_input_grad="read")),
         backward="grad"),
@@ -51,6 +52,55 @@ HAND_MADE = {
                                          OutputSpec("const", value=float("nan"))),
                                 save=("inputs",), jvp=True),),
         backward="double", forward_ad=True),
+    "partial backward past a Function that does not reach the chosen leaf": GraphSpec(
+        shape=(3,), leaves=(LeafSpec(), LeafSpec(), LeafSpec()),
+        functions=(
+            FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),),
+                         save=("intermediates",), needs_input_grad="read"),
+            FunctionSpec(args=(Arg("f0.0"), Arg("x1"), Arg("x2")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1, "square"), Term(2))),),
+                         save=("intermediates",), needs_input_grad="read", backward_method="vjp")),
+        backward="backward", grad_leaves=(1,)),
+    "outputs modified in place after the forward, one of them saved": GraphSpec(
+        shape=(2, 2), leaves=(LeafSpec(), LeafSpec()),
+        functions=(
+            FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),
+                                                     OutputSpec("compute", terms=(Term(0),), non_differentiable=True)),
+                         save=("inputs",)),
+            FunctionSpec(args=(Arg("f0.0"), Arg("x1")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1))),), save=("inputs",))),
+        backward="retain", mutated_outputs=("f0.0", "f1.0")),
+    "forward code Dynamo cannot trace": GraphSpec(
+        shape=(3,), leaves=(LeafSpec(),),
+        functions=(
+            FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),),
+                         save=("inputs",), untraceable="data_branch", jvp=True),
+            FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec("compute", terms=(Term(0, "tanh"),)),),
+                         style="setup_context", save=("intermediates",), untraceable="print", jvp=True),
+            FunctionSpec(args=(Arg("f1.0"), Arg("x0")), outputs=(OutputSpec("compute", terms=(Term(0), Term(1))),),
+                         untraceable="side_effect", jvp=True)),
+        forward_ad=True),
+    "a Function applied inside another's forward": GraphSpec(
+        shape=(2, 3), leaves=(LeafSpec(), LeafSpec(layout="strided")),
+        functions=(
+            FunctionSpec(args=(Arg("x0"), Arg(const=2), Arg("x1", clone=True), Arg("x1")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(3, "square"))),
+                                  OutputSpec("dirty", slot=2, coeff=0.5), OutputSpec("view", slot=3),
+                                  OutputSpec("compute", terms=(Term(3, "tanh"),), non_differentiable=True)),
+                         save=("inputs",), jvp=True, nested=True),
+            FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec("compute", terms=(Term(0, "tanh", -1.0),)),),
+                         style="setup_context", save=("inputs",), jvp=True, vmap=True, nested=True,
+                         tuple_output=False)),
+        backward="double", forward_ad=True),
+    "mark_dirty on a view input": GraphSpec(
+        shape=(2, 3), leaves=(LeafSpec(layout="transposed"),),
+        functions=(
+            FunctionSpec(args=(Arg("x0", clone=True, view=True), Arg("x0")),
+                         outputs=(OutputSpec("dirty", slot=0, coeff=-1.5),), jvp=True, needs_input_grad="read",
+                         unused_grad="zeros"),
+            FunctionSpec(args=(Arg("f0.0", clone=True, view=True),), outputs=(OutputSpec("dirty", slot=0, coeff=2.0),),
+                         style="setup_context", tuple_output=False, jvp=True, once_differentiable=True)),
+        backward="retain", forward_ad=True),
     **{f"error {error}": GraphSpec(
         shape=(2,), leaves=(LeafSpec(),),
         functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),
@@ -72,15 +122,19 @@ def _global_names(fn) -> set[str]:
 def test_plain_methods_read_nothing_but_torch(name):
     spec = plain.in_code_style(HAND_MADE[name], "plain")
     for cls in build.build(spec).functions:
-        assert set(vars(cls)["forward"].__func__.__globals__) == {"torch", "__builtins__"}
+        # a side effect at module level and an inner Function are the names a plain source
+        # defines for itself
+        own = ({"forward_calls"} if cls.spec.untraceable == "side_effect" else set()) | (
+            {f"F{cls.index}Inner"} if cls.spec.nested else set())
+        assert set(vars(cls)["forward"].__func__.__globals__) == {"torch", "__builtins__"} | own
         for method in METHODS:
             fn = vars(cls).get(method)
             if fn is None:
                 continue
             fn = getattr(fn.__func__, "__wrapped__", fn.__func__)  # under once_differentiable
             assert fn.__code__.co_freevars == (), (method, fn.__code__.co_freevars)  # no closure
-            builtins = {"tuple", "AssertionError"}
-            assert _global_names(fn) <= {"torch"} | builtins, (method, _global_names(fn))
+            builtins = {"tuple", "AssertionError", "print"}
+            assert _global_names(fn) <= {"torch"} | builtins | own, (method, _global_names(fn))
             assert "cls" not in fn.__code__.co_varnames and f"F{cls.index}" not in _global_names(fn)
 
 
@@ -135,14 +189,14 @@ def test_plain_functions_agree_on_every_path_here(name):
     assert not verdict.failed, verdict.report()
 
 
-@pytest.mark.parametrize("fault, report", [
+@pytest.mark.parametrize("name, report", [
     ("wrong_backward", "eager vs math: backward grad:x0: outside tolerance"),
     ("wrong_jvp", "eager vs math: forward_ad tangent:f0.0: outside tolerance"),
 ])
-def test_value_faults_are_written_into_plain_source(fault, report, monkeypatch):
-    monkeypatch.setattr(build, "FAULT", fault)
+def test_value_faults_are_written_into_plain_source(name, report, fault):
+    fault(name)
     spec = plain.in_code_style(HAND_MADE["every output kind, old style"], "plain")
-    assert f"# self-test fault {fault}" in build.build(spec).functions[0].source
+    assert f"# self-test fault {name}" in build.build(spec).functions[0].source
     assert report in check(spec, [paths.get("eager")]).report()
 
 
@@ -171,10 +225,10 @@ def test_a_tuple_output_constant_needs_the_generic_style():
 # --- reproducers -------------------------------------------------------------------------
 
 
-def test_a_plain_reproducer_shows_and_runs_its_functions(monkeypatch, tmp_path):
+def test_a_plain_reproducer_shows_and_runs_its_functions(fault, tmp_path):
     from harness.repro import write_reproducer
 
-    monkeypatch.setattr(build, "FAULT", "wrong_backward")
+    fault("wrong_backward")
     spec = HAND_MADE["every output kind, old style"]
     verdict = check(spec, [paths.get("eager")])
     assert verdict.failed
@@ -192,12 +246,123 @@ def test_a_plain_reproducer_shows_and_runs_its_functions(monkeypatch, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_failure_the_plain_style_does_not_share_keeps_the_generated_spec(monkeypatch, tmp_path):
+def test_a_failure_the_plain_style_does_not_share_keeps_the_generated_spec(fault, tmp_path):
     from harness.repro import write_reproducer
 
-    monkeypatch.setattr(build, "FAULT", "leak_input")  # needs module state: generic Functions only
+    fault("leak_input")  # needs module state: generic Functions only
     spec = HAND_MADE["every output kind, old style"]
     verdict = check(spec, [paths.get("eager")])
     assert verdict.failed
     text = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "r.py", verdict=verdict).read_text()
     assert "PLAIN_CLASSES = {}" in text and "class F0(" not in text
+
+
+@pytest.mark.parametrize("code", ["generic", "plain"])
+def test_a_vjp_function_defines_vjp_only_and_torch_runs_it(code):
+    spec = plain.in_code_style(HAND_MADE["gradients decided at run time"], code)
+    cls = build.build(spec).functions[0]
+    assert "vjp" in vars(cls) and "backward" not in vars(cls)
+    if code == "plain":
+        assert "def vjp(ctx, g0, g1, g2):" in cls.source
+    verdict = check(spec, [paths.get("eager")])
+    assert not verdict.failed and verdict.outcomes["eager"].status == "ok", verdict.report()
+
+
+def test_a_partial_backward_judges_saved_tensors_only_of_the_nodes_it_runs():
+    """F0 does not lead to the chosen leaf x1: torch's engine never runs its backward, so its
+    saved intermediate rightly outlives the backward; the lifetime rule must not call that a
+    leak, and still judges F1."""
+    from harness.oracles.lifetimes import rule_violations
+    from harness.run import tracking_lifetimes
+
+    spec = HAND_MADE["partial backward past a Function that does not reach the chosen leaf"]
+    with tracking_lifetimes():
+        result = paths.get("eager").run(build.build(spec))
+    assert result.status == "ok" and result.tensors["backward"]["grad:x0"] is None
+    assert result.values["life:nodes"] == {"requires_grad": (0, 1), "backward_runs": (1,)}
+    assert result.values["life:backward"]["saved:f0.0"][0]  # alive: F0's backward never ran
+    assert rule_violations(result, spec.backward) == []
+    del result.values["life:nodes"]["backward_runs"]  # the control: judged as if every node ran
+    assert [v.role for v in rule_violations(result, spec.backward)] == ["saved:f0.0"]
+
+
+def test_an_in_place_update_of_a_saved_output_raises_torchs_version_error_as_expected():
+    """F1 saved its input f0.0, which the user then scales in place: every path must raise
+    torch's version-counter error at backward, and the check counts that as expected."""
+    from harness.oracles.math import VERSION_ERROR, version_error_expected
+
+    spec = HAND_MADE["outputs modified in place after the forward, one of them saved"]
+    assert version_error_expected(spec)
+    result = paths.get("eager").run(build.build(spec))
+    assert result.error_checkpoint == "backward" and VERSION_ERROR.search(str(result.error))
+    unsaved = dataclasses.replace(spec, mutated_outputs=("f1.0",))  # nobody saved f1.0
+    assert not version_error_expected(unsaved)
+    assert paths.get("eager").run(build.build(unsaved)).status == "ok"
+    assert check(unsaved, [paths.get("eager")]).outcomes["eager"].status == "ok"
+
+
+class _SkipsTheInPlaceUpdate:
+    """A fake path beside the real ones: eager, but the user's in-place update never
+    happens, as if a path lost the version check."""
+
+    name = "eager:skips-update"  # in eager's family: its metadata rules apply
+    exact_vs_eager = False
+
+    def available(self):
+        return None
+
+    def unsupported(self, spec):
+        return None
+
+    def run(self, built):
+        result = paths.get("eager").run(build.build(dataclasses.replace(built.spec, mutated_outputs=())))
+        result.path = self.name
+        return result
+
+
+def test_a_path_that_misses_the_version_error_fails():
+    spec = HAND_MADE["outputs modified in place after the forward, one of them saved"]
+    verdict = check(spec, [paths.get("eager"), _SkipsTheInPlaceUpdate()])
+    assert verdict.outcomes["eager"].status == "ok"
+    assert verdict.outcomes["eager:skips-update"].status == "failed"
+    assert "ran without torch's version-counter error" in verdict.report()
+
+
+def test_untraceable_forward_code_runs_in_both_styles():
+    spec = HAND_MADE["forward code Dynamo cannot trace"]
+    for code in ("generic", "plain"):
+        built = build.build(plain.in_code_style(spec, code))
+        assert paths.get("eager").run(built).status == "ok"
+        sources = [getattr(cls, "source", "") for cls in built.functions]
+        if code == "plain":
+            assert "if a0.sum() > 0:" in sources[0] and 'print(end="")' in sources[1]
+            assert sources[2].startswith("forward_calls = []") and "forward_calls.append(2)" in sources[2]
+            calls = vars(built.functions[2])["forward"].__func__.__globals__["forward_calls"]
+        else:
+            calls = build.FORWARD_CALLS
+        assert calls == [2, 2]  # the backward run's forward, then forward AD's
+
+
+def test_a_nested_function_applies_its_inner_function_in_both_styles():
+    spec = HAND_MADE["a Function applied inside another's forward"]
+    for code in ("generic", "plain"):
+        built = build.build(plain.in_code_style(spec, code))
+        inner_classes = [vars(cls)["forward"].__func__.__globals__[f"F{cls.index}Inner"] if code == "plain"
+                         else cls.inner for cls in built.functions]
+        assert [c.__name__ for c in inner_classes] == ["F0Inner", "F1Inner"]
+        if code == "plain":
+            assert "o0, o3 = F0Inner.apply(a0, a1, a2, a3)" in built.functions[0].source
+        assert paths.get("eager").run(built).status == "ok"
+
+
+@pytest.mark.parametrize("code", ["generic", "plain"])
+def test_a_checkpointed_forward_runs_the_functions_again_at_backward(code):
+    spec = GraphSpec(shape=(3,), leaves=(LeafSpec(),), checkpoint=True, functions=(FunctionSpec(
+        args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),), save=("inputs",),
+        untraceable="side_effect", code=code),))
+    built = build.build(spec)
+    assert paths.get("eager").run(built).status == "ok"
+    calls = (vars(built.functions[0])["forward"].__func__.__globals__["forward_calls"] if code == "plain"
+             else build.FORWARD_CALLS)
+    assert calls == [0, 0]  # the forward, then checkpoint's recomputation at backward
+    assert not check(spec, [paths.get("eager")]).failed

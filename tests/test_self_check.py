@@ -1,5 +1,5 @@
-"""The harness can fail: seeded bugs and perturbed results are reported, and a written
-reproducer fails the same way on its own."""
+"""The harness can fail: seeded bugs (harness.selfeval's catalog) and perturbed results
+are reported, and a written reproducer fails the same way on its own."""
 
 import subprocess
 import sys
@@ -64,9 +64,12 @@ def test_comparator_reports_none_versus_tensor():
 
 
 def test_reproducer_fails_the_same_way_standalone(fault, tmp_path):
+    """The seeded fault lives in this process; the script fails on its own because it
+    carries the faulty Function as plain source (the generated spec would pass there)."""
     fault("wrong_backward")
     verdict = check(SPEC, [paths.get("eager")])
-    script = write_reproducer(SPEC, ["eager"], "cpu", verdict.report(), tmp_path / "repro.py")
+    script = write_reproducer(SPEC, ["eager"], "cpu", verdict.report(), tmp_path / "repro.py", verdict=verdict)
+    assert "# self-test fault wrong_backward" in script.read_text()
     # run from an empty folder with an empty environment path: only the script and torch
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
                           timeout=300)

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from harness.oracles.math import version_error_expected
 from strategies import INLINE_CAPACITY, function_specs, graphs, tensor_input_counts
 
 # find_any: the first example that has the feature, without shrinking it
@@ -19,6 +20,11 @@ def fns(spec):
 
 def outs(spec):
     return [o for fn in spec.functions for o in fn.outputs]
+
+
+def partial(spec):
+    """A partial backward that leaves out some leaf that requires grad."""
+    return 0 < len(spec.grad_leaves) < sum(leaf.requires_grad for leaf in spec.leaves)
 
 
 def tensor_args(fn):
@@ -53,9 +59,18 @@ AXES = {
     "non-tensor output": lambda g: any(o.kind == "const" for o in outs(g)),
     "non-differentiable output": lambda g: any(o.non_differentiable for o in outs(g)),
     "mark_dirty": lambda g: any(o.kind == "dirty" for o in outs(g)),
+    "mark_dirty on a view": lambda g: any(o.kind == "dirty" and fn.args[o.slot].view
+                                          for fn in fns(g) for o in fn.outputs),
     "materialize_grads False": lambda g: any(not fn.materialize_grads for fn in fns(g)),
     "needs_input_grad read": lambda g: any(fn.needs_input_grad == "read" for fn in fns(g)),
     "needs_input_grad saved": lambda g: any(fn.needs_input_grad == "saved" for fn in fns(g)),
+    "vjp instead of backward": lambda g: any(fn.backward_method == "vjp" for fn in fns(g)),
+    "print in forward": lambda g: any(fn.untraceable == "print" for fn in fns(g)),
+    "side effect in forward": lambda g: any(fn.untraceable == "side_effect" for fn in fns(g)),
+    "data-dependent branch in forward": lambda g: any(fn.untraceable == "data_branch" for fn in fns(g)),
+    "Function applied inside another's forward": lambda g: any(fn.nested for fn in fns(g)),
+    "checkpointed forward": lambda g: g.checkpoint,
+    "nested Function in a checkpointed forward": lambda g: g.checkpoint and any(fn.nested for fn in fns(g)),
     "once_differentiable": lambda g: any(fn.once_differentiable for fn in fns(g)),
     "save inputs": lambda g: any("inputs" in fn.save for fn in fns(g)),
     "save outputs": lambda g: any("outputs" in fn.save for fn in fns(g)),
@@ -92,6 +107,12 @@ AXES = {
     "autograd.grad(inputs=...)": lambda g: g.backward == "grad",
     "retain_graph repeat": lambda g: g.backward == "retain",
     "create_graph double backward": lambda g: g.backward == "double",
+    "backward(inputs=...) over a subset of the leaves": lambda g: g.backward in ("backward", "retain") and partial(g),
+    "autograd.grad over a subset of the leaves": lambda g: g.backward in ("grad", "double") and partial(g),
+    "in-place op on an output after the forward": lambda g: bool(g.mutated_outputs),
+    "in-place op on a saved output: version-counter error": lambda g: version_error_expected(g),
+    "needs_input_grad read under a partial backward": lambda g: partial(g) and any(
+        fn.needs_input_grad != "ignore" for fn in fns(g)),
 }
 
 

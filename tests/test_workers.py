@@ -2,15 +2,16 @@
 reproducer, and the campaign goes on (seeded with self-test faults)."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
+from harness import selfeval
+
 
 def fuzz(tmp_path, fault, *extra):
-    env = {**os.environ, "HARNESS_INJECT_FAULT": fault}
+    env = selfeval.subprocess_env(fault)  # every process of the campaign starts with the fault
     out = tmp_path / "out.json"
     done = subprocess.run(
         [sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "25s", "--json", str(out),
@@ -29,6 +30,9 @@ def test_a_crash_or_hang_is_isolated_and_the_campaign_goes_on(tmp_path, fault, e
     assert failure["signature"] == f"{symptom} while checking paths eager"
     assert summary["paths"]["eager"]["ok"] > 0  # examples before and after the crash count
     assert summary["examples"] == summary["paths"]["eager"]["ok"] + failure["count"]
-    if fault == "crash_wide":  # the reproducer, with the fault it records, crashes the same way
-        again = subprocess.run([sys.executable, failure["reproducer"]], capture_output=True, timeout=120)
+    if fault == "crash_wide":  # the recorded spec, checked with the fault installed, crashes the same way
+        spec = tmp_path / "spec.json"
+        spec.write_text(failure["spec"])
+        again = subprocess.run([sys.executable, "-m", "harness", "check", str(spec), "--paths", "eager"],
+                               capture_output=True, env=selfeval.subprocess_env(fault), timeout=120)
         assert again.returncode < 0 or again.returncode == 134

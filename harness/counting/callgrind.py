@@ -6,6 +6,9 @@ once, parses the dump files (one per chunk of each region, matched by label) and
 returns per-repetition instruction counts: for each chunk
 ``(chunk total - loop-only chunk total) / chunk reps``, so loop and toggle overhead
 cancel; the median chunk is reported, so a one-off event in one chunk does not count.
+Each row also records where that median chunk's instructions went: every function's
+exclusive (self) cost per repetition, less the loop-only chunk's, the small ones summed
+in "(other)" (`top_functions`); `report.attribute` explains a delta with them.
 
 Why these valgrind options: ``--instr-atstart=no`` skips instrumentation during
 ``import torch`` (about 14 s instead of 50 s here), the worker starts it with a client
@@ -34,12 +37,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.counting.cases import PATHS, PHASES, CaseError, CaseSpec
+from harness.counting.cases import PATHS, PHASES, CaseError, CaseSpec, region_phases
+from harness.counting.report import OTHER
 
 DEFAULT_REPS = 50
 DEFAULT_CHUNKS = 5  # counted reps run in this many dumped chunks; the median chunk counts
 DEFAULT_WARMUP = 64  # at least the counted reps are always warmed (see worker.Counter)
 NATIVE_PATHS = ("owned", "borrowed")
+#: a row keeps the functions costing at least FUNCTION_SHARE of its instructions (and at
+#: least FUNCTION_MIN per repetition); the rest goes into OTHER. At 0.02% about 300-500
+#: functions are kept and OTHER holds 1-3% of a row (measured on the seed and chain rows)
+FUNCTION_SHARE = 0.0002
+FUNCTION_MIN = 1.0
 
 # Client requests the worker needs (torch exposes only the toggles). Built per run with
 # the system C compiler into the run's directory; the build takes well under a second.
@@ -102,13 +111,16 @@ def valgrind_version(valgrind: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Dump:
-    """One callgrind output file: which dump it is, its label and its total costs."""
+    """One callgrind output file: which dump it is, its label, its total costs and each
+    function's exclusive (self) instruction count."""
 
     path: str
     part: int
     trigger: str
     label: str | None
     totals: dict[str, int]
+    #: function name -> self Ir; unnamed code (a bare address) is one entry per object
+    functions: dict[str, int] = field(default_factory=dict)
 
     @property
     def instructions(self) -> int:
@@ -116,19 +128,72 @@ class Dump:
 
 
 _TRIGGER_LABEL = re.compile(r"^Client Request: (.*)$")
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
+_RECURSION = re.compile(r"'\d+$")  # callgrind's name'2 for a function's second recursion level
+# Names in a dump are compressed per kind: the first use is "(id) name", later ones "(id)".
+# Objects (ob=, cob=), files (fl=, fi=, fe=, cfi=, cfl=) and functions (fn=, cfn=) each
+# have their own id space.
+_NAME_KINDS = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl",
+               "cfl": "fl", "fn": "fn", "cfn": "fn"}
+_COMPRESSED = re.compile(r"^\((\d+)\)(?: (.*))?$")
+
+
+def _function_key(name: str, obj: str) -> str:
+    """Unnamed code (a bare address, which moves from build to build) counts as one entry
+    per object, e.g. ``??? [libffi.so.8]``; named functions are keyed by name alone, so
+    the same function compares across torch builds and venvs; recursion levels
+    (``name'2``) count as the function itself."""
+    name = _RECURSION.sub("", name)
+    if _ADDRESS.match(name):
+        return f"??? [{os.path.basename(obj) or '???'}]"
+    return name
 
 
 def parse_dump(path: str | os.PathLike[str]) -> Dump:
-    """Parse a callgrind output file's header and totals (not its per-function costs)."""
-    part, trigger, events, totals, summary = 0, "", [], None, None
+    """Parse a callgrind output file: header, totals and per-function self costs.
+
+    A cost line belongs to the current ``fn=`` as self cost, except the one line right
+    after a ``calls=`` line: that is the inclusive cost of the call (already counted as
+    self cost inside the callee), so it is skipped. The self costs add up to the totals;
+    a dump where they do not is rejected.
+    """
+    part, trigger, events, positions, ir, totals, summary = 0, "", [], 1, 0, None, None
+    names: dict[str, dict[str, str]] = {"ob": {}, "fl": {}, "fn": {}}
+    functions: dict[str, int] = {}
+    obj, current, skip_next_cost, self_total = "", None, False, 0
     with open(path) as f:
         for line in f:
-            if line.startswith("part:"):
+            first = line[:1]
+            if first.isdigit() or first in "+-*":
+                if skip_next_cost:
+                    skip_next_cost = False
+                    continue
+                if current is None or not events:
+                    continue
+                fields = line.split()
+                cost = int(fields[positions + ir]) if len(fields) > positions + ir else 0
+                functions[current] = functions.get(current, 0) + cost
+                self_total += cost
+                continue
+            key, sep, value = line.rstrip("\n").partition("=")
+            if sep and key in _NAME_KINDS:
+                name = _expand(names[_NAME_KINDS[key]], value.strip())
+                if key == "ob":
+                    obj = name
+                elif key == "fn":
+                    current = _function_key(name, obj)
+                continue
+            if sep and key == "calls":
+                skip_next_cost = True
+            elif line.startswith("part:"):
                 part = int(line.split(":", 1)[1])
             elif line.startswith("desc: Trigger:"):
                 trigger = line.split(":", 2)[2].strip()
+            elif line.startswith("positions:"):
+                positions = len(line.split(":", 1)[1].split())
             elif line.startswith("events:"):
                 events = line.split(":", 1)[1].split()
+                ir = events.index("Ir") if "Ir" in events else 0
             elif line.startswith("summary:"):
                 summary = [int(v) for v in line.split(":", 1)[1].split()]
             elif line.startswith("totals:"):
@@ -138,9 +203,30 @@ def parse_dump(path: str | os.PathLike[str]) -> Dump:
         raise CountingError(f"{path} is not a complete callgrind dump (no events or totals "
                             "line); rerun, and check the disk is not full")
     values = values + [0] * (len(events) - len(values))  # trailing zero costs may be omitted
+    by_event = dict(zip(events, values))
+    if "Ir" in by_event and self_total != by_event["Ir"]:
+        raise CountingError(f"{path}: the functions' self costs add up to {self_total:,} "
+                            f"instructions, the dump's total is {by_event['Ir']:,}; the dump "
+                            "is damaged or in a format this parser does not know")
     match = _TRIGGER_LABEL.match(trigger)
-    return Dump(str(path), part, trigger, match.group(1) if match else None,
-                dict(zip(events, values)))
+    return Dump(str(path), part, trigger, match.group(1) if match else None, by_event,
+                {k: v for k, v in functions.items() if v})
+
+
+def _expand(table: dict[str, str], value: str) -> str:
+    """A compressed name: "(id) name" defines id, "(id)" refers to it; plain names pass."""
+    match = _COMPRESSED.match(value)
+    if match is None:
+        return value
+    ident, name = match.groups()
+    if name is not None:
+        table[ident] = name
+        return name
+    try:
+        return table[ident]
+    except KeyError:
+        raise CountingError(f"callgrind dump refers to name id ({ident}) before defining "
+                            "it; the dump is damaged") from None
 
 
 def read_dumps(directory: str | os.PathLike[str], base: str = "callgrind.out") -> list[Dump]:
@@ -242,7 +328,8 @@ def write_worker_spec(workdir: str | os.PathLike[str], cases: Sequence[CaseSpec]
     library = Path(build_client_requests(workdir)).name
     regions: list[dict[str, Any]] = [{"phase": f"{phase}-loop"} for phase in phases]
     regions += [{"case": index, "path": path, "phase": phase}
-                for index in range(len(cases)) for path in paths for phase in phases]
+                for index in range(len(cases)) for path in paths
+                for phase in region_phases(path, phases)]
     for i, region in enumerate(regions):
         region["label"] = f"r{i}"
     spec = {"cases": [c.to_plain() for c in cases], "paths": list(paths), "reps": reps,
@@ -262,10 +349,12 @@ def measure(cases: Sequence[CaseSpec], paths: Sequence[str] = ("eager",),
             phases: Sequence[str] = PHASES, *, reps: int = DEFAULT_REPS,
             warmup: int = DEFAULT_WARMUP, chunks: int = DEFAULT_CHUNKS,
             timeout: float | None = None,
-            keep_dir: str | os.PathLike[str] | None = None) -> Measurement:
+            keep_dir: str | os.PathLike[str] | None = None,
+            functions: bool = True) -> Measurement:
     """Count every (case, path, phase) in one callgrind process.
 
     Native paths that cannot be built here are reported as unsupported with the reason.
+    With `functions`, each row also says where its instructions went (`top_functions`).
     `keep_dir` receives a copy of the spec, log and dump files (also when the run fails).
     """
     for path in paths:
@@ -284,7 +373,7 @@ def measure(cases: Sequence[CaseSpec], paths: Sequence[str] = ("eager",),
     with tempfile.TemporaryDirectory(prefix="harness-callgrind-") as tmp:
         try:
             return _measure_in(Path(tmp), valgrind, cases, paths, phases, reps, warmup, chunks,
-                               timeout, native_reason, skipped)
+                               timeout, native_reason, skipped, functions)
         finally:
             if keep_dir is not None:
                 shutil.copytree(tmp, keep_dir, dirs_exist_ok=True)
@@ -292,14 +381,14 @@ def measure(cases: Sequence[CaseSpec], paths: Sequence[str] = ("eager",),
 
 def _measure_in(workdir: Path, valgrind: str, cases: Sequence[CaseSpec], paths: Sequence[str],
                 phases: Sequence[str], reps: int, warmup: int, chunks: int, timeout: float | None,
-                native_reason: str | None, skipped: Sequence[str]) -> Measurement:
+                native_reason: str | None, skipped: Sequence[str], functions: bool) -> Measurement:
     runnable = [p for p in paths if p not in skipped]
     regions = write_worker_spec(workdir, cases, runnable, phases, reps=reps, warmup=warmup,
                                 chunks=chunks)["regions"]
     launched = time.time()
     out = _run_worker(workdir, valgrind, timeout if timeout is not None else 300 + 10 * len(regions))
-    totals = _totals_by_label(workdir, out["regions"], chunks)
-    loop = {phase: totals[f"r{i}"] for i, phase in enumerate(phases)}
+    dumps = _dumps_by_label(workdir, out["regions"], chunks)
+    loop = {phase: dumps[f"r{i}"] for i, phase in enumerate(phases)}
     records = {r["label"]: r for r in out["regions"]}
     results = []
     for region in regions[len(phases):]:
@@ -307,11 +396,8 @@ def _measure_in(workdir: Path, valgrind: str, cases: Sequence[CaseSpec], paths: 
         row = _row(cases[region["case"]], region["path"], region["phase"],
                    out["inputs"][str(region["case"])], reps)
         if record["status"] == "dumped":
-            per_rep = [(t - t0) / (reps // chunks)
-                       for t, t0 in zip(totals[region["label"]], loop[region["phase"]])]
-            median = statistics.median(per_rep)
-            row["instructions"] = round(median)
-            row["spread"] = round((max(per_rep) - min(per_rep)) / median, 4) if median else 0.0
+            row.update(_counts(dumps[region["label"]], loop[region["phase"]], reps // chunks,
+                               functions))
         else:
             row[record["status"]] = record["reason"]
         results.append(row)
@@ -319,7 +405,7 @@ def _measure_in(workdir: Path, valgrind: str, cases: Sequence[CaseSpec], paths: 
         for path in skipped:
             if path in paths:
                 results += [{**_row(case, path, phase, out["inputs"][str(index)], reps),
-                             "unsupported": native_reason} for phase in phases]
+                             "unsupported": native_reason} for phase in region_phases(path, phases)]
     order = {(c.scenario, c.name): i for i, c in enumerate(cases)}
     results.sort(key=lambda r: (order[(r["scenario"], r["case"])], PATHS.index(r["path"]),
                                 PHASES.index(r["phase"])))
@@ -368,15 +454,15 @@ def _row(case: CaseSpec, path: str, phase: str, counted_inputs: int | None, reps
             "inputs": inputs, "instructions": None, "reps": reps}
 
 
-def _totals_by_label(workdir: Path, records: list[dict[str, Any]], chunks: int) -> dict[str, list[int]]:
-    """Region label -> its chunks' instruction totals, in order."""
-    by_dump: dict[str, int] = {}
+def _dumps_by_label(workdir: Path, records: list[dict[str, Any]], chunks: int) -> dict[str, list[Dump]]:
+    """Region label -> its chunks' dumps, in order."""
+    by_dump: dict[str, Dump] = {}
     for dump in read_dumps(workdir):
         if dump.label is None or dump.label in by_dump:
             raise CountingError(f"unexpected callgrind dump {dump.path} (trigger {dump.trigger!r}); "
                                 "another process may share the directory")
-        by_dump[dump.label] = dump.instructions
-    totals: dict[str, list[int]] = {}
+        by_dump[dump.label] = dump
+    found: dict[str, list[Dump]] = {}
     for record in records:
         if record["status"] != "dumped":
             continue
@@ -385,13 +471,54 @@ def _totals_by_label(workdir: Path, records: list[dict[str, Any]], chunks: int) 
         if missing:
             raise CountingError(f"callgrind wrote no dump for {', '.join(missing)} in {workdir}; "
                                 "rerun with keep_dir/--keep-dumps and read valgrind.log")
-        totals[record["label"]] = [by_dump[label] for label in labels]
-    return totals
+        found[record["label"]] = [by_dump[label] for label in labels]
+    return found
+
+
+def _counts(region: Sequence[Dump], loop: Sequence[Dump], chunk_reps: int,
+            functions: bool) -> dict[str, Any]:
+    """A region's per-repetition count (the median chunk, less the loop-only region's
+    same chunk), its spread over the chunks and, with `functions`, where that median
+    chunk's instructions went (see `top_functions`)."""
+    per_rep = [(d.instructions - d0.instructions) / chunk_reps for d, d0 in zip(region, loop)]
+    median = statistics.median(per_rep)
+    counts: dict[str, Any] = {
+        "instructions": round(median),
+        "spread": round((max(per_rep) - min(per_rep)) / median, 4) if median else 0.0,
+    }
+    if functions:
+        # the chunk(s) statistics.median took: the middle one, or the two middle ones
+        order = sorted(range(len(per_rep)), key=per_rep.__getitem__)
+        middle = len(order) // 2
+        chosen = order[middle:middle + 1] if len(order) % 2 else order[middle - 1:middle + 1]
+        per_function: dict[str, float] = {}
+        for k in chosen:
+            for diff in (region[k].functions, {n: -v for n, v in loop[k].functions.items()}):
+                for name, cost in diff.items():
+                    per_function[name] = per_function.get(name, 0.0) + cost / chunk_reps / len(chosen)
+        counts["functions"] = top_functions(per_function, counts["instructions"])
+    return counts
+
+
+def top_functions(per_function: dict[str, float], instructions: int,
+                  share: float = FUNCTION_SHARE, minimum: float = FUNCTION_MIN) -> dict[str, float]:
+    """The functions costing at least `share` of `instructions` and `minimum` instructions
+    per repetition (either sign: the loop-only region is subtracted), largest first,
+    rounded to 0.1, and ``(other)`` holding the rest, so the values add up to
+    `instructions`."""
+    threshold = max(minimum, share * abs(instructions))
+    kept = {name: round(cost, 1) for name, cost in
+            sorted(per_function.items(), key=lambda item: (-abs(item[1]), item[0]))
+            if abs(cost) >= threshold and name != OTHER}
+    kept[OTHER] = round(instructions - sum(kept.values()), 1)
+    return kept
 
 
 __all__ = [
     "DEFAULT_CHUNKS",
     "DEFAULT_REPS",
+    "FUNCTION_MIN",
+    "FUNCTION_SHARE",
     "CountingError",
     "Dump",
     "Measurement",
@@ -402,6 +529,7 @@ __all__ = [
     "measure",
     "parse_dump",
     "read_dumps",
+    "top_functions",
     "valgrind_version",
     "write_worker_spec",
 ]

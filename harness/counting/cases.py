@@ -15,9 +15,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-PATHS = ("eager", "owned", "borrowed")
+#: `compiled`: the eager forward, the backward through compiled autograd's cached graph
+PATHS = ("eager", "owned", "borrowed", "compiled")
+#: what `bench` counts unless told: compiled autograd is asked for by name (its first
+#: capture of each graph costs seconds under valgrind)
+DEFAULT_PATHS = ("eager", "owned", "borrowed")
+#: paths that change only the backward: their forward is another path's (no forward row)
+BACKWARD_ONLY_PATHS = ("compiled",)
 PHASES = ("forward", "backward")
-BUILTIN_SCENARIOS = ("seed", "sweep", "graph")
+BUILTIN_SCENARIOS = ("seed", "sweep", "graph", "chain")
 
 #: the seed benchmark: one apply, 13 tensor inputs requiring grad, 2 of them returned
 SEED_INPUTS = 13
@@ -27,6 +33,9 @@ DEFAULT_SWEEP_INPUTS = tuple(range(41))
 
 _RETURNING_INPUTS = "harness.counting.workloads:returning_inputs"
 _BUILTIN_GRAPHS = {"diamond": "harness.counting.workloads:diamond_graph"}
+_CHAIN = "harness.counting.workloads:chain_graph"
+#: Function nodes in the chain scenario's graphs: the per-node cost is the slope
+DEFAULT_CHAIN_NODES = (1, 2, 4, 8)
 
 
 class CaseError(ValueError):
@@ -146,6 +155,22 @@ def graph_cases() -> list[CaseSpec]:
     return builtin + registered_cases("graph")
 
 
+def chain_cases(nodes: Iterable[int] = DEFAULT_CHAIN_NODES) -> list[CaseSpec]:
+    """One leaf through `n` one-in, one-out Functions, for each n: the backward's cost per
+    Function node (on the eager engine and under compiled autograd) is the slope."""
+    cases = []
+    for n in nodes:
+        if n < 1:
+            raise CaseError(f"a chain of {n} Functions: use at least 1")
+        cases.append(CaseSpec.make("chain", f"chain-{n}", _CHAIN, {"nodes": n}, inputs=1))
+    return cases
+
+
+def region_phases(path: str, phases: Sequence[str]) -> list[str]:
+    """The phases counted on `path`: a backward-only path has no forward of its own."""
+    return [p for p in phases if not (p == "forward" and path in BACKWARD_ONLY_PATHS)]
+
+
 def cases_for(scenarios: Sequence[str], inputs: Iterable[int] | None = None) -> list[CaseSpec]:
     """The cases of each scenario, in order; `inputs` selects the sweep's input counts."""
     cases: list[CaseSpec] = []
@@ -158,6 +183,9 @@ def cases_for(scenarios: Sequence[str], inputs: Iterable[int] | None = None) -> 
             cases.extend(registered_cases("sweep"))
         elif scenario == "graph":
             cases.extend(graph_cases())
+        elif scenario == "chain":
+            cases.extend(chain_cases())
+            cases.extend(registered_cases("chain"))
         elif registered_cases(scenario):
             cases.extend(registered_cases(scenario))
         else:
@@ -199,7 +227,10 @@ def parse_inputs(text: str) -> list[int]:
 
 
 __all__ = [
+    "BACKWARD_ONLY_PATHS",
     "BUILTIN_SCENARIOS",
+    "DEFAULT_CHAIN_NODES",
+    "DEFAULT_PATHS",
     "DEFAULT_SWEEP_INPUTS",
     "PATHS",
     "PHASES",
@@ -207,9 +238,11 @@ __all__ = [
     "CaseError",
     "CaseSpec",
     "cases_for",
+    "chain_cases",
     "graph_cases",
     "parse_inputs",
     "parse_names",
+    "region_phases",
     "register_case",
     "registered_cases",
     "resolve_factory",

@@ -7,19 +7,27 @@ A report is the JSON `bench` writes::
                                       "instructions", ...}, ...]}
 
 `instructions` is an int per repetition, or None with an "unsupported" or "error"
-reason. Rows are keyed by (scenario, case, path, phase, inputs).
+reason. Rows are keyed by (scenario, case, path, phase, inputs). A counted row may also
+hold ``"functions": {name: instructions per repetition}``: where the row's instructions
+went (each function's exclusive cost in the median chunk; small ones summed in
+``"(other)"``, so the values add up to `instructions`); `attribute` explains a delta with
+them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.counting.cases import PATHS, PHASES
+
+#: the entry of a row's "functions" that holds the functions below the kept threshold
+OTHER = "(other)"
 
 BASELINE_DIR = Path(__file__).resolve().parent / "baselines"
 DEFAULT_BAND = 0.02
@@ -30,6 +38,8 @@ DEFAULT_BAND = 0.02
 DEFAULT_FLOOR = 1000
 
 Key = tuple[str, str, str, str, Any]
+#: (old, new) path pairs whose ratio the table shows when both are in a report
+RATIOS = (("owned", "borrowed"), ("eager", "compiled"))
 
 
 class ReportError(ValueError):
@@ -76,6 +86,12 @@ def check_report(report: Any, where: str = "report") -> None:
                               "it with `python -m harness bench --json FILE`")
 
 
+def without_functions(report: dict[str, Any]) -> dict[str, Any]:
+    """The report with its rows' per-function costs left out (a compact baseline)."""
+    return {**report, "results": [{k: v for k, v in r.items() if k != "functions"}
+                                  for r in report["results"]]}
+
+
 def save_report(report: dict[str, Any], path: str | os.PathLike[str]) -> None:
     Path(path).write_text(dumps(report))
 
@@ -107,13 +123,12 @@ def render_table(report: dict[str, Any]) -> str:
     groups: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["scenario"], r["case"], r["inputs"], r["phase"]), {})[r["path"]] = r
-    with_ratio = "owned" in paths and "borrowed" in paths
-    header = ["scenario", "case", "inputs", "phase", *paths] + (["borrowed/owned"] if with_ratio else [])
+    ratios = [(old, new) for old, new in RATIOS if old in paths and new in paths]
+    header = ["scenario", "case", "inputs", "phase", *paths] + [f"{new}/{old}" for old, new in ratios]
     lines = [header]
     for (scenario, case, inputs, phase), by_path in groups.items():
         line = [scenario, case, str(inputs), phase, *(_cell(by_path.get(p)) for p in paths)]
-        if with_ratio:
-            line.append(_ratio_text(by_path.get("owned"), by_path.get("borrowed")))
+        line += [_ratio_text(by_path.get(old), by_path.get(new)) for old, new in ratios]
         lines.append(line)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     numeric = set(range(2, len(header)))
@@ -235,6 +250,167 @@ def render_compare(deltas: Sequence[Delta], old_name: str = "A", new_name: str =
     return "\n".join(text)
 
 
+def select_paths(report: dict[str, Any], path: str, shown_as: str | None = None) -> dict[str, Any]:
+    """The report's rows of one path, renamed `shown_as`: two paths of one report (or of
+    two) then compare row by row, e.g. owned in A against borrowed in B as "owned->borrowed"."""
+    rows = [dict(r, path=shown_as or path) for r in report["results"] if r["path"] == path]
+    if not rows:
+        found = sorted({r["path"] for r in report["results"]})
+        raise ReportError(f"the report has no rows of path {path!r}; its paths: {', '.join(found)}")
+    return {**report, "results": rows}
+
+
+# --- attribution: where a delta's instructions went ------------------------------------------
+
+#: by default, name functions until they account for this share of the gross movement
+DEFAULT_COVERAGE = 0.9
+DEFAULT_TOP = 25
+NAME_WIDTH = 100
+
+
+_CLONE = re.compile(r" \[clone [^\]]*\]")
+_OPERATOR = re.compile(r"(\S*\boperator\b.*)$")
+
+
+def base_name(name: str) -> str:
+    """A function's name without return type, template arguments, parameters and
+    qualifiers, so overloads and instantiations count as one function:
+    ``_object* ns::apply_function<ns::OwnedInputs>(_object*, _object*)`` and its
+    ``<ns::BorrowedInputs>`` twin are both ``ns::apply_function``. Approximate for the
+    operators spelled with brackets (``operator<``, ``operator()``)."""
+    if name.startswith("??? ["):  # unnamed code of one object (see callgrind._function_key)
+        return name
+    text = _CLONE.sub("", name).replace("(anonymous namespace)", "{anonymous}")
+    kept, depth = [], 0
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            kept.append(ch)
+    text = " ".join("".join(kept).split())
+    for qualifier in (" const", " volatile", " &&", " &", " noexcept"):
+        text = text.removesuffix(qualifier)
+    operator = _OPERATOR.search(text)
+    if operator:
+        return operator.group(1)
+    return text.rsplit(" ", 1)[-1] if text else name
+
+
+def _merged(functions: dict[str, float]) -> dict[str, float]:
+    merged: dict[str, float] = {}
+    for name, cost in functions.items():
+        key = name if name == OTHER else base_name(name)
+        merged[key] = merged.get(key, 0.0) + cost
+    return merged
+
+
+@dataclass
+class Attribution:
+    """A row's delta split over functions: `shown` are (name, A, B, B - A), largest
+    movement first, until they account for `coverage` of `gross` (the sum of every
+    function's |B - A|); `rest` is what the other `rest_count` functions add up to."""
+
+    key: Key
+    old: int
+    new: int
+    shown: list[tuple[str, float, float, float]]
+    rest: float
+    rest_count: int
+    gross: float
+
+    @property
+    def delta(self) -> int:
+        return self.new - self.old
+
+
+def attribute(old_row: dict[str, Any], new_row: dict[str, Any], coverage: float = DEFAULT_COVERAGE,
+              top: int = DEFAULT_TOP, full_names: bool = False) -> Attribution:
+    """Split ``new - old`` instructions over functions. Both rows need "functions"
+    (bench records them); a function kept in one row but not the other counts as 0 there
+    (its cost sits in that row's "(other)", which is compared like any function).
+    Functions are compared by `base_name` (so the owned and borrowed instantiations of
+    one template, or a signature that changed between releases, pair up) unless
+    `full_names`."""
+    for row in (old_row, new_row):
+        if row.get("instructions") is None or not row.get("functions"):
+            raise ReportError(f"{describe_key(row_key(row))} has no per-function costs; "
+                              "rerun bench (it records them unless --no-functions)")
+    old_f, new_f = old_row["functions"], new_row["functions"]
+    if not full_names:
+        old_f, new_f = _merged(old_f), _merged(new_f)
+    moves = [(name, old_f.get(name, 0.0), new_f.get(name, 0.0)) for name in {**old_f, **new_f}]
+    moves = [(n, a, b, b - a) for n, a, b in moves if b != a]
+    moves.sort(key=lambda m: (-abs(m[3]), m[0]))
+    gross = sum(abs(m[3]) for m in moves)
+    shown: list[tuple[str, float, float, float]] = []
+    covered = 0.0
+    for move in moves:
+        if covered >= coverage * gross or len(shown) >= top:
+            break
+        shown.append(move)
+        covered += abs(move[3])
+    rest = moves[len(shown):]
+    return Attribution(row_key(new_row), old_row["instructions"], new_row["instructions"], shown,
+                       sum(m[3] for m in rest), len(rest), gross)
+
+
+def attribute_reports(old: dict[str, Any], new: dict[str, Any], coverage: float = DEFAULT_COVERAGE,
+                      top: int = DEFAULT_TOP, full_names: bool = False
+                      ) -> tuple[list[Attribution], list[str]]:
+    """An `Attribution` per row counted in both reports; notes for rows that cannot be
+    attributed (not counted on one side, or no per-function costs)."""
+    new_rows = {row_key(r): r for r in new["results"]}
+    found, notes = [], []
+    for old_row in old["results"]:
+        new_row = new_rows.get(row_key(old_row))
+        if new_row is None or old_row.get("instructions") is None or new_row.get("instructions") is None:
+            continue
+        try:
+            found.append(attribute(old_row, new_row, coverage, top, full_names))
+        except ReportError as e:
+            notes.append(str(e))
+    return found, notes
+
+
+def _short(name: str, width: int = NAME_WIDTH) -> str:
+    return name if len(name) <= width else name[:width - 3] + "..."
+
+
+def render_attribution(attributions: Sequence[Attribution], old_name: str = "A",
+                       new_name: str = "B") -> str:
+    """Per row: its delta, then function, A, B, delta and share of the row's delta."""
+    blocks = []
+    for at in attributions:
+        head = (f"{describe_key(at.key)}: {old_name} {at.old:,}, {new_name} {at.new:,}, "
+                f"delta {at.delta:+,}")
+        if not at.shown:
+            blocks.append(head + "; no function moved")
+            continue
+        covered = sum(abs(m[3]) for m in at.shown) / at.gross if at.gross else 1.0
+        head += (f"; {len(at.shown)} functions account for {covered:.0%} of the "
+                 f"{at.gross:,.0f} instructions that moved either way")
+        lines = [["function", old_name, new_name, "delta", "share"]]
+        for name, a, b, d in at.shown:
+            lines.append([_short(name), f"{a:,.1f}", f"{b:,.1f}", f"{d:+,.1f}", _share(d, at.delta)])
+        if at.rest_count:
+            more = "function" if at.rest_count == 1 else "functions"
+            lines.append([f"({at.rest_count} more {more})", "", "", f"{at.rest:+,.1f}",
+                          _share(at.rest, at.delta)])
+        widths = [max(len(line[i]) for line in lines) for i in range(5)]
+        text = ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                 for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+                for line in lines]
+        text.insert(1, "  " + "  ".join("-" * w for w in widths))
+        blocks.append("\n".join([head, *text]))
+    return "\n\n".join(blocks)
+
+
+def _share(part: float, total: int) -> str:
+    return f"{part / total:+.0%}" if total else "-"
+
+
 @dataclass
 class CheckResult:
     band: float
@@ -347,10 +523,17 @@ def plot(report: dict[str, Any], path: str | os.PathLike[str]) -> None:
 __all__ = [
     "BASELINE_DIR",
     "DEFAULT_BAND",
+    "DEFAULT_COVERAGE",
     "DEFAULT_FLOOR",
+    "DEFAULT_TOP",
+    "OTHER",
+    "Attribution",
     "CheckResult",
     "Delta",
     "ReportError",
+    "attribute",
+    "attribute_reports",
+    "base_name",
     "baseline_path",
     "check",
     "check_report",
@@ -359,9 +542,12 @@ __all__ = [
     "dumps",
     "load_report",
     "plot",
+    "render_attribution",
     "render_check",
     "render_compare",
     "render_table",
     "row_key",
     "save_report",
+    "select_paths",
+    "without_functions",
 ]

@@ -16,6 +16,7 @@ propagate.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
@@ -111,6 +112,19 @@ class Paths:
         self._entries: dict[str, Callable[..., Any]] = dict(entries)
         self.native_entry = ("extension" if self._entries else "facade") if native_module else None
 
+    @staticmethod
+    def backward_engine(path: str) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+        """What the backward runs under: compiled autograd with the capture-only compiler
+        (the captured graph runs as it is; `harness.paths.compiled`'s default mode) on the
+        compiled path, the eager engine otherwise."""
+        if path != "compiled":
+            return contextlib.nullcontext
+        from torch._dynamo import compiled_autograd
+
+        from harness.paths.compiled import compiler_fn
+
+        return lambda: compiled_autograd._enable(compiler_fn("capture"))
+
     def _require_native(self) -> Any:
         if self._native is None:
             raise RegionUnsupported(self._native_reason or "harness.native is not available")
@@ -119,7 +133,7 @@ class Paths:
     def direct(self, path: str, cls: Any,
                make_inputs: Callable[[], tuple]) -> tuple[Callable[..., Any], Callable[[], tuple]]:
         """(call, make_args): the counted call is ``call(*make_args())``."""
-        if path == "eager":
+        if path in ("eager", "compiled"):  # compiled autograd runs the eager forward
             return cls.apply, make_inputs
         native = self._require_native()
         entry = self._entries.get(path)
@@ -130,7 +144,7 @@ class Paths:
         return functools.partial(entry, cls), lambda: (bind(cls, make_inputs()),)
 
     def applier(self, path: str) -> Callable[[int, Any, Sequence[Any]], Any]:
-        if path == "eager":
+        if path in ("eager", "compiled"):
             return lambda n, cls, args: cls.apply(*args)
         native_apply = self._require_native().apply
         return lambda n, cls, args: native_apply(cls, *args, holder=path)
@@ -199,7 +213,14 @@ class Counter:
         del keep_alive
 
     def backward(self, call: Callable[..., Any] | None, make_args: Callable[[], tuple] | None,
-                 label: str) -> None:
+                 label: str,
+                 engine: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
+                 ) -> None:
+        """Count the backward of fresh graphs made by ``call(*make_args())``. `engine` is
+        entered around the warm-up and around each counted chunk (outside collection):
+        under compiled autograd the warm-up's first backward captures the graph and every
+        later one, counted or not, runs the cached graph. A capture inside a counted
+        chunk (a cache miss) makes the region fail instead of counting the capture."""
         region: Callable[..., None]
         keep: list[Any]
         if call is None or make_args is None:
@@ -215,14 +236,21 @@ class Counter:
                 counted.append(items)
                 keep.append(inputs)
         c = self.control
-        region(self.run_backward, warm, c.nop, c.nop)
+        with engine():
+            region(self.run_backward, warm, c.nop, c.nop)
         del warm  # frees the warm graphs (and their inputs) before counting
         if call is not None:
             del warm_keep
+        captures = _captures()
         for k, items in enumerate(counted):
-            region(self.run_backward, items, c.start, c.stop)
+            with engine():
+                region(self.run_backward, items, c.start, c.stop)
             c.dump(f"{label}.{k}")
         del keep
+        if _captures() != captures:
+            raise RuntimeError(f"compiled autograd captured {_captures() - captures} new graph(s) "
+                               "during the counted repetitions (a cache miss): the count would "
+                               "include capture, so it is not reported")
 
     @staticmethod
     def _graphs(call: Callable[..., Any], make_args: Callable[[], tuple],
@@ -239,6 +267,33 @@ class Counter:
             items.append((outputs, tuple(torch.ones_like(o) for o in outputs)))
             inputs.append(args)
         return items, inputs
+
+
+def _warm_compiled_autograd() -> None:
+    """One throwaway capture before instrumentation starts: the first capture in a
+    process imports and initialises most of Dynamo and FX, which under instrumentation
+    would cost minutes. Its graph (a Function of its own) is never counted."""
+    import torch
+
+    class Warm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+            return grad
+
+    with Paths.backward_engine("compiled")():
+        Warm.apply(torch.ones(2, requires_grad=True)).sum().backward()
+
+
+def _captures() -> int:
+    """Compiled autograd's graph captures so far in this process (0 before any)."""
+    dynamo_utils = sys.modules.get("torch._dynamo.utils")
+    if dynamo_utils is None:
+        return 0
+    return int(dynamo_utils.counters["compiled_autograd"]["captures"])
 
 
 def _run_region(counter: Counter, region: dict[str, Any], workloads: dict[int, Any],
@@ -263,7 +318,7 @@ def _run_region(counter: Counter, region: dict[str, Any], workloads: dict[int, A
         if phase == "forward":
             counter.forward(call, make_args(), label)
         else:
-            counter.backward(call, make_args, label)
+            counter.backward(call, make_args, label, paths.backward_engine(region["path"]))
     except Exception as e:  # noqa: BLE001  the workload's own error: recorded (bench exits 1), batch goes on
         reason = _unsupported_reason(native, e)
         if reason is not None:
@@ -305,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001  a bad factory fails its own regions, not the batch
             workloads[index], inputs[index] = e, None
 
+    if "compiled" in spec["paths"]:
+        _warm_compiled_autograd()
     counter = Counter(control, spec["reps"], spec["warmup"], spec["chunks"])
     # Nothing below creates cycles; a collection inside a region would be counted.
     gc.collect()

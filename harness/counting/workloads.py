@@ -16,6 +16,7 @@ graph per repetition.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,9 +38,15 @@ class Workload:
                              f"got function={self.function!r}, graph={self.graph!r}")
 
 
+#: the device of every workload's leaves: `bench --device cuda` sets it for the callgrind
+#: worker, which then counts the host-side instructions of applies on CUDA tensors
+DEVICE_ENV = "HARNESS_BENCH_DEVICE"
+
+
 def _leaves(count: int) -> tuple[torch.Tensor, ...]:
     # Values never influence these counts (no data-dependent branches), but keep them fixed.
-    return tuple(torch.full((2,), 0.5, requires_grad=True) for _ in range(count))
+    device = os.environ.get(DEVICE_ENV) or "cpu"
+    return tuple(torch.full((2,), 0.5, device=device, requires_grad=True) for _ in range(count))
 
 
 def returning_inputs(inputs: int, outputs: int = 2) -> Workload:
@@ -113,4 +120,30 @@ def diamond_graph() -> Workload:
     return Workload(lambda: _leaves(2), graph=_diamond)
 
 
-__all__ = ["Applier", "Workload", "diamond_graph", "returning_inputs"]
+class _PassThrough(torch.autograd.Function):
+    """One Function node and nothing else: forward copies, backward hands the grad on."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+def chain_graph(nodes: int) -> Workload:
+    """One leaf through `nodes` pass-through Functions in a row. The backward runs one
+    Function node per link and no other op, so its cost over `nodes` is what the engine
+    (or compiled autograd's cached graph) spends per Function node."""
+
+    def chain(apply: Applier, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+        (value,) = inputs
+        for n in range(nodes):
+            value = apply(n, _PassThrough, (value,))
+        return value
+
+    return Workload(lambda: _leaves(1), graph=chain)
+
+
+__all__ = ["Applier", "Workload", "chain_graph", "diamond_graph", "returning_inputs"]

@@ -17,7 +17,11 @@ Expected-lifetime rules, checked on every path (`rule_violations`):
   * they are released by a non-retaining backward (and kept by retain_graph until the last);
   * leaf use counts return to their pre-forward value once outputs and graph are dropped;
   * nothing of the graph is alive after every user reference is dropped, and what dies only
-    under gc.collect() was held by a reference cycle.
+    under gc.collect() was held by a reference cycle;
+  * on CUDA, the caching allocator's bytes in use return to their value before the graph was
+    built, less what the result itself keeps (recorded tensors share storage with outputs):
+    `life:released` "cuda_bytes" is (bytes above that after drop_all, bytes above it after
+    gc.collect()), both 0 when nothing is left over. Off CUDA it is not recorded.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import torch
+
+from harness import devices
 
 LIFE = "life:"
 PROBE = "probe:"
@@ -58,6 +64,17 @@ class LifetimeTracker:
     probe_records: dict[str, dict[str, tuple]] = field(default_factory=dict)
     cycle_roles: list[str] = field(default_factory=list)
     leaked_roles: list[str] = field(default_factory=list)
+    #: the CUDA device whose allocator is checked, and its bytes in use before the graph was built
+    memory_device: torch.device | None = None
+    memory_baseline: int = 0
+    #: (above baseline after drop_all, above baseline after gc.collect()); None off CUDA
+    memory_excess: tuple[int, int] | None = None
+
+    def start_memory_baseline(self, device: torch.device) -> None:
+        """On CUDA, remember the allocator's bytes in use now (before the leaves are made)."""
+        baseline = devices.allocated_bytes(device)
+        if baseline is not None:
+            self.memory_device, self.memory_baseline = device, baseline
 
     def track(self, role: str, tensor: torch.Tensor) -> None:
         if role not in self.refs:
@@ -98,6 +115,22 @@ class LifetimeTracker:
             self.leaked_roles = [r for r in alive if self.alive(r)]
             self.cycle_roles = [r for r in alive if r not in self.leaked_roles]
 
+    def check_memory(self, kept: Iterable[torch.Tensor | None]) -> None:
+        """After drop_all, on CUDA: allocator bytes above the baseline beyond what `kept` (the
+        result's own tensors) holds. Negative readings (garbage of an earlier run freed by our
+        gc.collect()) count as 0."""
+        if self.memory_device is None:
+            return
+        kept = list(kept)
+        held = devices.held_bytes(kept, self.memory_device)
+
+        def excess() -> int:
+            return max(0, devices.allocated_bytes(self.memory_device) - self.memory_baseline - held)
+        before_gc = excess()
+        if before_gc:
+            gc.collect()
+        self.memory_excess = (before_gc, excess() if before_gc else 0)
+
     def store(self, result: Any) -> None:
         for checkpoint, roles in self.records.items():
             for role, obs in roles.items():
@@ -107,6 +140,8 @@ class LifetimeTracker:
                 result.put(PROBE + checkpoint, role, obs)
         result.put(LIFE + "released", "cycles", tuple(self.cycle_roles))
         result.put(LIFE + "released", "leaks", tuple(self.leaked_roles))
+        if self.memory_excess is not None:
+            result.put(LIFE + "released", "cuda_bytes", self.memory_excess)
 
 
 @dataclass(frozen=True)
@@ -130,6 +165,13 @@ def rule_violations(result: Any, backward_mode: str, saved_tensors_hooks: bool =
         out.append(RuleViolation("drop_all", role, "still alive after every reference was dropped (leak)"))
     for role in released.get("cycles", ()):
         out.append(RuleViolation("drop_all", role, "freed only by gc.collect(): held by a reference cycle"))
+    before_gc, after_gc = released.get("cuda_bytes", (0, 0))
+    if after_gc:
+        out.append(RuleViolation("drop_all", "cuda_bytes", f"{after_gc} bytes of CUDA memory above the baseline "
+                                 "after every reference was dropped (leak)"))
+    elif before_gc:
+        out.append(RuleViolation("drop_all", "cuda_bytes", f"{before_gc} bytes of CUDA memory freed only by "
+                                 "gc.collect(): held by a reference cycle"))
     grad_nodes = {int(i) for i in result.values.get("life:nodes", {}).get("requires_grad", ())}
     saved = [r for r in life.get("forward", {}) if r.startswith("saved:") and _node(r) in grad_nodes
              and not saved_tensors_hooks]
@@ -138,8 +180,10 @@ def rule_violations(result: Any, backward_mode: str, saved_tensors_hooks: bool =
             out.append(RuleViolation("forward", role, "saved tensor released before backward"))
     errored = result.status == "error"
     after = {"backward": "backward", "grad": "backward", "retain": "backward2"}.get(backward_mode)
+    # a partial backward runs only some nodes: the others keep their saved tensors
+    ran = {int(i) for i in result.values.get("life:nodes", {}).get("backward_runs", grad_nodes)}
     if after and not errored and after in life:
-        for role in saved:
+        for role in (r for r in saved if _node(r) in ran):
             if life[after][role][0]:
                 out.append(RuleViolation(after, role, "saved tensor still alive after a non-retaining backward"))
         if backward_mode == "retain":

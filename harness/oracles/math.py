@@ -9,7 +9,8 @@ from typing import Any, Sequence
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from harness.build import BuiltGraph, GeneratedFunction, build, math_apply
+from harness.build import Applier, BuiltGraph, GeneratedFunction, build, math_apply
+from harness.dataflow import Dataflow
 from harness.run import CHECKPOINTS, RunResult, forward, run_graph
 from harness.spec import GraphSpec
 
@@ -22,6 +23,12 @@ EXPECTED_ERRORS = {
 }
 
 
+#: torch's version-counter error at unpacking a saved tensor modified in place
+#: (torch/csrc/autograd/saved_variable.cpp, SavedVariable::unpack)
+VERSION_ERROR = re.compile(r"one of the variables needed for gradient computation has been modified by an "
+                           r"inplace operation")
+
+
 class OracleError(AssertionError):
     """The oracle itself failed: a bug in the harness, never a finding about torch."""
 
@@ -30,8 +37,23 @@ def math_applier(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> A
     return math_apply(cls.spec, args, cls.shape, cls.dtype, cls.device)
 
 
+def _math_applier_for(spec: GraphSpec) -> Applier:
+    """math_applier, except that computed outputs read clones of the values the user
+    modifies in place after the forward (`mutated_outputs`): plain autograd then never saves
+    such a value, so the oracle never raises torch's version-counter error (whether the
+    custom Function must is predicted by `version_error_expected`). Values are unchanged."""
+    mutated = set(spec.mutated_outputs)
+    if not mutated:
+        return math_applier
+
+    def applier(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
+        read = [a.clone() if arg.ref in mutated else a for arg, a in zip(spec.functions[n].args, args)]
+        return math_apply(cls.spec, args, cls.shape, cls.dtype, cls.device, read)
+    return applier
+
+
 def run_math(built: BuiltGraph) -> RunResult:
-    result = run_graph(built, math_applier, "math", lifetimes=False)
+    result = run_graph(built, _math_applier_for(built.spec), "math", lifetimes=False)
     if result.status == "error":
         raise OracleError(f"the math oracle raised {result.describe_error()}") from result.error
     return result
@@ -49,12 +71,35 @@ def completed(result: RunResult) -> RunResult:
     )
 
 
+def version_error_expected(spec: GraphSpec) -> bool:
+    """Must the backward raise torch's version-counter error? Yes when an output modified
+    in place after the forward (`mutated_outputs`) was saved (as an output, or as the input
+    of a later Function) by a Function whose backward runs: torch checks each saved tensor's
+    version when the backward unpacks it, and the generated backward always unpacks."""
+    if not spec.mutated_outputs or spec.backward == "none":
+        return False
+    flow = Dataflow(spec)
+    mutated = set(spec.mutated_outputs)
+    for n, fn in enumerate(spec.functions):
+        saved: set[str | None] = set()
+        if "outputs" in fn.save:
+            saved |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+        if "inputs" in fn.save:  # build._setup saves the inputs of nonlinear terms
+            saved |= {fn.args[s].ref for s in fn.nonlinear_slots if not fn.args[s].clone}
+        if saved & mutated and flow.backward_runs(n):
+            return True
+    return False
+
+
 def error_is_expected(spec: GraphSpec, result: RunResult) -> bool:
     """A deliberate error case of the spec raised the error torch documents for it, from
-    the very Function that declares it (torch names the node: "function F<n>Backward")."""
+    the very Function that declares it (torch names the node: "function F<n>Backward"); or
+    the version-counter error where `version_error_expected` says torch must raise it."""
     if result.status != "error" or result.error_checkpoint not in ("backward", "double_backward"):
         return False
     message = str(result.error)
+    if VERSION_ERROR.search(message):
+        return result.error_checkpoint == "backward" and version_error_expected(spec)
     # under torch.func the node is the Function's generated single-level twin, named
     # "<Function>Generated", and under vmap its vmapped version "Vmapped<Function>"
     # (torch/_functorch/autograd_function.py: generate_single_level_function,
@@ -150,5 +195,5 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
     return "ok", ""
 
 
-__all__ = ["EXPECTED_ERRORS", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
-           "gradcheck_reason", "gradcheck_verdict", "math_applier", "run_math"]
+__all__ = ["EXPECTED_ERRORS", "VERSION_ERROR", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
+           "gradcheck_reason", "gradcheck_verdict", "math_applier", "run_math", "version_error_expected"]

@@ -25,7 +25,9 @@ What torch promises, per path family, and so what is compared exactly:
   output or gradient strides. Aliasing is promised: AOT Autograd classifies every output
   as non_alias / alias_of_input / is_input / alias_of_intermediate* and regenerates
   aliases at run time so that `._base` and requires_grad match eager
-  (torch/_functorch/_aot_autograd/schemas.py, `OutputType`). `_version` is not: AOT
+  (torch/_functorch/_aot_autograd/schemas.py, `OutputType`), except for a custom Function's
+  view of a graph intermediate (a dirty view input, `Arg.view`), which AOT returns as a
+  plain output by design (`custom_function_view`). `_version` is not: AOT
   functionalizes mutations, and a dirty output here is an intermediate (a clone made
   inside the compiled region). requires_grad, grad_fn and is_leaf are autograd's view of
   the outputs, which the compiled region must reproduce. When the spec asks for
@@ -64,7 +66,19 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
             _LEAF_GRAD_LAYOUT + ("stride:tangent:",)))
     if family == "dynamo":
         forward = () if spec.trace else ("alias:",) + _AUTOGRAD_FLAGS
-        return lambda checkpoint, role: role.startswith(
+        # A dirty input that is a view (Arg.view) is a view of a clone made inside the compiled
+        # forward; AOT Autograd returns a custom Function's view of a graph intermediate as a
+        # plain output by design (torch/_functorch/_aot_autograd/schemas.py, OutputType
+        # custom_function_view and unsafe_view_alias, Note [Intermediate Bases Optimization])
+        # (and so are the views later Functions return of such an output: their base differs too)
+        views_of_intermediates: set[str] = set()
+        for n, fn in enumerate(spec.functions):
+            for k, o in enumerate(fn.outputs):
+                if (o.kind == "dirty" and fn.args[o.slot].view or o.kind in ("view", "input")
+                        and fn.args[o.slot].ref in views_of_intermediates):
+                    views_of_intermediates.add(f"f{n}.{k}")
+        not_compared = {f"alias:{ref}" for ref in views_of_intermediates}
+        return lambda checkpoint, role: role not in not_compared and role.startswith(
             forward + _LEAF_GRAD_LAYOUT + ("stride:tangent:",))
     if family.startswith("func."):
         # a torch.func transform returns fresh tensors outside autograd, so no metadata of

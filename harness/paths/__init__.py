@@ -123,6 +123,10 @@ def register_family(family: PathFamily) -> SelectedVariantPath:
 
 
 def get(name: str) -> Path:
+    base, at, device = name.partition("@")
+    if at:  # "<path>@<device>": that path on another device (harness.paths.on_device)
+        from harness.paths.on_device import on_device
+        return on_device(get(base), device)
     family, colon, variant = name.partition(":")
     if colon and family in _BUILTIN:
         importlib.import_module(_BUILTIN[family])  # registers its family

@@ -13,6 +13,11 @@ For each path, the same deterministic set of generated graphs is run three ways:
             autograd (or call the torch.compile'd forward, then backward).
 The overhead ratio is harness / raw, summed over the graphs the path ran (unsupported ones
 cost nothing on either side and are left out).
+
+This is wall time, capture included. Exact instruction counts of compiled autograd's
+cached backward per Function node, beside the eager engine's, are a `bench` scenario:
+``python -m harness bench --scenarios chain --paths eager,compiled --phases backward``
+(docs/counts.md).
 """
 
 from __future__ import annotations

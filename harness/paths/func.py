@@ -41,6 +41,7 @@ import torch
 
 from harness.build import BuiltGraph, GeneratedFunction, make_function
 from harness.dataflow import Dataflow
+from harness.oracles.math import version_error_expected
 from harness.paths import register
 from harness.run import CHECKPOINTS, RunResult, _leaf_tangents, forward, function_output_refs
 from harness.spec import GraphSpec
@@ -70,10 +71,12 @@ NO_TENSOR_OUTPUT = "no tensor output: torch.func differentiates a function with 
 #: not a torch limit: the spec's tensor hook doubles a gradient in eager (harness/run.py), and
 #: a transform of the graph function has no tensor of eager's graph to hook
 TENSOR_HOOK = "tensor hook: it changes eager's gradient; the transformed function runs no hooks"
-#: not a torch limit: eager raises the spec's deliberate error in a backward, which a
-#: forward-mode transform (jvp, jacfwd) never runs, so there is no reference for what it
-#: observes from then on (eager's gradients, or its tangents: eager runs forward AD last)
-NO_REFERENCE = "no eager reference: eager stops at the spec's deliberate backward error, which forward mode never runs"
+#: not a torch limit: eager raises in a backward (the spec's deliberate error, or torch's
+#: version-counter error for a saved output modified in place, oracles/math.py
+#: version_error_expected), which a forward-mode transform (jvp, jacfwd) never runs, so
+#: there is no reference for what it observes from then on (eager's gradients, or its
+#: tangents: eager runs forward AD last)
+NO_REFERENCE = "no eager reference: eager stops at a backward error, which forward mode never runs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +215,8 @@ class GraphFunction:
 
     def outputs(self, leaves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         values = forward(self.built, self.apply, leaves, self.consts)
+        for ref in self.spec.mutated_outputs:  # the user's in-place update after the forward, as run.py
+            values[ref].mul_(2.0)
         return tuple(values[r] for r in self.refs)
 
 
@@ -396,7 +401,8 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
         return NO_JVP
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
         return TENSOR_HOOK
-    if transform.forward_mode and has_backward(spec) and any(fn.error for fn in spec.functions) and (
+    backward_error = any(fn.error for fn in spec.functions) or version_error_expected(spec)
+    if transform.forward_mode and has_backward(spec) and backward_error and (
             tangent_roles(spec, transform) or gradient_roles(spec, transform)):
         return NO_REFERENCE
     return None

@@ -46,6 +46,16 @@ def test_builtin_scenarios() -> None:
     assert [c.inputs for c in sweep] == list(range(41))
     assert [c.inputs for c in cases.cases_for(["sweep"], [0, 24, 25])] == [0, 24, 25]
     assert [c.name for c in cases.cases_for(["graph"])] == ["diamond"]
+    chain = cases.cases_for(["chain"])
+    assert [(c.name, c.params) for c in chain] == [(f"chain-{n}", {"nodes": n}) for n in (1, 2, 4, 8)]
+    with pytest.raises(cases.CaseError, match="use at least 1"):
+        cases.chain_cases([0])
+
+
+def test_the_compiled_path_has_no_forward_of_its_own() -> None:
+    assert cases.region_phases("compiled", cases.PHASES) == ["backward"]
+    assert cases.region_phases("eager", cases.PHASES) == ["forward", "backward"]
+    assert "compiled" in cases.PATHS and "compiled" not in cases.DEFAULT_PATHS
 
 
 def test_registered_cases_join_their_scenario_and_new_scenarios_become_valid() -> None:

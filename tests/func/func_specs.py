@@ -76,7 +76,6 @@ def func_graphs(*, vmap: bool | None = None, jvp: bool = False, plain: bool = Fa
         specs = specs.map(lambda s: s and _or_none(all_plain, s))
     return specs.filter(
         lambda s: s is not None and not single_nontensor_output(s) and not dirty_under_generated_vmap_rule(s)
-        and not input_returned_without_materialized_grads(s)
         and not wrong_gradient_shape(s))
 
 

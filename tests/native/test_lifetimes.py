@@ -1,12 +1,17 @@
 """Probe pins and tensor lifetimes: saved tensors die after a non-retaining
-backward, and everything dies with the outputs, on every path."""
+backward, everything dies with the outputs, and an output stored on ctx is a
+cycle the gc frees, on every path."""
 
 from __future__ import annotations
 
+import gc
 import weakref
 
 import pytest
 import torch
+from hypothesis import given, settings
+
+from strategies import graphs
 
 PATHS = ("eager", "owned", "borrowed")
 NATIVE = ("owned", "borrowed")
@@ -108,12 +113,11 @@ def test_node_use_count_of_leaf_is_zero(native):
 def test_node_use_count_of_output_node(path, native, apply_on):
     x = torch.randn(3, requires_grad=True)
     out, other = apply_on(path, SaveIntermediate, x)
-    # One reference per output tensor; eager's ctx (the THPFunction) owns its
-    # PyNode too, while the native ctx points at its node weakly.
-    expected = 2 + (path == "eager")
-    assert native.node_use_count(out) == expected
-    # The first Python grad_fn wrapper of a native node is preserved (kept by
-    # the node's PyObject slot) as long as the node is shared: +1 from then on.
+    # One reference per output tensor, and one from the node's Python grad_fn
+    # object: eager's ctx (the THPFunction), the native node's wrapper (made
+    # with the node, so that gc can see the ctx; the native ctx points at its
+    # node weakly). Reading grad_fn returns that object and adds nothing.
+    assert native.node_use_count(out) == 3
     grad_fn = out.grad_fn
     del grad_fn
     assert native.node_use_count(out) == 3
@@ -191,3 +195,111 @@ def test_no_grad_apply_keeps_nothing(path, native, apply_on, no_gc):
     assert not alive(handles["intermediate"])
     assert not alive(handles["ctx"])
     assert x._use_count() == 1
+
+
+# --------------------------------------------------------------------------- output stored on ctx
+
+
+class KeepsOutputOnCtx(torch.autograd.Function):
+    """sigmoid, with its output stored on ctx instead of save_for_backward: output ->
+    grad_fn -> ctx -> output is a reference cycle (torch's docs warn about it)."""
+
+    ctx_ref: weakref.ref | None = None
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.sigmoid(x)
+        ctx.y = y
+        KeepsOutputOnCtx.ctx_ref = weakref.ref(ctx)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.y * (1 - ctx.y)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_output_stored_on_ctx_is_a_cycle_that_gc_frees(path, apply_on, no_gc):
+    x = torch.randn(5, requires_grad=True)
+    out = apply_on(path, KeepsOutputOnCtx, x)
+    out_ref, ctx_ref = torch._C._WeakTensorRef(out), KeepsOutputOnCtx.ctx_ref
+    del out
+    assert alive(out_ref) and alive(ctx_ref), "not a cycle: freed without gc"
+    gc.collect()
+    assert not alive(out_ref), "output on ctx leaked: gc cannot see the cycle"
+    assert not alive(ctx_ref)
+    assert x._use_count() == 1
+
+
+def test_gc_keeps_a_ctx_the_graph_still_needs(apply_on, assert_all_paths_equal):
+    """The cycle is reported to gc only when the node dies with it: gc.collect() while
+    the output, or only a later node saving it, holds the graph frees nothing needed."""
+
+    def scenario(path):
+        x = torch.randn(5, generator=torch.Generator().manual_seed(0), requires_grad=True)
+        kept = apply_on(path, KeepsOutputOnCtx, x)
+        only_saved = apply_on(path, KeepsOutputOnCtx, x).sin()  # the output lives in sin's node
+        gc.collect()
+        (kept.sum() + only_saved.sum()).backward()
+        return x.grad
+
+    assert_all_paths_equal(scenario)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_grad_fn_object_is_made_with_the_node(path, native, apply_on):
+    x = torch.randn(3, requires_grad=True)
+    out = apply_on(path, KeepsOutputOnCtx, x)
+    assert out.grad_fn is out.grad_fn  # one preserved object, not a fresh wrapper per read
+    assert "grad_fn=<KeepsOutputOnCtxBackward>" in repr(out)
+
+
+def test_generated_output_on_ctx_is_judged_as_on_eager(fault, native):
+    """The generator never stores an output on ctx itself; the ctx_cycle self-test fault
+    makes every generated Function store its first tensor output there. The lifetime
+    verdicts (cycles, leaks, use counts) then match eager's exactly."""
+    from harness import paths
+    from harness.check import check
+
+    fault("ctx_cycle")
+    chosen = [paths.get(name) for name in PATHS]
+    cycles: list[bool] = []
+
+    @settings(max_examples=12, database=None, derandomize=True)
+    @given(spec=graphs(max_functions=2, max_inputs=3, max_leaves=2, dtypes=("float64",), max_elements=8))
+    def judged_as_on_eager(spec):
+        verdict = check(spec, chosen)
+        found = {
+            name: sorted((m.against, m.checkpoint, m.role, m.detail) for m in outcome.mismatches)
+            for name, outcome in verdict.outcomes.items()
+        }
+        for name in NATIVE:
+            assert found[name] == found["eager"], name
+        cycles.append(any("reference cycle" in detail for *_, detail in found["eager"]))
+
+    judged_as_on_eager()
+    # not vacuous (deterministic: derandomized); outputs that do not require grad have no
+    # node, hence no cycle, and eager leaks a Function's outputs when two of them are kept
+    assert any(cycles), f"none of {len(cycles)} examples made a cycle"
+
+
+def test_output_on_ctx_in_a_generated_graph_is_a_cycle_on_every_path(fault, native):
+    from harness import paths
+    from harness.check import check
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+    fault("ctx_cycle")
+    spec = GraphSpec(
+        shape=(2, 3), dtype="float64", leaves=(LeafSpec(True),),
+        functions=(FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5),)),),
+                                save=("intermediates",)),),
+        backward="backward")
+    verdict = check(spec, [paths.get(name) for name in PATHS])
+    found = {
+        name: sorted((m.against, m.checkpoint, m.role, m.detail) for m in outcome.mismatches)
+        for name, outcome in verdict.outcomes.items()
+    }
+    cycle = ("lifetime rule", "drop_all", "f0.0", "freed only by gc.collect(): held by a reference cycle")
+    assert cycle in found["eager"], found["eager"]
+    for name in NATIVE:
+        assert found[name] == found["eager"], name

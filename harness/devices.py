@@ -1,0 +1,126 @@
+"""Devices a run uses, and the care a GPU needs before its results can be compared.
+
+`--device` takes "cpu", "cuda" or "cpu,cuda" (`parse_devices`). On CUDA, every run of a
+graph happens inside `exact_float_math` (no TF32, no reduced-precision reductions: torch
+documents both as trading accuracy for speed, so they would move results outside the
+error bounds of harness.oracles.bounds), and the device is synchronised before anything
+is read (`synchronize`). The lifetime oracle reads `allocated_bytes` to check that the
+allocator returns to its baseline once a graph is dropped.
+
+On CPU every function here is a no-op: CPU runs stay bit-identical to runs without them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+import torch
+
+DEVICES = ("cpu", "cuda")
+
+#: documented worst-case error, in ulps, of sin, cos and tanh on CUDA, float32 and float64 alike
+#: (CUDA C++ Programming Guide, "Mathematical Functions": sinf, cosf, tanhf, sin, cos, tanh, 2 ulps
+#: over the full range; Triton's libdevice calls the same functions). The error bounds
+#: (harness.oracles.bounds.LIBRARY_ULPS) must be at least this for CUDA results to be held to them.
+CUDA_LIBRARY_ULPS = 2
+
+#: the CUDA caching allocator hands out blocks in multiples of this many bytes
+#: (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize), and memory_allocated counts blocks
+CUDA_BLOCK_BYTES = 512
+
+
+class DeviceError(ValueError):
+    """A --device value that cannot run here; the message is one sentence with the fix."""
+
+
+def cuda_unavailable_reason() -> str | None:
+    """None when CUDA can run here, else one sentence saying why not and what to use."""
+    if torch.cuda.is_available():
+        return None
+    if torch.version.cuda is None:
+        why = f"torch {torch.__version__} is a CPU-only build"
+    else:
+        why = f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no GPU"
+    return f"CUDA is not available here: {why}; use --device cpu."
+
+
+def parse_devices(text: str) -> tuple[str, ...]:
+    """'cpu', 'cuda' or 'cpu,cuda' -> the devices, each checked to be usable here."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in DEVICES]
+    if not names or unknown:
+        raise DeviceError(f"--device {text!r} is not a device list; use cpu, cuda or cpu,cuda.")
+    if len(set(names)) != len(names):
+        raise DeviceError(f"--device {text!r} names a device twice; use cpu, cuda or cpu,cuda.")
+    if "cuda" in names:
+        why = cuda_unavailable_reason()
+        if why is not None:
+            raise DeviceError(why)
+    return names
+
+
+def is_cuda(device: str | torch.device) -> bool:
+    return torch.device(device).type == "cuda"
+
+
+@contextlib.contextmanager
+def exact_float_math(device: str | torch.device) -> Iterator[None]:
+    """On CUDA: TF32 and fp16/bf16 reduced-precision reductions off, restored afterwards.
+
+    torch.backends.cuda.matmul.allow_tf32 and cudnn.allow_tf32 round float32 matmul and
+    convolution inputs to 10 mantissa bits; allow_{fp16,bf16}_reduced_precision_reduction
+    lets cuBLAS reduce in the narrow type (torch docs, "TensorFloat-32 (TF32) on Ampere (and
+    later) devices" and "Reduced Precision Reduction"). Neither is in the rounding model of
+    the error bounds, so comparisons run with both off. On CPU nothing is touched."""
+    if not is_cuda(device):
+        yield
+        return
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = (matmul.allow_tf32, cudnn.allow_tf32, matmul.allow_fp16_reduced_precision_reduction,
+             matmul.allow_bf16_reduced_precision_reduction, torch.get_float32_matmul_precision())
+    try:
+        matmul.allow_tf32 = cudnn.allow_tf32 = False
+        matmul.allow_fp16_reduced_precision_reduction = False
+        matmul.allow_bf16_reduced_precision_reduction = False
+        torch.set_float32_matmul_precision("highest")
+        yield
+    finally:
+        (matmul.allow_tf32, cudnn.allow_tf32, matmul.allow_fp16_reduced_precision_reduction,
+         matmul.allow_bf16_reduced_precision_reduction) = saved[:4]
+        torch.set_float32_matmul_precision(saved[4])
+
+
+def synchronize(device: str | torch.device) -> None:
+    """Wait for the device's queued work (kernels run asynchronously) before reading results
+    or the allocator's counters. No-op on CPU."""
+    if is_cuda(device):
+        torch.cuda.synchronize(device)
+
+
+def allocated_bytes(device: str | torch.device) -> int | None:
+    """Bytes the CUDA caching allocator has handed out on `device`; None off CUDA."""
+    if not is_cuda(device):
+        return None
+    synchronize(device)
+    return torch.cuda.memory_allocated(device)
+
+
+def held_bytes(tensors: Iterable[torch.Tensor | None], device: str | torch.device) -> int:
+    """What `memory_allocated` counts for the storages of `tensors` on `device`: each
+    distinct storage once, rounded up to the allocator's block size (empty ones take none)."""
+    target = torch.device(device)
+    if target.index is None and target.type == "cuda":
+        target = torch.device("cuda", torch.cuda.current_device())
+    storages: dict[int, int] = {}
+    for t in tensors:
+        if t is None or t.device != target:
+            continue
+        storage = t.untyped_storage()
+        if storage.nbytes():
+            storages[storage.data_ptr()] = storage.nbytes()
+    return sum(-(-n // CUDA_BLOCK_BYTES) * CUDA_BLOCK_BYTES for n in storages.values())
+
+
+__all__ = ["CUDA_BLOCK_BYTES", "CUDA_LIBRARY_ULPS", "DEVICES", "DeviceError", "allocated_bytes", "cuda_unavailable_reason",
+           "exact_float_math", "held_bytes", "is_cuda", "parse_devices", "synchronize"]

@@ -1,0 +1,1066 @@
+"""Check a user's own `torch.autograd.Function` on every execution path: `check_function`.
+
+The fuzzer (harness.campaign) checks Functions it generates from specs; this module checks one
+a project wrote. It reuses the harness's real parts: the paths' own seams (stock `apply`, the
+native C++ `apply`, compiled autograd around the backward, torch.compile of the forward, with
+the compiled paths' isolation and classification of documented limits), the runner's
+checkpoints and `RunResult`, the comparator, and the lifetime tracker and its rules.
+
+Checks (names used in reports, errors and `checks=`):
+
+  outputs          every path's outputs (values, requires_grad, non-tensor outputs) agree with eager's
+  gradients        every path's gradients of a weighted loss agree with eager's
+  gradcheck        float64 `torch.autograd.gradcheck` of the backward (finite differences)
+  jvp              the user `jvp`: float64 gradcheck of forward AD, and tangents agree across paths
+  vmap             `torch.vmap` (the vmap rule or generate_vmap_rule) agrees with a loop, for
+                   outputs and per-sample gradients (`torch.func.vjp` under vmap)
+  double_backward  float64 `gradgradcheck`, and second-order gradients agree across paths
+  mark_dirty       every input the forward modified in place was declared with ctx.mark_dirty
+  lifetimes        saved tensors released by backward, nothing leaked, no reference cycles
+
+Eager (the installed torch's `Function.apply`) is the reference: it is judged by the float64
+oracles, and every other path is compared with it, bit for bit where the path runs the same
+code (owned, borrowed) and within torch.testing's default per-dtype tolerances where it
+compiles (compiled, dynamo): the documented tolerances for comparing one computation done by
+two kernels, since nothing is known here about the user's ops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch.autograd.function import _SingleLevelFunction, once_differentiable
+
+from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
+from harness.oracles.lifetimes import LifetimeTracker, rule_violations
+from harness.run import CHECKPOINTS, RunResult, _checkpoint, _Stop
+
+CHECKS = ("outputs", "gradients", "gradcheck", "jvp", "vmap", "double_backward", "mark_dirty", "lifetimes")
+#: the checks whose results come from running each path (the others run the stock apply)
+PATH_CHECKS = ("outputs", "gradients", "jvp", "double_backward", "lifetimes")
+#: which check judges each runner checkpoint
+CHECK_OF_CHECKPOINT = {"forward": "outputs", "backward": "gradients", "double_backward": "double_backward",
+                       "forward_ad": "jvp"}
+
+#: finite differences cost two forwards per input element (slow mode, see harness.oracles.math)
+GRADCHECK_MAX_ELEMENTS = 512
+#: batch size of the vmap check
+VMAP_BATCH = 3
+#: torch.testing.assert_close's documented default (rtol, atol) per dtype
+DEFAULT_TOLERANCES = {
+    torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7), torch.complex32: (1e-3, 1e-5), torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+}
+#: the float64 oracles and vmap run the stock apply; reports name them after what they are
+FLOAT64 = "eager float64"
+VMAP = "torch.vmap"
+
+_ONCE_DIFFERENTIABLE = once_differentiable(lambda ctx, *grads: grads).__code__
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """One check of one sample on one path."""
+
+    check: str
+    path: str
+    status: str  # passed | failed | reference | unsupported | not_applicable
+    detail: str = ""
+    seconds: float = 0.0
+    sample: int = 0
+
+
+@dataclass
+class FunctionReport:
+    """Everything `check_function` ran, sample by sample; statistics are derived on demand."""
+
+    function: str
+    records: list[CheckRecord] = field(default_factory=list)
+    samples: list[tuple] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[CheckRecord]:
+        return [r for r in self.records if r.status == "failed"]
+
+    def outcomes(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """(check, path) -> (status, detail) over every sample: failed if any failed, else
+        passed if any passed, else why it did not run."""
+        rank = ("failed", "passed", "reference", "unsupported", "not_applicable")
+        out: dict[tuple[str, str], CheckRecord] = {}
+        for r in self.records:
+            held = out.get((r.check, r.path))
+            if held is None or rank.index(r.status) < rank.index(held.status):
+                out[(r.check, r.path)] = r
+        return {key: (r.status, r.detail) for key, r in out.items()}
+
+    def seconds_by_check(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for r in self.records:
+            totals[r.check] = totals.get(r.check, 0.0) + r.seconds
+        return totals
+
+    def checks_run(self) -> list[str]:
+        """Checks that judged something (passed or failed) on at least one path."""
+        return [c for c in CHECKS if any(r.check == c and r.status in ("passed", "failed") for r in self.records)]
+
+    def table(self) -> str:
+        seconds: dict[tuple[str, str], float] = {}
+        for r in self.records:
+            seconds[(r.check, r.path)] = seconds.get((r.check, r.path), 0.0) + r.seconds
+        lines = [f"{self.function}: {len(self.samples)} sample(s)",
+                 f"  {'check':<16} {'path':<20} {'status':<15} {'seconds':>8}  detail"]
+        for (check, path), (status, detail) in sorted(
+                self.outcomes().items(), key=lambda kv: (CHECKS.index(kv[0][0]), kv[0][1])):
+            lines.append(f"  {check:<16} {path:<20} {status:<15} {seconds[(check, path)]:8.3f}  {detail}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+class FunctionCheckError(AssertionError):
+    """A user Function failed checks: every failed check, each with a standalone reproducer."""
+
+    def __init__(self, report: FunctionReport, reproducers: dict[str, str]) -> None:
+        self.report = report
+        self.reproducers = reproducers  # check -> Python source
+        failed = report.failures
+        checks = len({(r.check, r.path) for r in failed})
+        lines = [f"{report.function} failed {checks} check(s) over {len(report.samples)} sample(s):"]
+        for r in failed:
+            lines.append(f"  {r.check} [{r.path}] sample {r.sample}: {r.detail}")
+        for check, source in reproducers.items():
+            lines += ["", f"Reproducer for {check} (standalone Python; exits 1 while it fails):", source]
+        super().__init__("\n".join(lines))
+
+
+# --- what the Function declares ----------------------------------------------------------
+
+
+def has_jvp(function: type) -> bool:
+    return function.jvp is not _SingleLevelFunction.jvp
+
+
+def has_vmap_rule(function: type) -> bool:
+    return bool(getattr(function, "generate_vmap_rule", False)) or function.vmap is not torch.autograd.Function.vmap
+
+
+def is_once_differentiable(function: type) -> bool:
+    return getattr(function.backward, "__code__", None) is _ONCE_DIFFERENTIABLE
+
+
+def _as_tuple(out: Any) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _tensor_indices(sample: Sequence[Any]) -> list[int]:
+    return [i for i, a in enumerate(sample) if isinstance(a, torch.Tensor)]
+
+
+def _differentiable_indices(sample: Sequence[Any]) -> list[int]:
+    return [i for i in _tensor_indices(sample) if sample[i].requires_grad]
+
+
+def _fresh(sample: Sequence[Any], device: torch.device | None = None) -> list[Any]:
+    """New leaves with the sample's values and requires_grad; other arguments as given."""
+    return [a.detach().to(device or a.device).clone().requires_grad_(a.requires_grad)
+            if isinstance(a, torch.Tensor) else a for a in sample]
+
+
+def _weights(outputs: Sequence[torch.Tensor], offset: int) -> list[torch.Tensor]:
+    """Deterministic loss weights in [-1, 1), one per output, identical on every path."""
+    weights = []
+    for k, o in enumerate(outputs):
+        gen = torch.Generator().manual_seed(offset + k)
+        real = o.real if o.is_complex() else o
+        weights.append((torch.rand(o.shape, dtype=torch.float64, generator=gen) * 2 - 1).to(real.dtype).to(o.device))
+    return weights
+
+
+def _weighted_sum(tensors: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """sum_k (t_k * w_k).sum(), a real scalar (the real part for complex outputs)."""
+    total = None
+    for t, w in zip(tensors, weights):
+        term = (t * w).sum()
+        term = term.real if term.is_complex() else term
+        total = term if total is None else total + term
+    assert total is not None, "called with at least one tensor"
+    return total
+
+
+# --- paths: how each applies the user's Function -----------------------------------------
+
+
+class _EagerRunner:
+    """The installed torch's Function.apply."""
+
+    exact = True  # the reference itself
+    observes_saved = True  # saved tensors are seen through saved_tensors_hooks
+    runs_forward_ad = True
+
+    def __init__(self, name: str = "eager") -> None:
+        self.name = name
+
+    def forward(self, function: type, args: Sequence[Any]) -> Any:
+        return function.apply(*args)
+
+    def around_backward(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def unsupported(self, mode: str) -> str | None:
+        return None
+
+    def run(self, observe: Callable[[], RunResult]) -> RunResult:
+        return observe()
+
+
+class _NativeRunner(_EagerRunner):
+    """The harness's C++ Function.apply (harness.native), owned or borrowed inputs."""
+
+    def forward(self, function: type, args: Sequence[Any]) -> Any:
+        from harness import native
+
+        return native.apply(function, *args, holder=self.name)
+
+    def run(self, observe: Callable[[], RunResult]) -> RunResult:
+        from harness import native
+
+        try:
+            return observe()
+        except native.Unsupported as e:  # raised by the C++ apply for what it cannot run faithfully
+            return RunResult(self.name, status="unsupported", reason=f"the native apply: {e.reason}")
+
+
+class _CompiledAutogradRunner(_EagerRunner):
+    """Eager forward; backward under compiled autograd (harness.paths.compiled)."""
+
+    exact = False
+    observes_saved = False  # saved-tensor hooks would be captured into the compiled backward
+    runs_forward_ad = False  # forward AD is eager's own code here (nothing is compiled)
+
+    def __init__(self, name: str, mode: str) -> None:
+        super().__init__(name)
+        self.mode = mode
+        self._escaped: list[BaseException] = []
+
+    def around_backward(self) -> contextlib.AbstractContextManager:
+        from harness.paths.compiled import _compiled_autograd
+
+        return _compiled_autograd(self.mode, self._escaped)
+
+    def run(self, observe: Callable[[], RunResult]) -> RunResult:
+        from harness.paths.compiled import captures, isolated, run_classified
+
+        self._escaped = []
+        with isolated():
+            before = captures()
+            try:
+                result = run_classified(self.name, observe)
+            except Exception as e:
+                if not self._escaped or e is not self._escaped[0]:
+                    raise  # not from compiled autograd: a bug of the harness itself
+                return RunResult(self.name, status="error", error=e, error_checkpoint="backward")
+            if result.status == "ok" and "skipped" in result.values.get("backward", {}):
+                return RunResult(self.name, status="unsupported", reason="no backward (nothing requires grad)")
+            if result.status == "ok" and captures() == before:
+                result.status, result.error_checkpoint = "error", "backward"
+                result.error = RuntimeError("compiled autograd captured no backward graph: the backward ran eagerly")
+        return result
+
+
+class _DynamoRunner(_EagerRunner):
+    """torch.compile of the forward (harness.paths.dynamo): fullgraph first, and Dynamo's
+    eager fallback where that stops at a documented graph break."""
+
+    exact = False
+    observes_saved = False  # the forward is traced, not run
+    runs_forward_ad = False  # forward AD is not compiled (harness.paths.dynamo)
+
+    def __init__(self, name: str, backend: str) -> None:
+        super().__init__(name)
+        self.backend = backend
+        self._fullgraph = True
+
+    def forward(self, function: type, args: Sequence[Any]) -> Any:
+        return torch.compile(lambda *a: function.apply(*a), backend=self.backend, fullgraph=self._fullgraph)(*args)
+
+    def unsupported(self, mode: str) -> str | None:
+        from harness.paths.dynamo import AOT_DOUBLE_BACKWARD
+
+        return AOT_DOUBLE_BACKWARD if mode == "double" and self.backend != "eager" else None
+
+    def run(self, observe: Callable[[], RunResult]) -> RunResult:
+        from harness.paths.compiled import isolated, run_classified
+        from harness.paths.dynamo import GRAPH_BREAK
+
+        self._fullgraph = True
+        with isolated():
+            whole = run_classified(self.name, observe)
+        if whole.status != "unsupported" or not whole.reason.startswith(GRAPH_BREAK):
+            return whole
+        self._fullgraph = False
+        try:
+            with isolated():
+                fallback = run_classified(self.name, observe)
+        finally:
+            self._fullgraph = True
+        fallback.note = f"{whole.reason}; ran through Dynamo's eager fallback"
+        return fallback
+
+
+def _runners(names: Iterable[str] | None) -> tuple[list[_EagerRunner], dict[str, str]]:
+    """Runners for the selected registry paths (default: every one), and why others cannot run."""
+    from harness import paths as registry
+
+    chosen = list(names) if names is not None else registry.names()
+    runners: list[_EagerRunner] = []
+    unavailable: dict[str, str] = {}
+    for name in chosen:
+        path = registry.get(name)  # an unknown name raises, listing the valid ones
+        resolved = path.resolved() if hasattr(path, "resolved") else path
+        why = path.available()
+        if why is not None:
+            unavailable[resolved.name] = why
+            continue
+        family = resolved.name.partition(":")[0]
+        if family == "eager":
+            runners.append(_EagerRunner())
+        elif family in ("owned", "borrowed"):
+            runners.append(_NativeRunner(family))
+        elif family == "compiled":
+            runners.append(_CompiledAutogradRunner(resolved.name, resolved.mode))
+        elif family == "dynamo":
+            runners.append(_DynamoRunner(resolved.name, resolved.backend))
+        else:
+            unavailable[resolved.name] = "this path runs generated graphs only (it has no user-Function runner)"
+    if not any(r.name == "eager" for r in runners):
+        runners.insert(0, _EagerRunner())  # the reference for every other path
+    return runners, unavailable
+
+
+# --- one run of one sample on one path ----------------------------------------------------
+
+
+@contextlib.contextmanager
+def _observing_saved(tracker: LifetimeTracker | None) -> Iterator[None]:
+    """Track what save_for_backward keeps: the pack hook stores a detached alias (so a saved
+    output does not hold its own grad_fn in a cycle, as harness.run does) and tracks both the
+    saved tensor and the alias the graph holds."""
+    if tracker is None:
+        yield
+        return
+    count = [0]
+
+    def pack(t: torch.Tensor) -> list[torch.Tensor]:
+        alias = t.detach()
+        role = f"saved:f0.{count[0]}"
+        tracker.saved[role] = 0
+        tracker.refs[role] = torch._C._WeakTensorRef(alias)
+        tracker.track(f"saved_source:{count[0]}", t)
+        count[0] += 1
+        return [alias]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda packed: packed[0]):
+        yield
+
+
+def observe(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: str, *,
+            lifetimes: bool = False, timings: dict[str, float] | None = None) -> RunResult:
+    """Run `function` on `sample` the way `runner`'s path does, recording what harness.run records.
+
+    mode: "backward" (forward, weighted loss, .backward()), "double" (autograd.grad with
+    create_graph, then the gradient of the weighted gradients), "forward_ad" (duals in, tangents out).
+    With `lifetimes` gc is off meanwhile, so what only a cycle keeps alive is seen as such.
+    """
+    timings = {} if timings is None else timings
+
+    def run() -> RunResult:  # a path may run it twice (Dynamo's fallback): fresh records each time
+        result = RunResult(runner.name)
+        tracker = LifetimeTracker() if lifetimes else None
+        gc_was_enabled = gc.isenabled()
+        if tracker is not None:
+            gc.disable()
+        try:
+            if mode == "forward_ad":
+                _forward_ad(function, sample, runner, result)
+            else:
+                _forward_backward(function, sample, runner, mode, result, tracker, timings)
+        except _Stop:
+            pass
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        if tracker is not None:
+            started = time.perf_counter()
+            if result.status != "error":
+                tracker.check_released()
+            tracker.store(result)
+            timings["lifetimes"] = timings.get("lifetimes", 0.0) + time.perf_counter() - started
+        return result
+    return runner.run(run)
+
+
+def _forward_backward(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: str, result: RunResult,
+                      tracker: LifetimeTracker | None, timings: dict[str, float]) -> None:
+    leaves = _fresh(sample)
+    tensor_idx = _tensor_indices(leaves)
+    leaf_refs = {f"x{i}": leaves[i] for i in tensor_idx}
+    if tracker is not None:
+        tracker.record("start", leaf_refs)
+    started = time.perf_counter()
+    with _checkpoint(result, "forward"), torch.enable_grad(), \
+            _observing_saved(tracker if runner.observes_saved else None):
+        # a copy per argument: a Function that updates an input in place (mark_dirty) never
+        # touches the leaf or the caller's sample, as on every path
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in leaves]
+        versions = {i: args[i]._version for i in tensor_idx}
+        outs = _as_tuple(runner.forward(function, args))
+    timings["outputs"] = timings.get("outputs", 0.0) + time.perf_counter() - started
+    _record_outputs(outs, result)
+    _record_mutations(args, versions, outs, result)
+    held = {**leaf_refs, **{f"arg{i}": args[i] for i in tensor_idx},
+            **{f"out:{k}": o for k, o in enumerate(outs) if isinstance(o, torch.Tensor)}}
+    if tracker is not None:
+        if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outs):
+            result.put("life:nodes", "requires_grad", (0,))
+        tracker.record("forward", held)
+    started = time.perf_counter()
+    _backward(outs, leaves, runner, mode, result)
+    timings["gradients"] = timings.get("gradients", 0.0) + time.perf_counter() - started
+    if tracker is not None:
+        tracker.record("backward", held)
+        # drop every reference the run holds but the leaves, then the leaves
+        held.clear()
+        del args, outs
+        tracker.record("drop_outputs", leaf_refs)
+        leaf_refs.clear()
+        leaves.clear()
+        tracker.record("drop_all", {})
+
+
+def _record_outputs(outs: tuple, result: RunResult) -> None:
+    # in a function of its own: a loop variable here would keep the last output alive
+    for k, o in enumerate(outs):
+        if isinstance(o, torch.Tensor):
+            result.put("forward", f"out:{k}", o)
+            result.put("forward", f"requires_grad:{k}", o.requires_grad)
+        else:
+            result.put("forward", f"value:{k}", o)
+
+
+def _record_mutations(args: list[Any], versions: dict[int, int], outs: tuple, result: RunResult) -> None:
+    """Per argument the forward modified in place: declared (ctx.mark_dirty rebased it onto the
+    Function's node), undeclared, or unknown (no graph was recorded, so nothing tells)."""
+    nodes = [o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+    for i, version in versions.items():
+        if args[i]._version == version:
+            continue
+        if not nodes:
+            status = "unknown"
+        else:
+            status = "declared" if any(args[i].grad_fn is n for n in nodes) else "undeclared"
+        result.put("mark_dirty", f"arg{i}", status)
+
+
+def _backward(outs: tuple, leaves: list[Any], runner: _EagerRunner, mode: str, result: RunResult) -> None:
+    grad_leaves = [(f"x{i}", leaves[i]) for i in _differentiable_indices(leaves)]
+    diff = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not diff or not grad_leaves:
+        result.put("backward", "skipped", "nothing requires grad")
+        return
+    with torch.enable_grad():
+        loss = _weighted_sum(diff, _weights(diff, 1_000_003))
+    inputs = [t for _, t in grad_leaves]
+    with _checkpoint(result, "backward"), runner.around_backward():
+        if mode == "backward":
+            loss.backward()
+            grads = [t.grad for t in inputs]
+        else:
+            grads = list(torch.autograd.grad(loss, inputs, allow_unused=True, create_graph=True))
+    for (name, _), g in zip(grad_leaves, grads):
+        result.put("backward", f"grad:{name}", None if g is None else g.clone())
+    if mode != "double":
+        return
+    terms = [(g, w) for g, w in zip(grads, _weights(inputs, 2_000_003)) if g is not None and g.requires_grad]
+    if not terms:  # the first-order gradients are constants: no second-order ones
+        for name, _ in grad_leaves:
+            result.put("double_backward", f"dgrad:{name}", None)
+        return
+    with _checkpoint(result, "double_backward"), runner.around_backward():
+        total = _weighted_sum([g for g, _ in terms], [w for _, w in terms])
+        second = torch.autograd.grad(total, inputs, allow_unused=True)
+    for (name, _), g in zip(grad_leaves, second):
+        result.put("double_backward", f"dgrad:{name}", g)
+
+
+def _forward_ad(function: type, sample: Sequence[Any], runner: _EagerRunner, result: RunResult) -> None:
+    leaves = _fresh(sample)
+    tangents = dict(zip(_differentiable_indices(leaves), _weights(
+        [leaves[i] for i in _differentiable_indices(leaves)], 3_000_017)))
+    with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
+        args = [fwAD.make_dual(a.clone(), tangents[i]) if i in tangents
+                else a.clone() if isinstance(a, torch.Tensor) else a for i, a in enumerate(leaves)]
+        outs = _as_tuple(runner.forward(function, args))
+        for k, o in enumerate(outs):
+            if isinstance(o, torch.Tensor):
+                result.put("forward_ad", f"tangent:{k}", fwAD.unpack_dual(o).tangent)
+
+
+# --- judging ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _DtypeTolerances:
+    """torch.testing's default tolerance for each compared tensor's own dtype."""
+
+    expected: RunResult
+
+    def for_role(self, checkpoint: str, role: str) -> Tolerance:
+        t = self.expected.tensors.get(checkpoint, {}).get(role)
+        return dtype_tolerance(t.dtype if t is not None else torch.float32)
+
+
+def dtype_tolerance(dtype: torch.dtype) -> Tolerance:
+    rtol, atol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
+    return Tolerance(exact=False, rtol=rtol, atol=atol) if rtol or atol else EXACT
+
+
+def _judged(result: RunResult) -> RunResult:
+    """What is compared between paths: values, not lifetimes or mutation bookkeeping."""
+    return dataclasses.replace(result, values={c: v for c, v in result.values.items()
+                                               if c != "mark_dirty" and not c.startswith("life:")})
+
+
+def _against_eager(eager: RunResult, result: RunResult, exact: bool) -> list[Mismatch]:
+    from harness.check import _against_eager as against_eager
+
+    eager, result = _judged(eager), _judged(result)
+    return against_eager(eager, result, EXACT if exact else _DtypeTolerances(eager), lifetimes=False)
+
+
+#: the lifetime checkpoints (harness.oracles.lifetimes) in the user's words
+WHEN = {"forward": "after the forward", "backward": "after the backward",
+        "drop_outputs": "once the outputs and the graph were dropped", "drop_all": "in the end"}
+
+
+def _role_text(role: str) -> str:
+    """A lifetime role in the user's words."""
+    kind, _, n = role.rpartition(":") if ":" in role else ("", "", role)
+    if kind == "saved":
+        return f"saved tensor {n.split('.')[-1]} (as the graph holds it)"
+    if kind == "saved_source":
+        return f"the tensor passed to save_for_backward as saved tensor {n}"
+    if kind == "out":
+        return f"output {n}"
+    if role.startswith("arg"):
+        return f"argument {role[3:]} (the copy the Function was given)"
+    if role.startswith("x"):
+        return f"argument {role[1:]}'s leaf (what its gradient accumulates into)"
+    return role
+
+
+def _mismatch_text(m: Mismatch) -> str:
+    return f"{m.checkpoint} {m.role}: {m.detail}" + (
+        f" (max abs err {m.max_abs:.3g}, max rel err {m.max_rel:.3g})" if m.max_abs else "")
+
+
+# --- the checks of one sample ---------------------------------------------------------------
+
+
+@dataclass
+class _Options:
+    runners: list[_EagerRunner]
+    unavailable: dict[str, str]
+    checks: tuple[str, ...]
+    device: torch.device | None
+
+
+def _check_sample(function: type, sample: tuple, index: int, options: _Options) -> list[CheckRecord]:
+    records: list[CheckRecord] = []
+    if options.device is not None:
+        sample = tuple(_fresh(sample, options.device))
+
+    def add(check: str, path: str, status: str, detail: str = "", seconds: float = 0.0) -> None:
+        if check in options.checks:
+            records.append(CheckRecord(check, path, status, detail, seconds, index))
+
+    for path, why in options.unavailable.items():
+        for check in PATH_CHECKS:
+            add(check, path, "unsupported", f"path not available here: {why}")
+    _check_paths(function, sample, options, add)
+    if "mark_dirty" in options.checks:
+        _check_mark_dirty(function, sample, options, add)
+    for check, oracle in (("gradcheck", _gradcheck), ("jvp", _gradcheck_forward_ad),
+                          ("double_backward", _gradgradcheck)):
+        if check in options.checks:
+            started = time.perf_counter()
+            status, detail = oracle(function, sample)
+            add(check, FLOAT64, status, detail, time.perf_counter() - started)
+    if "vmap" in options.checks:
+        started = time.perf_counter()
+        status, detail = _check_vmap(function, sample)
+        add("vmap", VMAP, status, detail, time.perf_counter() - started)
+    return records
+
+
+def _check_paths(function: type, sample: tuple, options: _Options, add: Callable[..., None]) -> None:
+    """outputs, gradients, lifetimes (one run per path), double_backward and jvp (one run each)."""
+    wants = set(options.checks)
+    runs = []
+    if wants & {"outputs", "gradients", "lifetimes"}:
+        runs.append(("backward", ("outputs", "gradients", "lifetimes")))
+    if "double_backward" in wants:
+        why = _double_backward_not_applicable(function, sample)
+        if why is None:
+            runs.append(("double", ("double_backward",)))
+        else:
+            for runner in options.runners:
+                add("double_backward", runner.name, "not_applicable", why)
+    if "jvp" in wants:
+        why = _jvp_not_applicable(function, sample)
+        if why is None:
+            runs.append(("forward_ad", ("jvp",)))
+        else:
+            for runner in options.runners:
+                add("jvp", runner.name, "not_applicable", why)
+    for mode, judged in runs:
+        eager = None
+        for runner in options.runners:  # eager first: the reference
+            timings: dict[str, float] = {}
+            started = time.perf_counter()
+            reason = runner.unsupported(mode)
+            if mode == "forward_ad" and not runner.runs_forward_ad:
+                reason = reason or "forward AD is not compiled on this path: it runs eager's own code"
+            if reason is not None:
+                for check in judged:
+                    add(check, runner.name, "unsupported", reason)
+                continue
+            result = observe(function, sample, runner, mode, timings=timings,
+                             lifetimes="lifetimes" in wants and mode == "backward")
+            elapsed = time.perf_counter() - started
+            if runner.name == "eager":
+                eager = result
+            _judge_run(judged, runner, result, eager, timings, elapsed, add)
+
+
+def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult, eager: RunResult | None,
+               timings: dict[str, float], elapsed: float, add: Callable[..., None]) -> None:
+    """One record per judged check: failed (with every problem), passed, eager's "reference",
+    unsupported, or not_applicable when the run stopped before the check's checkpoint."""
+    if result.status == "unsupported":
+        for check in judged:
+            add(check, runner.name, "unsupported", result.reason)
+        return
+    problems = _problems(judged, runner, result, eager)
+    note = result.note  # how the path got this result, e.g. through Dynamo's eager fallback
+    for check in judged:
+        seconds = timings.get(check, 0.0) if len(judged) > 1 else elapsed
+        if problems[check]:
+            add(check, runner.name, "failed", "; ".join(problems[check]) + (f" ({note})" if note else ""), seconds)
+        elif not _reached(check, result):
+            add(check, runner.name, "not_applicable", f"the run stopped earlier ({result.describe_error()})", seconds)
+        elif runner.name == "eager" and check != "lifetimes":
+            add(check, runner.name, "reference", "the reference for the other paths; judged by the float64 oracles",
+                seconds)
+        else:
+            add(check, runner.name, "passed", note, seconds)
+
+
+def _problems(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
+              eager: RunResult | None) -> dict[str, list[str]]:
+    """check -> what is wrong: eager's own errors; every other path's differences from eager;
+    the lifetime rules of a run that completed."""
+    problems: dict[str, list[str]] = {check: [] for check in judged}
+
+    def note(checkpoint: str, text: str) -> None:
+        check = CHECK_OF_CHECKPOINT.get(checkpoint, judged[0])
+        problems[check if check in problems else judged[0]].append(text)
+
+    if runner.name == "eager":
+        if result.status == "error":
+            note(result.error_checkpoint, f"eager raised {result.describe_error()}")
+    else:
+        assert eager is not None, "eager runs first: it is the reference"
+        for m in _against_eager(eager, result, runner.exact):
+            note(m.checkpoint, _mismatch_text(m))
+    if "lifetimes" in problems and result.status != "error":
+        problems["lifetimes"] = [f"{_role_text(v.role)} {WHEN.get(v.checkpoint, 'at ' + v.checkpoint)}: {v.detail}"
+                                 for v in rule_violations(result, "backward")]
+    return problems
+
+
+def _reached(check: str, result: RunResult) -> bool:
+    """Whether the run got as far as the checkpoint that `check` judges (lifetimes: the end)."""
+    if result.status != "error":
+        return True
+    if check == "lifetimes":
+        return False
+    at = {c: k for k, c in CHECK_OF_CHECKPOINT.items()}[check]
+    return CHECKPOINTS.index(at) <= CHECKPOINTS.index(result.error_checkpoint)
+
+
+def _double_backward_not_applicable(function: type, sample: Sequence[Any]) -> str | None:
+    if is_once_differentiable(function):
+        return f"{function.__name__}.backward is @once_differentiable"
+    if not _differentiable_indices(sample):
+        return "no input requires grad"
+    return None
+
+
+def _jvp_not_applicable(function: type, sample: Sequence[Any]) -> str | None:
+    if not has_jvp(function):
+        return f"{function.__name__} defines no jvp"
+    if not _differentiable_indices(sample):
+        return "no input requires grad"
+    return None
+
+
+def _check_mark_dirty(function: type, sample: tuple, options: _Options, add: Callable[..., None]) -> None:
+    started = time.perf_counter()
+    result = observe(function, sample, _EagerRunner(), "backward")
+    mutated = result.values.get("mark_dirty", {})
+    undeclared = [role for role, status in mutated.items() if status == "undeclared"]
+    unknown = [role for role, status in mutated.items() if status == "unknown"]
+    seconds = time.perf_counter() - started
+    if undeclared:
+        add("mark_dirty", "eager", "failed",
+            f"forward modified {', '.join(r.replace('arg', 'argument ') for r in undeclared)} in place without "
+            "ctx.mark_dirty(), so autograd does not know it changed and gradients through its later uses "
+            "skip this Function (declare every input the forward modifies with ctx.mark_dirty and return it)",
+            seconds)
+    elif unknown:
+        add("mark_dirty", "eager", "not_applicable",
+            f"forward modified {', '.join(unknown)} in place, but no output requires grad, so no graph "
+            "tells whether it was declared", seconds)
+    elif result.status == "error" and result.error_checkpoint == "forward":
+        add("mark_dirty", "eager", "not_applicable", f"the forward raised {result.describe_error()}", seconds)
+    else:
+        add("mark_dirty", "eager", "passed", "no undeclared in-place update" if not mutated else
+            f"in-place update of {', '.join(mutated)} declared", seconds)
+
+
+# --- float64 oracles --------------------------------------------------------------------
+
+
+def _float64_function(function: type, sample: Sequence[Any]) -> tuple[Callable[..., tuple], tuple, str | None]:
+    """(fn of the differentiable inputs, those inputs in float64, why not applicable)."""
+    converted = [a.detach().to(torch.complex128 if a.is_complex() else torch.float64).requires_grad_(a.requires_grad)
+                 if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else
+                 a.detach() if isinstance(a, torch.Tensor) else a for a in sample]
+    diff_idx = _differentiable_indices(converted)
+    inputs = tuple(converted[i] for i in diff_idx)
+
+    differentiable_outputs: list[int] = []  # chosen once: forward-AD calls see no requires_grad
+
+    def all_outputs(*diff: torch.Tensor) -> tuple:
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in converted]
+        for i, d in zip(diff_idx, diff):
+            args[i] = d.clone()  # in-place Functions update the copy, never gradcheck's input
+        return _as_tuple(function.apply(*args))
+
+    def fn(*diff: torch.Tensor) -> tuple:
+        outs = all_outputs(*diff)
+        return tuple(outs[k] for k in differentiable_outputs)
+
+    if not diff_idx:
+        return fn, inputs, "no input requires grad"
+    elements = sum(t.numel() for t in inputs)
+    if elements > GRADCHECK_MAX_ELEMENTS:
+        return fn, inputs, (f"too large for finite differences ({elements} > {GRADCHECK_MAX_ELEMENTS} "
+                            "differentiable input elements); pass a smaller sample")
+    try:
+        with torch.enable_grad():
+            outs = all_outputs(*inputs)
+    except Exception as e:  # noqa: BLE001  the Function's own choice (e.g. a fixed dtype): reported, not passed
+        return fn, inputs, f"the Function does not run in float64 ({type(e).__name__}: {e})"
+    differentiable_outputs.extend(k for k, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad)
+    outs = fn(*inputs)
+    if not outs:
+        return fn, inputs, "no output requires grad"
+    wrong = [str(o.dtype) for o in outs if o.dtype not in (torch.float64, torch.complex128)]
+    if wrong:
+        return fn, inputs, f"the Function returns {', '.join(wrong)} for float64 inputs"
+    return fn, inputs, None
+
+
+def _run_oracle(run: Callable[[], Any]) -> tuple[str, str]:
+    from torch.autograd.gradcheck import GradcheckError
+
+    try:
+        run()
+    except GradcheckError as e:
+        return "failed", " ".join(str(e).split("\n\n")[0].split())
+    except RuntimeError as e:
+        return "failed", f"raised {type(e).__name__}: {e}"
+    return "passed", ""
+
+
+def _gradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
+    fn, inputs, why = _float64_function(function, sample)
+    if why is not None:
+        return "not_applicable", why
+    # slow mode: see harness.oracles.math for fast mode's false failures with non-differentiable outputs
+    return _run_oracle(lambda: torch.autograd.gradcheck(fn, inputs, fast_mode=False, check_backward_ad=True,
+                                                        check_forward_ad=False, check_batched_grad=False))
+
+
+def _gradcheck_forward_ad(function: type, sample: Sequence[Any]) -> tuple[str, str]:
+    why = _jvp_not_applicable(function, sample)
+    fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
+    if why is not None:
+        return "not_applicable", why
+    return _run_oracle(lambda: torch.autograd.gradcheck(fn, inputs, fast_mode=False, check_backward_ad=False,
+                                                        check_forward_ad=True, check_undefined_grad=False,
+                                                        check_batched_grad=False))
+
+
+def _gradgradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
+    why = _double_backward_not_applicable(function, sample)
+    fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
+    if why is not None:
+        return "not_applicable", why
+    return _run_oracle(lambda: torch.autograd.gradgradcheck(fn, inputs, fast_mode=False))
+
+
+# --- vmap ----------------------------------------------------------------------------------
+
+
+def _batch_element(sample: Sequence[Any], b: int) -> list[Any]:
+    """Element b of the vmap batch: every tensor's values rolled by b positions. Each value
+    stays in the sample's domain, and arguments of one shape stay aligned element by element."""
+    return [a.detach().flatten().roll(b).view_as(a).clone().requires_grad_(a.requires_grad)
+            if isinstance(a, torch.Tensor) else a for a in sample]
+
+
+def _check_vmap(function: type, sample: Sequence[Any]) -> tuple[str, str]:
+    if not has_vmap_rule(function):
+        return "not_applicable", f"{function.__name__} has no vmap staticmethod and no generate_vmap_rule"
+    tensor_idx = _tensor_indices(sample)
+    if not tensor_idx:
+        return "not_applicable", "no tensor argument to batch"
+    elements = [_batch_element(sample, b) for b in range(VMAP_BATCH)]
+    batched = [torch.stack([e[i] for e in elements]) if i in tensor_idx else a for i, a in enumerate(sample)]
+    in_dims = tuple(0 if i in tensor_idx else None for i in range(len(sample)))
+
+    def tensor_outputs(*args: Any) -> tuple:
+        return tuple(o for o in _as_tuple(function.apply(*args)) if isinstance(o, torch.Tensor))
+
+    expected, actual = RunResult("loop"), RunResult(VMAP)
+    try:
+        with torch.no_grad():
+            looped = [tensor_outputs(*e) for e in elements]
+            mapped = torch.vmap(tensor_outputs, in_dims=in_dims)(*[_detached(a) for a in batched])
+    except RuntimeError as e:
+        return "failed", f"torch.vmap raised {type(e).__name__}: {e}"
+    for k in range(len(looped[0])):
+        for b in range(VMAP_BATCH):
+            expected.put("forward", f"out:{k}[{b}]", looped[b][k])
+            actual.put("forward", f"out:{k}[{b}]", mapped[k][b])
+    diff_idx = _differentiable_indices(sample)
+    diff_out = [k for k, o in enumerate(tensor_outputs(*elements[0])) if o.requires_grad] if diff_idx else []
+    if diff_out:
+        cotangents = _weights([looped[0][k] for k in diff_out], 1_000_003)
+
+        def per_sample_grads(*args: Any) -> tuple:
+            def differentiable(*diff: torch.Tensor) -> tuple:
+                full = list(args)
+                for i, d in zip(diff_idx, diff):
+                    full[i] = d
+                outs = tensor_outputs(*full)
+                return tuple(outs[k] for k in diff_out)
+            _, pullback = torch.func.vjp(differentiable, *[args[i] for i in diff_idx])
+            return pullback(tuple(cotangents))
+        try:
+            looped_grads = [per_sample_grads(*e) for e in elements]
+            mapped_grads = torch.vmap(per_sample_grads, in_dims=in_dims)(*batched)
+        except RuntimeError as e:
+            return "failed", f"per-sample gradients (torch.func.vjp under torch.vmap) raised {type(e).__name__}: {e}"
+        for j, i in enumerate(diff_idx):
+            for b in range(VMAP_BATCH):
+                expected.put("backward", f"grad:x{i}[{b}]", looped_grads[b][j])
+                actual.put("backward", f"grad:x{i}[{b}]", mapped_grads[j][b])
+    mismatches = compare(expected, actual, _DtypeTolerances(expected))
+    if mismatches:
+        return "failed", "; ".join(_mismatch_text(m) for m in mismatches) + " (torch.vmap vs a loop over the batch)"
+    return "passed", "outputs" + (" and per-sample gradients" if diff_out else "")
+
+
+def _detached(a: Any) -> Any:
+    return a.detach() if isinstance(a, torch.Tensor) else a
+
+
+# --- reproducers ---------------------------------------------------------------------------
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu()
+        on = "" if value.device.type == "cpu" else f", device={str(value.device)!r}"
+        return f"torch.tensor({t.tolist()!r}, dtype={t.dtype}{on})" + (".requires_grad_()" if value.requires_grad else "")
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_literal(v) for v in value)
+        return f"({inner},)" if isinstance(value, tuple) else f"[{inner}]"
+    return repr(value)
+
+
+def _import_or_source(function: type) -> str:
+    """How the reproducer gets the Function: an import when it can be imported, else its source."""
+    module, qualname = function.__module__, function.__qualname__
+    if module != "__main__" and "<locals>" not in qualname and "." not in qualname:
+        return f"from {module} import {qualname}"
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return f"# {module}.{qualname} can be neither imported nor read: define it here\n"
+    lines = source.splitlines()
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    return "# the Function, copied from its source (it cannot be imported)\n" + "\n".join(
+        line[indent:] for line in lines)
+
+
+def reproducer(function: type, sample: Sequence[Any], checks: Sequence[str], paths: Sequence[str],
+               device: str | None, summary: str) -> str:
+    """A standalone script: re-runs exactly these checks on this sample; exits 1 while they fail."""
+    runs = [p for p in paths if p not in (FLOAT64, VMAP)] or ["eager"]
+    summary = summary.replace('"""', "'''")
+    return f'''#!/usr/bin/env python3
+"""Reproducer written by harness.check_function (torch {torch.__version__}).
+
+{summary}
+"""
+import sys
+
+import torch
+from torch import inf, nan  # noqa: F401  (tensor literals may use them)
+
+from harness.function_check import FunctionCheckError, check_function
+
+{_import_or_source(function)}
+
+SAMPLE = ({", ".join(_literal(a) for a in sample)},)
+
+try:
+    check_function({function.__name__}, [SAMPLE], paths={runs!r}, checks={list(checks)!r}, device={device!r})
+except FunctionCheckError as error:
+    print(error)
+    sys.exit(1)
+print("did not reproduce")
+'''
+
+
+# --- the entry point ---------------------------------------------------------------------
+
+
+def _selected_checks(checks: Iterable[str] | None) -> tuple[str, ...]:
+    chosen = tuple(CHECKS if checks is None else checks)
+    unknown = [c for c in chosen if c not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown check {unknown[0]!r}; valid checks: {', '.join(CHECKS)}.")
+    return chosen
+
+
+def _samples_of(samples: Any) -> Any:
+    """A Hypothesis strategy as is; a callable is called; anything else is a list of samples
+    (each a tuple of arguments; a lone tensor is a one-argument sample)."""
+    from hypothesis.strategies import SearchStrategy
+
+    if callable(samples) and not isinstance(samples, SearchStrategy):
+        samples = samples()
+    if isinstance(samples, SearchStrategy):
+        return samples
+    out = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in samples]
+    if not out:
+        raise ValueError("samples is empty; give at least one tuple of arguments.")
+    return out
+
+
+def check_function(function: type, samples: Any, *, paths: Iterable[str] | None = None,
+                   device: str | torch.device | None = None, checks: Iterable[str] | None = None,
+                   max_examples: int | None = None, raise_on_failure: bool = True) -> FunctionReport:
+    """Run `function` (a torch.autograd.Function subclass) through every path and every check.
+
+    samples: tuples of arguments (tensors, with or without requires_grad, and any other
+    values), a callable returning them, or a Hypothesis strategy of such tuples (then this is
+    a property test of `max_examples` examples, or the active profile's, and a failure shrinks).
+    paths: path names of the harness registry (default: every one; those that cannot run here
+    are reported as unsupported with the reason). device: where tensors are moved (default:
+    where they are). checks: a subset of CHECKS (default: all).
+
+    Returns a FunctionReport. When a check fails, raises FunctionCheckError listing every
+    failed check with a standalone reproducer (unless raise_on_failure=False).
+    """
+    __tracebackhide__ = True  # pytest shows the error, not this frame
+    if not (isinstance(function, type) and issubclass(function, torch.autograd.Function)):
+        raise TypeError(f"check_function needs a torch.autograd.Function subclass, got {function!r}.")
+    runners, unavailable = _runners(paths)
+    options = _Options(runners, unavailable, _selected_checks(checks),
+                       None if device is None else torch.device(device))
+    report = FunctionReport(function.__qualname__)
+    given = _samples_of(samples)
+    if isinstance(given, list):
+        for index, sample in enumerate(given):
+            report.samples.append(sample)
+            report.records += _check_sample(function, sample, index, options)
+        if report.failures and raise_on_failure:
+            raise _error(function, report, options)
+        return report
+    return _property(function, given, options, report, max_examples)
+
+
+def _property(function: type, strategy: Any, options: _Options, report: FunctionReport,
+              max_examples: int | None) -> FunctionReport:
+    from hypothesis import HealthCheck, given, settings
+
+    __tracebackhide__ = True
+    overrides: dict[str, Any] = {
+        "deadline": None, "report_multiple_bugs": False, "print_blob": False,
+        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+        # one test body serves every Function: replaying one Function's saved failure on
+        # another would only mislead
+        "database": None}
+    if max_examples is not None:
+        overrides["max_examples"] = max_examples
+
+    @settings(**overrides)
+    @given(strategy)
+    def sample_passes_every_check(sample: Any) -> None:
+        sample = tuple(sample) if isinstance(sample, (tuple, list)) else (sample,)
+        one = FunctionReport(report.function, samples=[sample])
+        one.records = _check_sample(function, sample, 0, options)
+        report.samples.append(sample)
+        report.records += [dataclasses.replace(r, sample=len(report.samples) - 1) for r in one.records]
+        if one.failures:
+            raise _error(function, one, options)
+
+    sample_passes_every_check()
+    return report
+
+
+def _error(function: type, report: FunctionReport, options: _Options) -> FunctionCheckError:
+    device = None if options.device is None else str(options.device)
+    by_check: dict[str, list[CheckRecord]] = {}
+    for r in report.failures:
+        by_check.setdefault(r.check, []).append(r)
+    reproducers = {}
+    for check, failed in by_check.items():
+        sample = report.samples[failed[0].sample]
+        summary = "\n".join(f"{r.check} [{r.path}]: {r.detail}" for r in failed if r.sample == failed[0].sample)
+        paths = list(dict.fromkeys(r.path for r in failed if r.sample == failed[0].sample))
+        reproducers[check] = reproducer(function, sample, [check], paths, device, summary)
+    return FunctionCheckError(report, reproducers)
+
+
+__all__ = ["CHECKS", "CheckRecord", "FunctionCheckError", "FunctionReport", "check_function", "dtype_tolerance",
+           "has_jvp", "has_vmap_rule", "is_once_differentiable", "observe", "reproducer"]

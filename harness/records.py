@@ -1,0 +1,181 @@
+"""A campaign's records: one JSON object per line in `DIR/examples.jsonl`, flushed as written.
+
+The log is the campaign's source of truth. Counts, failure groups, coverage and
+throughput are all rebuilt from it (`harness.campaign.CampaignResult.add_record`), by the
+live run, by `fuzz --resume` and by `report`, so they cannot disagree. Shards of one
+campaign (worker processes today, machines later) write records of the same kinds, and
+merging shards is concatenating their logs.
+
+Record kinds (each has "kind" and "t", a Unix time):
+  start    a campaign session began: paths, device, torch, budget_s, lifetimes, resumed
+  example  one checked example: spec hash, per-path outcome, timings, features; the spec
+           and report when something failed
+  crash    a worker died or hung on an example: its cause and spec
+  replay   an earlier failure replayed from the example database: still failing or not
+  shrunk   a cause's reproducer after shrinking: how it ended, sizes before and after
+  reproducer  a cause's reproducer written unshrunk (its shrinking ran out of budget)
+  end      a session ended normally
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.spec import GraphSpec
+
+if TYPE_CHECKING:
+    from harness.check import PathOutcome
+
+LOG_NAME = "examples.jsonl"
+#: the Hypothesis example database of a campaign folder (failing examples, shrunk ones)
+DATABASE_NAME = "examples-db"
+#: checkpoints and roles lose their particulars ("hook3.grad0" -> "hook.grad"), so causes group
+_DIGITS = re.compile(r"\d+")
+
+
+class ExampleLog:
+    """Appends records to a JSONL file, one line per record, flushed at once: a process
+    killed at any point loses at most the line it was writing (which `read_log` skips)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _drop_torn_line(self.path)
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (open for the log's life)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _drop_torn_line(path: Path) -> None:
+    """Cut a last line a kill left half-written, so the next record starts on a line of its own."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as f:
+        size = f.seek(0, 2)
+        tail_start = max(0, size - 1_000_000)  # far longer than any one record
+        f.seek(tail_start)
+        tail = f.read()
+        if tail and not tail.endswith(b"\n"):
+            f.truncate(tail_start + tail.rfind(b"\n") + 1)
+
+
+def read_log(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The records of a log, in order; a torn last line (a kill mid-write) is skipped."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                return  # the write a kill interrupted: never acknowledged, so nothing is lost
+            yield json.loads(line)
+
+
+def log_path(folder: str | Path) -> Path:
+    return Path(folder) / LOG_NAME
+
+
+def now() -> float:
+    return round(time.time(), 3)
+
+
+# --- what is recorded about an example ---------------------------------------------------
+
+
+def spec_hash(spec: GraphSpec) -> str:
+    return hashlib.sha1(spec.to_json().encode()).hexdigest()[:16]
+
+
+def spec_size(spec: GraphSpec) -> int:
+    """How big a reproducer is to read: its leaves, Functions, arguments, outputs, terms and
+    hooks (each counts one)."""
+    parts = len(spec.leaves) + len(spec.functions) + len(spec.hooks)
+    for fn in spec.functions:
+        parts += len(fn.args) + len(fn.outputs) + sum(len(o.terms) for o in fn.outputs)
+    return parts
+
+
+def features(spec: GraphSpec) -> dict[str, Any]:
+    """The example's place on every axis of the generated space: for each axis the values
+    it has somewhere in the graph (sorted), and `inputs`, the tensor input count of each
+    Function (the histogram around the borrowed vector's inline capacity comes from it)."""
+    fns = spec.functions
+    axes: dict[str, set[Any]] = {
+        "functions": {len(fns)}, "leaves": {len(spec.leaves)}, "ndim": {len(spec.shape)},
+        "empty": {0 in spec.shape}, "dtype": {spec.dtype}, "backward": {spec.backward},
+        "forward_ad": {spec.forward_ad}, "trace": {spec.trace},
+        "hook": {h.kind for h in spec.hooks}, "layout": {leaf.layout for leaf in spec.leaves},
+        "views": {bool(leaf.views) for leaf in spec.leaves},
+        "style": {f.style for f in fns}, "code": {f.code for f in fns},
+        "output": {o.kind for f in fns for o in f.outputs},
+        "op": {t.op for f in fns for o in f.outputs for t in o.terms},
+        "save": {s for f in fns for s in f.save} | ({"nothing"} if any(not f.save for f in fns) else set()),
+        "non_tensor_arg": {any(a.ref is None for a in f.args) for f in fns},
+        "non_differentiable": {any(o.non_differentiable for o in f.outputs) for f in fns},
+        "needs_input_grad": {f.needs_input_grad for f in fns}, "unused_grad": {f.unused_grad for f in fns},
+        "materialize_grads": {f.materialize_grads for f in fns},
+        "once_differentiable": {f.once_differentiable for f in fns}, "jvp": {f.jvp for f in fns},
+        "vmap": {f.vmap for f in fns}, "ctx_state": {f.ctx_state for f in fns},
+        "tuple_output": {f.tuple_output for f in fns}, "error": {f.error or "none" for f in fns},
+    }
+    found: dict[str, Any] = {axis: sorted(values, key=str) for axis, values in axes.items()}
+    found["inputs"] = [len(f.tensor_slots) for f in fns]
+    return found
+
+
+def cause_of(outcome: PathOutcome) -> str:
+    """The cause of a failed path outcome, for grouping across paths and examples: the paths
+    compared, the symptom, the checkpoint and role (without indices) and, for an error, the
+    exception type. The paths it was seen on and the example's particulars are left out:
+    the same cause on three paths is one bug to shrink and report."""
+    m = outcome.mismatches[0]
+    checkpoint = _DIGITS.sub("", m.checkpoint)
+    role = _DIGITS.sub("", m.role.split(":")[0])
+    if m.against == "lifetime rule" or checkpoint.startswith(("life", "probe")):
+        symptom = "lifetime"
+    elif checkpoint.startswith("meta"):
+        symptom = "metadata"
+    elif role == "error":
+        symptom = "error"
+    else:
+        symptom = "mismatch"
+    against = m.against if m.against in ("math", "eager", "lifetime rule") else "the other path"
+    exception = ""
+    if symptom == "error":  # "raised TypeError: ..." or "x raised TypeError: ...; eager ran ..."
+        raised = re.search(r"raised (\w+)", m.detail)
+        exception = f" ({raised.group(1)})" if raised else ""
+    return f"{symptom} vs {against} at {checkpoint} {role}{exception}"
+
+
+def outcome_record(outcome: PathOutcome) -> dict[str, Any]:
+    record: dict[str, Any] = {"status": outcome.status}
+    if outcome.reason:
+        record["reason"] = outcome.reason
+    if outcome.known:
+        record["known"] = list(outcome.known)
+    if outcome.status == "failed":
+        record["cause"] = cause_of(outcome)
+    return record
+
+
+__all__ = [
+    "DATABASE_NAME",
+    "LOG_NAME",
+    "ExampleLog",
+    "cause_of",
+    "features",
+    "log_path",
+    "now",
+    "outcome_record",
+    "read_log",
+    "spec_hash",
+    "spec_size",
+]

@@ -1,0 +1,138 @@
+"""Seeded faults: a catalog of realistic bugs, each installed where it would occur, and
+only on request (`python -m harness selfeval`, or a test). Nothing here is imported by a
+normal run; production code has no fault switches.
+
+Families (one module each):
+  formulas   the generated Functions' backward/jvp formulas (harness.build's derivative
+             table and formula functions; plain-style Functions get visible source lines)
+  autograd   torch's autograd as a custom Function sees it from Python (BackwardCFunction's
+             apply/apply_jvp/hook registration, Tensor.register_hook)
+  compilers  only under compiled autograd, torch.compile, or a torch.func transform
+  lifetimes  what a Function keeps alive (the lifetime oracle), and two faults that kill or
+             stall the process (the campaign's worker isolation)
+  native     the native paths, compiled into a test-only build variant of the extension
+
+Use:
+    with selfeval.installed("wrong_backward"):
+        check(spec, paths)
+A subprocess gets one with `subprocess_env(name)`: the variable HARNESS_SELFEVAL_FAULT and
+this package's site/ folder (a sitecustomize that installs it) on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.selfeval import autograd, compilers, formulas, lifetimes
+from harness.selfeval import native as native_faults
+from harness.selfeval._patching import Patches
+
+ENV = "HARNESS_SELFEVAL_FAULT"
+SITE_DIR = Path(__file__).resolve().parent / "site"
+
+NATIVE_PATHS = ("owned", "borrowed")
+COMPILED_PATHS = ("compiled",)
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    family: str
+    description: str
+    #: the campaign paths that can see it (eager, the reference, always runs too)
+    paths: tuple[str, ...]
+    install: Callable[[Patches], None]
+    #: False for the faults that test the campaign runner (a crash or a hang), not an oracle:
+    #: `selfeval` runs only the others unless asked by name
+    evaluated: bool = True
+
+
+def _doc(fn: Callable) -> str:
+    return " ".join((fn.__doc__ or "").split())
+
+
+def _fault(module, name: str, paths: tuple[str, ...] = ("eager",), *, family: str = "",
+           evaluated: bool = True) -> Fault:
+    fn = getattr(module, name)
+    return Fault(name, family or module.__name__.rsplit(".", 1)[1], _doc(fn), paths, fn, evaluated)
+
+
+def _native(name: str, description: str) -> Fault:
+    return Fault(name, "native", description, NATIVE_PATHS, lambda p: native_faults.install(p, name))
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault("wrong_backward", "formulas", "a Function's backward returns its first input's gradient 1.5 times too "
+          "large", ("eager",), formulas.wrong_backward),
+    Fault("wrong_jvp", "formulas", "a Function's jvp returns every computed tangent 1.5 times too large",
+          ("eager",), formulas.wrong_jvp),
+    Fault("sin_backward_term_dropped", "formulas", "the backward formula drops the term of op sin (its "
+          "derivative reads 0 in backward and in the intermediates saved for it; jvp is right)",
+          ("eager",), formulas.sin_backward_term_dropped),
+    Fault("tanh_derivative_sign", "formulas", "the derivative table has 1 + tanh(x)^2 for tanh "
+          "(backward and jvp)", ("eager",), formulas.tanh_derivative_sign),
+    Fault("square_derivative_halved", "formulas", "the derivative table has x for x*x instead of 2x "
+          "(backward and jvp)", ("eager",), formulas.square_derivative_halved),
+    _fault(autograd, "jvp_tangent_scaled"),
+    # what hooks saw is compared across paths, not with the math oracle (whose graph has
+    # other nodes): the native paths' own nodes are the reference here
+    _fault(autograd, "node_hooks_not_called", NATIVE_PATHS),
+    _fault(autograd, "output_hooks_not_called", NATIVE_PATHS),
+    _fault(autograd, "double_backward_detached"),
+    _fault(autograd, "grad_outputs_swapped"),
+    _fault(compilers, "compiled_autograd_backward_scaled", COMPILED_PATHS),
+    _fault(compilers, "aot_backward_miscompiled", ("dynamo",)),
+    # torch.func paths come from another branch (harness/paths/func*); until they are
+    # registered, a campaign cannot see this one and selfeval reports it as not run
+    _fault(compilers, "func_transform_output_scaled", ("func",)),
+    _fault(lifetimes, "leak_input"),
+    _fault(lifetimes, "ctx_cycle"),
+    _fault(lifetimes, "drop_saved"),
+    _fault(lifetimes, "crash_wide", family="isolation", evaluated=False),
+    _fault(lifetimes, "hang_wide", family="isolation", evaluated=False),
+    *(_native(name, text) for name, text in native_faults.FAULTS.items()),
+)
+
+CATALOG: dict[str, Fault] = {f.name: f for f in FAULTS}
+
+
+def get(name: str) -> Fault:
+    if name not in CATALOG:
+        raise KeyError(f"no seeded fault {name!r}; the catalog has: {', '.join(CATALOG)}")
+    return CATALOG[name]
+
+
+def install(name: str) -> Callable[[], None]:
+    """Install one fault in this process; returns the function that removes it."""
+    patches = Patches()
+    try:
+        get(name).install(patches)
+    except BaseException:
+        patches.undo()
+        raise
+    return patches.undo
+
+
+@contextlib.contextmanager
+def installed(name: str) -> Iterator[Fault]:
+    """The fault is active inside the block, and gone after it."""
+    remove = install(name)
+    try:
+        yield get(name)
+    finally:
+        remove()
+
+
+def subprocess_env(name: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment whose Python processes start with fault `name` installed."""
+    env = dict(os.environ if base is None else base)
+    env[ENV] = name
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SITE_DIR), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+__all__ = ["CATALOG", "ENV", "FAULTS", "Fault", "get", "install", "installed", "subprocess_env"]

@@ -1,0 +1,51 @@
+"""Torch issue eager-dirty-view-not-first-input (found by the harness, issue 10 axis Arg.view;
+not registered yet: harness/known_issues.py belongs to another helper). Silent wrong gradients,
+in eager; compiled autograd raises instead.
+
+A custom Function that modifies in place (and marks dirty) an input that is a *view* makes
+torch rebase the view's base history on a CopySlices node wrapping the Function's node
+(torch/csrc/autograd/custom_function.cpp, _process_backward_mode_ad; functions/tensor.cpp,
+CopySlices). CopySlices takes the Function's gradient number 0 as the gradient of the modified
+view. When the view is not the Function's first tensor input, and the first tensor input gets a
+gradient, eager silently gives the base the first input's gradient (plus its own) and the first
+input gets none. The same shape was reported in 2018 (pytorch/pytorch#5871, closed); PR #33069
+forbade only the multiple-output case. Under compiled autograd the same graph raises
+"TypeError: add(): argument 'input' (position 1) must be Tensor, not NoneType" when the first
+input does not require grad. Seen on 2.13.0, 2.14.1 and 2.15.0.
+
+Workaround: pass the view that is modified in place as the Function's first tensor argument.
+
+Exit status 1 and "REPRODUCED" when the bug is present; 0 when fixed.
+"""
+import sys
+
+import torch
+
+
+class ScaleSecondInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, other, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 5.0, grad * 2.0  # d/d other (as the Function claims), d/d x
+
+
+def main() -> int:
+    leaf = torch.ones(3, requires_grad=True)
+    other = torch.ones(3, requires_grad=True)
+    base = leaf.clone()
+    ScaleSecondInPlace.apply(other, base.view_as(base)).sum().backward()
+    expected_leaf, expected_other = torch.full((3,), 2.0), torch.full((3,), 5.0)
+    if other.grad is None or not torch.equal(leaf.grad, expected_leaf) or not torch.equal(other.grad, expected_other):
+        print(f"REPRODUCED on torch {torch.__version__}: leaf.grad={leaf.grad.tolist()} (expected 2s), "
+              f"other.grad={None if other.grad is None else other.grad.tolist()} (expected 5s)")
+        return 1
+    print(f"fixed on torch {torch.__version__}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Persistence: a campaign killed with SIGKILL mid-run resumes from its log; nothing already
+written is lost, counts are rebuilt from the log, earlier failures are replayed first."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from harness.selfeval import subprocess_env
+from harness.campaign import CampaignResult
+from harness.records import log_path, read_log
+
+
+def examples_in(folder) -> list[dict]:
+    path = log_path(folder)
+    return [r for r in read_log(path) if r["kind"] == "example"] if path.exists() else []
+
+
+def test_a_killed_campaign_resumes_with_nothing_lost(tmp_path):
+    out = tmp_path / "campaign"
+    env = subprocess_env("wrong_backward")  # failures to replay on resume
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w") as stderr:
+        first = subprocess.Popen([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "240s",
+                                  "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 start_new_session=True)
+    deadline = time.monotonic() + 200
+    while time.monotonic() < deadline and first.poll() is None:
+        recorded = examples_in(out)
+        if len(recorded) >= 15 and any(r.get("spec") for r in recorded):
+            break
+        time.sleep(0.5)
+    assert first.poll() is None, errors.read_text()[-2000:]
+    os.killpg(first.pid, signal.SIGKILL)  # the campaign and its worker, as an out-of-memory kill would
+    first.wait()
+    before = log_path(out).read_text()
+    killed = CampaignResult.from_records(read_log(log_path(out)))
+    assert killed.examples >= 15 and killed.failures
+
+    summary_file = tmp_path / "summary.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--resume", str(out), "--budget", "30s",
+                           "--json", str(summary_file)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]  # the seeded failures
+    after = log_path(out).read_text()
+    whole = before[:before.rfind("\n") + 1]  # a line the kill cut short was never written
+    assert after.startswith(whole)
+    records = list(read_log(log_path(out)))
+    rebuilt = CampaignResult.from_records(records)
+    summary = json.loads(summary_file.read_text())
+    # the counts printed are the counts the log holds, and the examples before the kill are in them
+    assert summary["examples"] == rebuilt.examples == len(examples_in(out)) > killed.examples
+    assert summary["paths"] == rebuilt.as_json()["paths"]
+    assert {f["signature"]: f["count"] for f in summary["failures"]} == {
+        s: f.count for s, f in rebuilt.failures.items()}
+    # the resumed session replays every earlier failure before it checks a new example
+    starts = [i for i, r in enumerate(records) if r["kind"] == "start"]
+    assert len(starts) == 2 and records[starts[1]]["resumed"]
+    second = records[starts[1] + 1:]
+    first_example = next(i for i, r in enumerate(second) if r["kind"] == "example")
+    replayed = {r["cause"]: r["result"] for r in second[:first_example] if r["kind"] == "replay"}
+    assert replayed == {s: "still fails" for s, f in killed.failures.items() if f.shrinkable}
+    assert (out / "report.html").exists() and (out / "report.md").exists()

@@ -1,0 +1,53 @@
+"""Real shrinking: a failure is shrunk from the example that failed, by Hypothesis' own
+shrinker over the example database, once per cause, within a time cap."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis.database import InMemoryExampleDatabase
+
+from harness.campaign import CampaignResult, fuzz, replay, shrink, shrink_failures
+from harness.check import check
+from harness.records import cause_of, spec_size
+
+CAP_S = 15.0
+
+
+def fuzz_until_found(seeded, database, result):
+    """The campaign's own fuzz loop, until the seeded bug shows."""
+    known: set[str] = set()
+    fuzz([seeded], until=time.perf_counter() + 180, device="cpu", database=database, lifetimes=False,
+         on_record=result.add_record, known=known, until_failure=True)
+    assert known == set(result.failures)  # the example was saved under its cause
+    return list(result.failures.values())
+
+
+def test_a_rare_failure_is_shrunk_from_its_own_example_within_its_time_cap(tmp_path, seeded_path):
+    seeded, seeded_bug = seeded_path, seeded_path.bug
+    database = InMemoryExampleDatabase()
+    result = CampaignResult(["eager:seeded"], "cpu")
+    (failure,) = fuzz_until_found(seeded, database, result)
+    assert failure.paths == {"eager:seeded"} and failure.signature.startswith("mismatch vs")
+    assert seeded_bug(failure.spec)
+
+    # a resumed campaign replays it first, and that leaves it to be shrunk still
+    assert replay(failure, [seeded], "cpu", database, lifetimes=False) == "still fails"
+
+    started = time.perf_counter()
+    spec, how = shrink(failure, [seeded], "cpu", database, lifetimes=False, until=started + CAP_S)
+    assert time.perf_counter() - started < CAP_S + 5  # at most one check past the cap
+    assert how in ("complete", "time cap")
+    assert spec_size(spec) < failure.size_before, (spec, failure.spec)
+    assert failure.signature in {cause_of(o) for o in check(spec, [seeded], "cpu", lifetimes=False).failed}
+    assert seeded_bug(spec) and not spec.hooks  # what the bug needs is kept, the rest goes
+
+    # Hypothesis kept the shrunk example under the cause: shrinking again starts from it
+    records = []
+    shrink_failures([failure], [seeded], "cpu", database, False, until=time.perf_counter() + 30,
+                    out_dir=tmp_path, on_record=records.append)
+    (done,) = records
+    assert done["kind"] == "shrunk" and done["size_after"] <= spec_size(spec) < done["size_before"]
+    assert (tmp_path / done["reproducer"].split("/")[-1]).exists()
+    result.add_record(done)
+    assert result.failures[failure.signature].size == done["size_after"]

@@ -1,0 +1,119 @@
+"""Campaigns beyond one machine, on real engines: Hypothesis' Redis example database on a
+real redis-server (Debian's package; `.ci/run` installs it), and Ray shards on a real local
+Ray cluster (the `cluster` extra)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.campaign import CampaignResult, fuzz
+from harness.cluster import ClusterError, example_database
+from harness.records import log_path, read_log
+
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server is not installed (apt-get install redis-server; .ci/run does)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """A real redis-server of our own on a free port, without persistence; stopped after."""
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(tmp_path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            example_database(url)
+            break
+        except ClusterError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise
+            time.sleep(0.1)
+    yield url
+    server.terminate()
+    server.wait(timeout=30)
+
+
+@needs_redis
+def test_a_failure_found_by_one_campaign_is_replayed_first_by_the_next(redis_url, seeded_path):
+    first = CampaignResult([seeded_path.name], "cpu")
+    fuzz([seeded_path], until=time.perf_counter() + 240, device="cpu", database=example_database(redis_url),
+         lifetimes=False, on_record=first.add_record, known=set(), until_failure=True)
+    (cause,) = first.failures
+    assert seeded_path.bug(first.failures[cause].spec)
+
+    # another campaign (another client, as on another machine), with nothing known: its very
+    # first example is the failure, although the bug is rare in generated examples
+    second = CampaignResult([seeded_path.name], "cpu")
+    fuzz([seeded_path], until=time.perf_counter() + 120, device="cpu", database=example_database(redis_url),
+         lifetimes=False, on_record=second.add_record, known=set(), max_examples=1)
+    assert second.examples == 1 and set(second.failures) == {cause}
+
+
+@needs_redis
+def test_fuzz_takes_a_redis_database_on_the_command_line(redis_url, tmp_path):
+    out = tmp_path / "campaign"
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "20s",
+                           "--workers", "0", "--database", redis_url, "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (out / "examples-db").exists()  # the examples went to Redis
+    assert CampaignResult.from_records(read_log(log_path(out))).examples > 0
+
+
+def test_an_unreachable_redis_is_one_clear_sentence(tmp_path):
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens there
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "20s",
+                           "--database", url, "--out", str(tmp_path / "c")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert f"--database {url}: no Redis server answers there" in done.stderr
+
+
+@pytest.fixture
+def ray_cluster():
+    """A real local Ray cluster (`ray start --head`), stopped after."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[cluster]'; .ci/run does)")
+    ray = Path(sys.executable).with_name("ray")
+    port = free_port()
+    env_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # its sockets' paths must stay under 108 bytes
+    started = subprocess.run([str(ray), "start", "--head", "--port", str(port), "--num-cpus", "2",
+                              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={env_dir}"],
+                             capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stderr[-2000:]
+    yield f"127.0.0.1:{port}"
+    subprocess.run([str(ray), "stop", "--force"], capture_output=True, timeout=300)
+    shutil.rmtree(env_dir, ignore_errors=True)
+
+
+def test_a_campaign_runs_as_ray_shards_and_merges_into_one_summary(ray_cluster, tmp_path):
+    out, summary = tmp_path / "campaign", tmp_path / "summary.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--cluster", ray_cluster, "--shards", "2",
+                           "--paths", "eager", "--budget", "30s", "--workers", "0", "--out", str(out),
+                           "--json", str(summary)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    merged = json.loads(summary.read_text())
+    shards = [CampaignResult.from_records(read_log(out / f"shard-{i}" / "examples.jsonl")) for i in (0, 1)]
+    assert all(s.examples > 0 for s in shards)
+    assert merged["examples"] == sum(s.examples for s in shards)
+    assert merged["paths"]["eager"]["ok"] == sum(s.counts["eager"].ok for s in shards)
+    assert (out / "report.html").exists()
+    assert "2 shard(s) on Ray" in done.stdout

@@ -1,0 +1,160 @@
+"""The seeded-fault catalog (harness/selfeval): each fault is off unless installed, is
+gone again once removed, and is seen by the check it was made for on a small hand-made
+spec. The native faults are tested in tests/native/test_perturb.py; the campaign-level
+measurement is `python -m harness selfeval` (one cheap fault end to end here)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.autograd.function import BackwardCFunction
+
+from harness import build, paths, plain, run, selfeval
+from harness.check import check
+from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
+
+ONE = GraphSpec(
+    shape=(2, 3), dtype="float64",
+    leaves=(LeafSpec(True), LeafSpec(True, "transposed")),
+    functions=(FunctionSpec(
+        args=(Arg("x0"), Arg(const=2), Arg("x1")),
+        outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(2, "square", -0.5))),
+                 OutputSpec("compute", terms=(Term(0, "tanh", 0.75), Term(2, "linear", 2.0)))),
+        save=("inputs",), jvp=True),),
+    backward="backward", forward_ad=True)
+
+
+def with_(spec: GraphSpec, **function_fields) -> GraphSpec:
+    fn = dataclasses.replace(spec.functions[0], **function_fields)
+    return dataclasses.replace(spec, functions=(fn,))
+
+
+#: fault -> (spec, a line the report must contain), on the eager path
+SEEN_ON_EAGER = {
+    "wrong_backward": (ONE, "eager vs math: backward grad:x0: outside tolerance"),
+    "wrong_jvp": (ONE, "eager vs math: forward_ad tangent:f0.0: outside tolerance"),
+    "sin_backward_term_dropped": (ONE, "eager vs math: backward grad:x0: outside tolerance"),
+    "tanh_derivative_sign": (ONE, "eager vs math: backward grad:x0: outside tolerance"),
+    "square_derivative_halved": (ONE, "eager vs math: backward grad:x1: outside tolerance"),
+    "jvp_tangent_scaled": (ONE, "eager vs math: forward_ad tangent:f0.0: outside tolerance"),
+    "grad_outputs_swapped": (ONE, "eager vs math: backward grad:x0: outside tolerance"),
+    "double_backward_detached": (dataclasses.replace(ONE, backward="double", forward_ad=False),
+                                 "eager vs math: double_backward dgrad:x0"),
+    "output_hooks_not_called": (dataclasses.replace(ONE, hooks=(HookSpec("tensor", "f0.0"),)),
+                                "eager vs math: backward grad:x0: outside tolerance"),
+}
+#: what hooks saw is compared across paths only: a native path's node is the reference
+SEEN_AGAINST_NATIVE = {
+    "node_hooks_not_called": (dataclasses.replace(ONE, hooks=(HookSpec("pre", "f0.0"),)),
+                              "owned vs eager: backward hook0: expected (), got ('fired',)"),
+    "output_hooks_not_called": (dataclasses.replace(ONE, hooks=(HookSpec("tensor", "f0.0"),)),
+                                "owned vs eager: backward hook0: expected (), got ('fired',)"),
+}
+
+
+@pytest.mark.parametrize("style", ["generic", "plain"])
+@pytest.mark.parametrize("name, on_native", [(n, False) for n in sorted(SEEN_ON_EAGER)]
+                         + [(n, True) for n in sorted(SEEN_AGAINST_NATIVE)])
+def test_a_fault_is_seen_only_while_installed(name, on_native, style):
+    spec, line = (SEEN_AGAINST_NATIVE if on_native else SEEN_ON_EAGER)[name]
+    spec = plain.in_code_style(spec, style)
+    chosen = [paths.get("eager")] + ([paths.get("owned")] if on_native else [])
+    if any(p.available() is not None for p in chosen):
+        pytest.skip("native extension unavailable")
+    with selfeval.installed(name):
+        report = check(spec, chosen).report()
+    assert line in report, report
+    assert not check(spec, chosen).failed, "the fault outlived its removal"
+
+
+def test_a_backward_term_dropped_leaves_the_jvp_right():
+    with selfeval.installed("sin_backward_term_dropped"):
+        report = check(ONE, [paths.get("eager")]).report()
+    assert "grad:x0" in report and "tangent:" not in report, report
+
+
+@pytest.mark.parametrize("name, path", [("compiled_autograd_backward_scaled", "compiled"),
+                                        ("aot_backward_miscompiled", "dynamo")])
+def test_a_compiler_fault_shows_on_its_path_only(name, path):
+    spec = with_(dataclasses.replace(ONE, forward_ad=False), jvp=False)
+    chosen = [paths.get("eager"), paths.get(path)]
+    if chosen[1].available() is not None:
+        pytest.skip(chosen[1].available())
+    with selfeval.installed(name):
+        verdict = check(spec, chosen)
+    assert verdict.outcomes[path].status == "failed", verdict.report()
+    assert verdict.outcomes["eager"].status == "ok", verdict.report()
+    assert not check(spec, chosen).failed
+
+
+def test_the_func_fault_changes_only_a_transformed_function():
+    cls = build.build(with_(ONE, style="setup_context")).functions[0]  # what torch.func needs
+    x0, x1 = (torch.rand(2, 3, dtype=torch.float64) for _ in range(2))
+
+    def first_output(a, b):
+        return cls.apply(a, 2, b)[0].sum()
+
+    plain_value = first_output(x0, x1)
+    grad = torch.func.grad(first_output)(x0, x1)
+    with selfeval.installed("func_transform_output_scaled"):
+        assert torch.equal(first_output(x0, x1), plain_value)  # no transform: untouched
+        assert not torch.allclose(torch.func.grad(first_output)(x0, x1), grad)
+    assert torch.equal(torch.func.grad(first_output)(x0, x1), grad)
+
+
+def _patchable_state() -> dict[str, object]:
+    """Everything a fault of the Python families replaces."""
+    import torch.autograd.function as function_module
+    from torch._dynamo import compiled_autograd, external_utils
+    from torch._dynamo.backends import registry
+
+    registry.lookup_backend("aot_eager")
+    return {
+        **{f"build.{n}": getattr(build, n) for n in ("_backward", "_jvp", "_setup", "_derivative")},
+        "plain._derivative": plain._derivative,
+        **{f"plain._Writer.{n}": plain._Writer.__dict__[n] for n in ("setup", "backward", "jvp", "_grads_returned")},
+        **{f"BackwardCFunction.{n}": BackwardCFunction.__dict__.get(n)
+           for n in ("apply", "apply_jvp", "register_hook", "register_prehook")},
+        "Tensor.register_hook": torch.Tensor.register_hook,
+        "run._saved_tensor_hooks": run._saved_tensor_hooks,
+        "call_backward": (external_utils.call_backward, compiled_autograd.call_backward),
+        "aot_eager": registry._COMPILER_FNS["aot_eager"],
+        "custom_function_call": function_module.custom_function_call,
+    }
+
+
+@pytest.mark.parametrize("name", [f.name for f in selfeval.FAULTS if f.family != "native"])
+def test_removing_a_fault_restores_everything(name):
+    before = _patchable_state()
+    remove = selfeval.install(name)
+    changed = {k for k, v in _patchable_state().items() if v != before[k]}
+    remove()
+    assert changed, f"{name} installs nothing this test watches"
+    assert _patchable_state() == before
+
+
+def test_the_catalog():
+    evaluated = [f for f in selfeval.FAULTS if f.evaluated]
+    assert len(evaluated) >= 20
+    assert len(selfeval.CATALOG) == len(selfeval.FAULTS)
+    assert {f.family for f in evaluated} == {"formulas", "autograd", "compilers", "lifetimes", "native"}
+    assert all(f.description and f.paths for f in selfeval.FAULTS)
+    with pytest.raises(KeyError, match="no seeded fault 'nope'"):
+        selfeval.get("nope")
+
+
+def test_selfeval_runs_a_fault_end_to_end(tmp_path):
+    out = tmp_path / "table.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "selfeval", "--faults", "wrong_backward", "--budget-per-fault", "40s",
+         "--json", str(out), "--out", str(tmp_path / "failures")], capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads(out.read_text())["faults"]
+    assert row["status"] == "detected" and row["seconds"] <= 40 and row["examples"] >= 1, row
+    assert row["repro_lines"] > 0 and row["reproducer"].endswith(".py")
+    assert "wrong_backward" in done.stdout and "detected 1 of 1 run" in done.stdout
