@@ -62,19 +62,36 @@ class KnownIssue:
     #: the checkpoints and roles `damage` accepts, in words (for reports and docs)
     damages: str
     workaround: Workaround
+    #: paths (or families) on which the bug needs another structure than `trigger`'s, with
+    #: that trigger (func.jacfwd gives tangents to fewer leaves than eager's forward AD)
+    path_triggers: dict[str, Trigger] = dataclasses.field(default_factory=dict)
 
     def affects_installed_torch(self) -> bool:
         v = torch_release()
         return self.first <= v and (self.last is None or v <= self.last)
 
     def affects_path(self, path: str) -> bool:
-        path = path.partition("@")[0]  # "<path>@<device>" is that path on another device
-        return path in self.paths or path.partition(":")[0] in self.paths
+        return bool({path.partition("@")[0], path_family(path)} & set(self.paths))
+
+    def triggered(self, spec: GraphSpec, path: str) -> bool:
+        """The bug's structure is in `spec`, as `path` runs it."""
+        trigger = self.path_triggers.get(path.partition("@")[0]) or self.path_triggers.get(path_family(path))
+        return (trigger or self.trigger)(spec)
 
     def hit(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
         """The bug happened on this path: its structure is there and its witness is seen."""
-        return (self.affects_path(result.path) and self.affects_installed_torch() and self.trigger(spec)
-                and self.witness(spec, result, mismatches))
+        return (self.affects_path(result.path) and self.affects_installed_torch()
+                and self.triggered(spec, result.path) and self.witness(spec, result, mismatches))
+
+
+def path_family(path: str) -> str:
+    """The family an entry's `paths` may name for `path`: "compiled" for "compiled:<mode>",
+    "func+dynamo" for every "func.<transform>+dynamo", "func" for every "func.<transform>"
+    ("<path>@<device>" is that path on another device)."""
+    path = path.partition("@")[0]
+    if path.startswith("func."):
+        return "func+dynamo" if path.endswith("+dynamo") else "func"
+    return path.partition(":")[0]
 
 
 # --- witnesses and damage, by shape -------------------------------------------------------
@@ -156,6 +173,29 @@ def _aliasing_output_as_copy(spec: GraphSpec, sites: Callable[[GraphSpec], tuple
 
 def _assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
     return Dataflow(spec).forward_ad.asserts if spec.forward_ad else ()
+
+
+def _jvp_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """func.jvp gives every leaf a tangent, as eager, and runs forward AD whatever
+    `spec.forward_ad` says (harness/paths/func.py)."""
+    return Dataflow(spec).forward_ad.asserts
+
+
+def _jacfwd_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """func.jacfwd differentiates only the leaves that require grad (the others are
+    constants, without a tangent), and runs forward AD only where eager runs a backward
+    (harness/paths/func.py: differentiated_leaves, has_backward)."""
+    from harness.paths.func import has_backward  # the path module imports this one's users
+
+    return Dataflow(spec).forward_ad_of_grad_leaves.asserts if has_backward(spec) else ()
+
+
+def _fwad_assert_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The assert, at forward_ad (eager's forward AD, func.jvp) or at forward (func.jacfwd,
+    whose forward AD is its forward)."""
+    return any(raised(checkpoint, r"INTERNAL ASSERT FAILED at .*autograd_meta\.cpp.*Expected both tensor "
+                                  r"and its forward grad to be floating point or complex")(spec, result, mismatches)
+               for checkpoint in ("forward_ad", "forward"))
 
 
 def _early_return_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
@@ -529,14 +569,21 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "input without a tangent as-is (or dirty), and whose jvp returns None for it, hits an "
                "INTERNAL ASSERT in autograd_meta.cpp instead of leaving the output without a tangent"),
         first=(2, 13, 0), last=None,
-        paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
+        paths=("eager", "owned", "borrowed", "compiled", "dynamo",
+               "func.jvp", "func.jvp+dynamo", "func.jacfwd", "func.jacfwd+dynamo"),
         reproducer="fwad_input_as_is_none_tangent.py",
         trigger=lambda spec: bool(_assert_sites(spec)),
-        witness=raised("forward_ad", r"INTERNAL ASSERT FAILED at .*autograd_meta\.cpp.*Expected both tensor "
-                                     r"and its forward grad to be floating point or complex"),
-        damage=error_at("forward_ad"),
-        damages="the error at forward_ad (every tangent is lost with it)",
-        workaround=lambda spec: _aliasing_output_as_copy(spec, _assert_sites),
+        path_triggers={"func.jvp": lambda spec: bool(_jvp_assert_sites(spec)),
+                       "func.jvp+dynamo": lambda spec: bool(_jvp_assert_sites(spec)),
+                       "func.jacfwd": lambda spec: bool(_jacfwd_assert_sites(spec)),
+                       "func.jacfwd+dynamo": lambda spec: bool(_jacfwd_assert_sites(spec))},
+        witness=_fwad_assert_raised,
+        damage=error_at("forward_ad", "forward"),
+        damages=("the error at forward_ad (every tangent is lost with it); under func.jacfwd, whose forward "
+                 "AD is its forward, the error at forward"),
+        # the union of every path's sites: copies where any of them could assert
+        workaround=lambda spec: _aliasing_output_as_copy(
+            spec, lambda s: _assert_sites(s) or _jvp_assert_sites(s) or _jacfwd_assert_sites(s)),
     ),
     KnownIssue(
         id="fwad-view-drops-later-tangents",
@@ -708,7 +755,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "forward(ctx, *args) reads past its inputs (IndexError) or a non-tensor argument "
                "where a tensor was passed (TypeError)"),
         first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
         # What the shift breaks first varies with the graph (an input past the end, the ctx
@@ -731,7 +778,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         title=("The wrong-value side of dynamo-function-varargs-forward: a Function whose "
                "forward(*args) reads shifted inputs returns wrong outputs without an error"),
         first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
         witness=_wrong_forward_value_of_varargs_function,

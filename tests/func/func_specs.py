@@ -47,40 +47,14 @@ def dirty_under_generated_vmap_rule(spec: GraphSpec) -> bool:
     return any(fn.vmap and any(o.kind == "dirty" for o in fn.outputs) for fn in spec.functions)
 
 
-def input_returned_without_materialized_grads(spec: GraphSpec) -> bool:
-    """An input returned as-is by a Function with set_materialize_grads(False): forward AD
-    hits an INTERNAL ASSERT when that input has no tangent (func.jacfwd differentiates a
-    subset of the leaves): known issue fwad-input-as-is-none-tangent, whose `paths` do not
-    name the func paths yet (docs/func.md finding 3)."""
-    return any(not fn.materialize_grads and any(o.kind == "input" for o in fn.outputs) for fn in spec.functions)
-
-
 def wrong_gradient_shape(spec: GraphSpec) -> bool:
     """The deliberate wrong-shaped gradient: under vmap torch reports it as "size ... is not
     expandable" instead of "returned an invalid gradient" (docs/func.md finding 4)."""
     return any(fn.error == "grad_shape" for fn in spec.functions)
 
 
-def all_plain(spec: GraphSpec) -> GraphSpec:
-    """Every Function in the plain code style: under torch.compile a generic Function's
-    forward(*args) gets its inputs shifted (known issue dynamo-function-varargs-forward, whose
-    `paths` do not name the func+dynamo paths yet; docs/func.md finding 7)."""
-    return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, code="plain")
-                                                     for fn in spec.functions))
-
-
-def func_graphs(*, vmap: bool | None = None, jvp: bool = False, plain: bool = False,
-                **kwargs) -> st.SearchStrategy[GraphSpec]:
+def func_graphs(*, vmap: bool | None = None, jvp: bool = False, **kwargs) -> st.SearchStrategy[GraphSpec]:
     specs = graphs(**kwargs).map(lambda s: as_setup_context(s, vmap=vmap, jvp=jvp))
-    if plain:
-        specs = specs.map(lambda s: s and _or_none(all_plain, s))
     return specs.filter(
         lambda s: s is not None and not single_nontensor_output(s) and not dirty_under_generated_vmap_rule(s)
         and not wrong_gradient_shape(s))
-
-
-def _or_none(make, spec: GraphSpec) -> GraphSpec | None:
-    try:
-        return make(spec)
-    except SpecError:  # e.g. a constant without a literal in the plain style
-        return None
