@@ -221,6 +221,46 @@ def _downstream_of_dropped_tangents(spec: GraphSpec, m: Mismatch) -> bool:
     return _tangent_ref(m) in flow.downstream(set(flow.forward_ad.dropped))
 
 
+# --- torch.func ------------------------------------------------------------------------------
+
+
+def _eager_backward_runs(spec: GraphSpec) -> bool:
+    from harness.paths.func import has_backward  # the path module imports this one's users
+
+    return has_backward(spec)
+
+
+def _single_constant_outputs_vmapped(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule whose forward returns one non-tensor value, not a
+    tuple: vmapify_autograd_function's forward ends with `return *outputs, out_dims`."""
+    return {n for n, fn in enumerate(spec.functions)
+            if fn.vmap and not fn.tuple_output and fn.outputs[0].kind == "const"}
+
+
+def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule and a jvp (harness/build.py saves the inputs of its
+    nonlinear terms for forward AD) that save their output or an intermediate for backward,
+    whose backward runs under grad(vmap)."""
+    if not _eager_backward_runs(spec):
+        return set()
+    flow = Dataflow(spec)
+    return {n for n, fn in enumerate(spec.functions)
+            if fn.vmap and fn.jvp and fn.nonlinear_slots and {"outputs", "intermediates"} & set(fn.save)
+            and flow.backward_runs(n)}
+
+
+def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
+    """Those Functions save neither output nor intermediates (their backward recomputes)."""
+    bad = _saving_output_and_for_forward(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(
+        fn, save=tuple(s for s in fn.save if s not in ("outputs", "intermediates"))) if n in bad else fn)
+
+
+def _unchanged(spec: GraphSpec) -> GraphSpec:
+    """No smaller spec avoids the bug on this path (the path reports it as known)."""
+    return spec
+
+
 # --- compiled autograd ---------------------------------------------------------------------
 
 
@@ -988,6 +1028,71 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages="the error at backward",
         workaround=lambda spec: _functions_replaced(
             spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+    ),
+    KnownIssue(
+        id="func-function-vjp-ignored",
+        title=("torch.func's single-level Function (torch/_functorch/autograd_function.py, "
+               "generate_single_level_function) calls a custom Function's `backward` only, ignoring a `vjp` "
+               "defined instead, its documented alias: NotImplementedError 'You must implement either the "
+               "backward or vjp method' where eager autograd runs the vjp"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad", "func.vjp", "func.jacrev", "func.vmap_grad", "func.grad_vmap"),  # backward mode
+        reproducer="func_function_vjp_ignored.py",
+        trigger=lambda spec: _eager_backward_runs(spec) and any(
+            fn.backward_method == "vjp" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions)),
+        witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=lambda spec: _functions_replaced(
+            spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+    ),
+    KnownIssue(
+        id="func-vmap-single-constant-output",
+        title=("torch.func.vmap over a custom Function with generate_vmap_rule=True whose forward returns one "
+               "non-tensor value (not a tuple) raises \"TypeError: Value after * must be an iterable\": "
+               "vmapify_autograd_function's forward (torch/_functorch/autograd_function.py) ends with "
+               "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap"),
+        first=(2, 13, 0), last=None,
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its forward)
+        paths=("func.vmap", "func.vmap_grad", "func.grad_vmap", "func.jacfwd"),
+        reproducer="func_vmap_single_constant_output.py",
+        trigger=lambda spec: bool(_single_constant_outputs_vmapped(spec)),
+        # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
+        path_triggers={"func.jacfwd": lambda spec: _eager_backward_runs(spec)
+                       and bool(_single_constant_outputs_vmapped(spec))},
+        witness=raised("forward", r"Value after \* must be an iterable", TypeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_returned_as_tuples(_single_constant_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-jacfwd-aux-empty-input",
+        title=("torch.func.jacfwd(has_aux=True) on an input with zero elements raises \"IndexError: index 0 is "
+               "out of bounds for dimension 0 with size 0\" at `flat_aux = [value[0] for value in flat_aux]` "
+               "(torch/_functorch/eager_transforms.py); jacrev with aux and jacfwd without aux work"),
+        first=(2, 13, 0), last=None,
+        paths=("func.jacfwd",),  # harness/paths/func.py returns the outputs as jacfwd's aux
+        reproducer="func_jacfwd_aux_empty_input.py",
+        trigger=lambda spec: 0 in spec.shape and _eager_backward_runs(spec),
+        witness=raised("backward", r"index 0 is out of bounds for dimension 0 with size 0", IndexError),
+        damage=error_at("backward"),
+        damages="the error at backward (the Jacobian; the forward is still compared)",
+        workaround=_unchanged,
+    ),
+    KnownIssue(
+        id="func-grad-vmap-saved-output-and-forward",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True that saves its output "
+               "(or an intermediate) for backward and an input for forward AD raises \"AssertionError: flat_bdims "
+               "must not be None\" in the vmapped backward (restore_vmap -> wrap_batched, "
+               "torch/_functorch/vmap.py); grad and vmap(grad) work, and dropping either save does"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap",),
+        reproducer="func_grad_vmap_saved_output_and_forward.py",
+        trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
+        witness=raised("backward", r"flat_bdims must not be None", AssertionError),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=_saving_no_fresh_tensors,
     ),
 )
 

@@ -68,6 +68,11 @@ NO_JVP = "forward AD: a Function without jvp"
 #: torch/_functorch/eager_transforms.py, vjp/jvp/grad: "Expected f to be a function that has
 #: non-empty output"
 NO_TENSOR_OUTPUT = "no tensor output: torch.func differentiates a function with tensor outputs"
+#: docs/source/func.ux_limitations.rst, "Data-dependent Python control flow": "We don't yet
+#: support vmap over data-dependent control flow" (vmap raises "It looks like you're attempting
+#: to use a Tensor in some data-dependent control flow"); a user vmap rule runs the forward
+#: outside vmap, on plain tensors
+DATA_BRANCH = "vmap: data-dependent Python control flow in a forward the generated rule vmaps"
 #: not a torch limit: the spec's tensor hook doubles a gradient in eager (harness/run.py), and
 #: a transform of the graph function has no tensor of eager's graph to hook
 TENSOR_HOOK = "tensor hook: it changes eager's gradient; the transformed function runs no hooks"
@@ -397,6 +402,9 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     vmapped = transform.batched or transform.name in ("jacrev", "jacfwd")
     if vmapped and not transform.user_vmap and not all(fn.vmap for fn in spec.functions):
         return NO_VMAP_RULE
+    if transform.batched and not transform.user_vmap and any(
+            fn.untraceable == "data_branch" for fn in spec.functions):
+        return DATA_BRANCH
     if transform.forward_mode and not all(fn.jvp for fn in spec.functions):
         return NO_JVP
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):

@@ -37,7 +37,8 @@ def as_setup_context(spec: GraphSpec, *, vmap: bool | None = None, jvp: bool = F
 
 def single_nontensor_output(spec: GraphSpec) -> bool:
     """A Function returning one non-tensor (not in a tuple): torch's generated vmap rule
-    raises TypeError on it (docs/func.md, finding 1; registered by the lead as a known issue)."""
+    raises TypeError on it (known issue func-vmap-single-constant-output, registered for the
+    paths without Dynamo; what Dynamo makes of it under torch.func is not triaged yet)."""
     return any(not fn.tuple_output and fn.outputs[0].kind == "const" for fn in spec.functions)
 
 
@@ -56,5 +57,5 @@ def wrong_gradient_shape(spec: GraphSpec) -> bool:
 def func_graphs(*, vmap: bool | None = None, jvp: bool = False, **kwargs) -> st.SearchStrategy[GraphSpec]:
     specs = graphs(**kwargs).map(lambda s: as_setup_context(s, vmap=vmap, jvp=jvp))
     return specs.filter(
-        lambda s: s is not None and not single_nontensor_output(s) and not dirty_under_generated_vmap_rule(s)
+        lambda s: s is not None and not dirty_under_generated_vmap_rule(s)
         and not wrong_gradient_shape(s))
