@@ -214,13 +214,16 @@ class GraphFunction:
         self.consts: dict[str, Any] = {}
         #: the phase an error is raised in: forward until the graph forward returned
         self.phase = "forward"
+        #: outputs the forward modifies in place (eager's forward AD runs a forward without
+        #: them, run._forward_ad: func.jvp applies them to its outputs only, not its tangents)
+        self.mutated = tuple(built.spec.mutated_outputs)
 
     def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
         return self.functions[n].apply(*args)
 
     def outputs(self, leaves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         values = forward(self.built, self.apply, leaves, self.consts)
-        for ref in self.spec.mutated_outputs:  # the user's in-place update after the forward, as run.py
+        for ref in self.mutated:  # the user's in-place update after the forward, as run.py
             values[ref].mul_(2.0)
         return tuple(values[r] for r in self.refs)
 
@@ -298,7 +301,9 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
         outs = compile_fn(tf.vmap(lambda *xs: graph.outputs(xs)))(*leaves)
     elif name == "jvp":
         tans = tuple(_leaf_tangents(built, leaves))
+        graph.mutated = ()
         outs, tangents = compile_fn(lambda *xs: tf.jvp(lambda *ys: graph.outputs(ys), xs, tans))(*leaves)
+        outs = tuple(o * 2.0 if r in spec.mutated_outputs else o for r, o in zip(graph.refs, outs))
     elif name == "grad" and spec.backward == "double" and observed:
         w2 = built.weights(len(wrt), offset=2_000_003)  # eager's second-order loss (run._backward)
 
