@@ -358,7 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "fuzzing gets 85%% and shrinking each new cause and writing its reproducer share "
                            "the last 15%%, each cause an equal part of what is left when its turn comes; "
                            "with nothing to shrink, fuzzing goes on to the end")
-    fuzz.add_argument("--paths", help="comma-separated paths (default: all available here)")
+    fuzz.add_argument("--paths", help="comma-separated paths (default: all available here except the "
+                                      "opt-in torch.func family, func.grad, func.jvp, ... ; docs/func.md)")
     fuzz.add_argument("--device", default="cpu", help=DEVICE_HELP)
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")
     fuzz.add_argument("--out", help="campaign folder, new or empty: examples.jsonl, report.md, report.html, "

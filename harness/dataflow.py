@@ -171,12 +171,20 @@ class Dataflow:
 
     @functools.cached_property
     def forward_ad(self) -> "ForwardAD":
-        return _simulate_forward_ad(self.spec)
+        """Every leaf has a tangent, as harness/run.py and the func.jvp path give them."""
+        return _simulate_forward_ad(self.spec, frozenset(range(len(self.spec.leaves))))
+
+    @functools.cached_property
+    def forward_ad_of_grad_leaves(self) -> "ForwardAD":
+        """Only the leaves that require grad have a tangent: torch.func.jacfwd differentiates
+        just those (harness/paths/func.py, differentiated_leaves), the rest are constants."""
+        return _simulate_forward_ad(
+            self.spec, frozenset(i for i, leaf in enumerate(self.spec.leaves) if leaf.requires_grad))
 
 
 @dataclass(frozen=True)
 class ForwardAD:
-    """What torch does with tangents through the graph (harness/run.py gives every leaf one).
+    """What torch does with tangents through the graph, from the leaves given one.
 
     torch/csrc/autograd/custom_function.cpp, _process_forward_mode_AD: for an output that
     is a view of an input (an input returned as-is counts: it is returned as a view) whose
@@ -195,8 +203,8 @@ class ForwardAD:
     dropped: frozenset[str]
 
 
-def _simulate_forward_ad(spec: GraphSpec) -> ForwardAD:
-    has = {r for r in spec.value_refs() if r.startswith("x")}
+def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int]) -> ForwardAD:
+    has = {r for r in spec.value_refs() if r.startswith("x") and int(base_ref(r)[1:]) in tangent_leaves}
     asserts: list[tuple[int, int]] = []
     early: list[tuple[int, int]] = []
     dropped: set[str] = set()

@@ -62,19 +62,36 @@ class KnownIssue:
     #: the checkpoints and roles `damage` accepts, in words (for reports and docs)
     damages: str
     workaround: Workaround
+    #: paths (or families) on which the bug needs another structure than `trigger`'s, with
+    #: that trigger (func.jacfwd gives tangents to fewer leaves than eager's forward AD)
+    path_triggers: dict[str, Trigger] = dataclasses.field(default_factory=dict)
 
     def affects_installed_torch(self) -> bool:
         v = torch_release()
         return self.first <= v and (self.last is None or v <= self.last)
 
     def affects_path(self, path: str) -> bool:
-        path = path.partition("@")[0]  # "<path>@<device>" is that path on another device
-        return path in self.paths or path.partition(":")[0] in self.paths
+        return bool({path.partition("@")[0], path_family(path)} & set(self.paths))
+
+    def triggered(self, spec: GraphSpec, path: str) -> bool:
+        """The bug's structure is in `spec`, as `path` runs it."""
+        trigger = self.path_triggers.get(path.partition("@")[0]) or self.path_triggers.get(path_family(path))
+        return (trigger or self.trigger)(spec)
 
     def hit(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
         """The bug happened on this path: its structure is there and its witness is seen."""
-        return (self.affects_path(result.path) and self.affects_installed_torch() and self.trigger(spec)
-                and self.witness(spec, result, mismatches))
+        return (self.affects_path(result.path) and self.affects_installed_torch()
+                and self.triggered(spec, result.path) and self.witness(spec, result, mismatches))
+
+
+def path_family(path: str) -> str:
+    """The family an entry's `paths` may name for `path`: "compiled" for "compiled:<mode>",
+    "func+dynamo" for every "func.<transform>+dynamo", "func" for every "func.<transform>"
+    ("<path>@<device>" is that path on another device)."""
+    path = path.partition("@")[0]
+    if path.startswith("func."):
+        return "func+dynamo" if path.endswith("+dynamo") else "func"
+    return path.partition(":")[0]
 
 
 # --- witnesses and damage, by shape -------------------------------------------------------
@@ -158,6 +175,29 @@ def _assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
     return Dataflow(spec).forward_ad.asserts if spec.forward_ad else ()
 
 
+def _jvp_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """func.jvp gives every leaf a tangent, as eager, and runs forward AD whatever
+    `spec.forward_ad` says (harness/paths/func.py)."""
+    return Dataflow(spec).forward_ad.asserts
+
+
+def _jacfwd_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """func.jacfwd differentiates only the leaves that require grad (the others are
+    constants, without a tangent), and runs forward AD only where eager runs a backward
+    (harness/paths/func.py: differentiated_leaves, has_backward)."""
+    from harness.paths.func import has_backward  # the path module imports this one's users
+
+    return Dataflow(spec).forward_ad_of_grad_leaves.asserts if has_backward(spec) else ()
+
+
+def _fwad_assert_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The assert, at forward_ad (eager's forward AD, func.jvp) or at forward (func.jacfwd,
+    whose forward AD is its forward)."""
+    return any(raised(checkpoint, r"INTERNAL ASSERT FAILED at .*autograd_meta\.cpp.*Expected both tensor "
+                                  r"and its forward grad to be floating point or complex")(spec, result, mismatches)
+               for checkpoint in ("forward_ad", "forward"))
+
+
 def _early_return_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
     fwd = Dataflow(spec).forward_ad
     return fwd.early_returns if spec.forward_ad and fwd.dropped else ()
@@ -179,6 +219,46 @@ def _dropped_tangent_seen(spec: GraphSpec, result: RunResult, mismatches: list[M
 def _downstream_of_dropped_tangents(spec: GraphSpec, m: Mismatch) -> bool:
     flow = Dataflow(spec)
     return _tangent_ref(m) in flow.downstream(set(flow.forward_ad.dropped))
+
+
+# --- torch.func ------------------------------------------------------------------------------
+
+
+def _eager_backward_runs(spec: GraphSpec) -> bool:
+    from harness.paths.func import has_backward  # the path module imports this one's users
+
+    return has_backward(spec)
+
+
+def _single_constant_outputs_vmapped(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule whose forward returns one non-tensor value, not a
+    tuple: vmapify_autograd_function's forward ends with `return *outputs, out_dims`."""
+    return {n for n, fn in enumerate(spec.functions)
+            if fn.vmap and not fn.tuple_output and fn.outputs[0].kind == "const"}
+
+
+def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule and a jvp (harness/build.py saves the inputs of its
+    nonlinear terms for forward AD) that save their output or an intermediate for backward,
+    whose backward runs under grad(vmap)."""
+    if not _eager_backward_runs(spec):
+        return set()
+    flow = Dataflow(spec)
+    return {n for n, fn in enumerate(spec.functions)
+            if fn.vmap and fn.jvp and fn.nonlinear_slots and {"outputs", "intermediates"} & set(fn.save)
+            and flow.backward_runs(n)}
+
+
+def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
+    """Those Functions save neither output nor intermediates (their backward recomputes)."""
+    bad = _saving_output_and_for_forward(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(
+        fn, save=tuple(s for s in fn.save if s not in ("outputs", "intermediates"))) if n in bad else fn)
+
+
+def _unchanged(spec: GraphSpec) -> GraphSpec:
+    """No smaller spec avoids the bug on this path (the path reports it as known)."""
+    return spec
 
 
 # --- compiled autograd ---------------------------------------------------------------------
@@ -529,14 +609,21 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "input without a tangent as-is (or dirty), and whose jvp returns None for it, hits an "
                "INTERNAL ASSERT in autograd_meta.cpp instead of leaving the output without a tangent"),
         first=(2, 13, 0), last=None,
-        paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
+        paths=("eager", "owned", "borrowed", "compiled", "dynamo",
+               "func.jvp", "func.jvp+dynamo", "func.jacfwd", "func.jacfwd+dynamo"),
         reproducer="fwad_input_as_is_none_tangent.py",
         trigger=lambda spec: bool(_assert_sites(spec)),
-        witness=raised("forward_ad", r"INTERNAL ASSERT FAILED at .*autograd_meta\.cpp.*Expected both tensor "
-                                     r"and its forward grad to be floating point or complex"),
-        damage=error_at("forward_ad"),
-        damages="the error at forward_ad (every tangent is lost with it)",
-        workaround=lambda spec: _aliasing_output_as_copy(spec, _assert_sites),
+        path_triggers={"func.jvp": lambda spec: bool(_jvp_assert_sites(spec)),
+                       "func.jvp+dynamo": lambda spec: bool(_jvp_assert_sites(spec)),
+                       "func.jacfwd": lambda spec: bool(_jacfwd_assert_sites(spec)),
+                       "func.jacfwd+dynamo": lambda spec: bool(_jacfwd_assert_sites(spec))},
+        witness=_fwad_assert_raised,
+        damage=error_at("forward_ad", "forward"),
+        damages=("the error at forward_ad (every tangent is lost with it); under func.jacfwd, whose forward "
+                 "AD is its forward, the error at forward"),
+        # the union of every path's sites: copies where any of them could assert
+        workaround=lambda spec: _aliasing_output_as_copy(
+            spec, lambda s: _assert_sites(s) or _jvp_assert_sites(s) or _jacfwd_assert_sites(s)),
     ),
     KnownIssue(
         id="fwad-view-drops-later-tangents",
@@ -708,7 +795,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "forward(ctx, *args) reads past its inputs (IndexError) or a non-tensor argument "
                "where a tensor was passed (TypeError)"),
         first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
         # What the shift breaks first varies with the graph (an input past the end, the ctx
@@ -731,7 +818,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         title=("The wrong-value side of dynamo-function-varargs-forward: a Function whose "
                "forward(*args) reads shifted inputs returns wrong outputs without an error"),
         first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_varargs_forward.py",
         trigger=_generic_function_with_tensor_input,
         witness=_wrong_forward_value_of_varargs_function,
@@ -941,6 +1028,71 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages="the error at backward",
         workaround=lambda spec: _functions_replaced(
             spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+    ),
+    KnownIssue(
+        id="func-function-vjp-ignored",
+        title=("torch.func's single-level Function (torch/_functorch/autograd_function.py, "
+               "generate_single_level_function) calls a custom Function's `backward` only, ignoring a `vjp` "
+               "defined instead, its documented alias: NotImplementedError 'You must implement either the "
+               "backward or vjp method' where eager autograd runs the vjp"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad", "func.vjp", "func.jacrev", "func.vmap_grad", "func.grad_vmap"),  # backward mode
+        reproducer="func_function_vjp_ignored.py",
+        trigger=lambda spec: _eager_backward_runs(spec) and any(
+            fn.backward_method == "vjp" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions)),
+        witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=lambda spec: _functions_replaced(
+            spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+    ),
+    KnownIssue(
+        id="func-vmap-single-constant-output",
+        title=("torch.func.vmap over a custom Function with generate_vmap_rule=True whose forward returns one "
+               "non-tensor value (not a tuple) raises \"TypeError: Value after * must be an iterable\": "
+               "vmapify_autograd_function's forward (torch/_functorch/autograd_function.py) ends with "
+               "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap"),
+        first=(2, 13, 0), last=None,
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its forward)
+        paths=("func.vmap", "func.vmap_grad", "func.grad_vmap", "func.jacfwd"),
+        reproducer="func_vmap_single_constant_output.py",
+        trigger=lambda spec: bool(_single_constant_outputs_vmapped(spec)),
+        # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
+        path_triggers={"func.jacfwd": lambda spec: _eager_backward_runs(spec)
+                       and bool(_single_constant_outputs_vmapped(spec))},
+        witness=raised("forward", r"Value after \* must be an iterable", TypeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_returned_as_tuples(_single_constant_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-jacfwd-aux-empty-input",
+        title=("torch.func.jacfwd(has_aux=True) on an input with zero elements raises \"IndexError: index 0 is "
+               "out of bounds for dimension 0 with size 0\" at `flat_aux = [value[0] for value in flat_aux]` "
+               "(torch/_functorch/eager_transforms.py); jacrev with aux and jacfwd without aux work"),
+        first=(2, 13, 0), last=None,
+        paths=("func.jacfwd",),  # harness/paths/func.py returns the outputs as jacfwd's aux
+        reproducer="func_jacfwd_aux_empty_input.py",
+        trigger=lambda spec: 0 in spec.shape and _eager_backward_runs(spec),
+        witness=raised("backward", r"index 0 is out of bounds for dimension 0 with size 0", IndexError),
+        damage=error_at("backward"),
+        damages="the error at backward (the Jacobian; the forward is still compared)",
+        workaround=_unchanged,
+    ),
+    KnownIssue(
+        id="func-grad-vmap-saved-output-and-forward",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True that saves its output "
+               "(or an intermediate) for backward and an input for forward AD raises \"AssertionError: flat_bdims "
+               "must not be None\" in the vmapped backward (restore_vmap -> wrap_batched, "
+               "torch/_functorch/vmap.py); grad and vmap(grad) work, and dropping either save does"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap",),
+        reproducer="func_grad_vmap_saved_output_and_forward.py",
+        trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
+        witness=raised("backward", r"flat_bdims must not be None", AssertionError),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=_saving_no_fresh_tensors,
     ),
 )
 

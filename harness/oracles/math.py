@@ -100,7 +100,11 @@ def error_is_expected(spec: GraphSpec, result: RunResult) -> bool:
     message = str(result.error)
     if VERSION_ERROR.search(message):
         return result.error_checkpoint == "backward" and version_error_expected(spec)
-    node = re.match(r"^[Ff]unction F(\d+)Backward ", message)
+    # under torch.func the node is the Function's generated single-level twin, named
+    # "<Function>Generated", and under vmap its vmapped version "Vmapped<Function>"
+    # (torch/_functorch/autograd_function.py: generate_single_level_function,
+    # vmapify_autograd_function)
+    node = re.match(r"^[Ff]unction (?:Vmapped)?F(\d+)(?:Generated)?Backward ", message)
     if node is None or int(node[1]) >= len(spec.functions):
         return False
     declared = spec.functions[int(node[1])].error

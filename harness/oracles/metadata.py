@@ -80,6 +80,10 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         not_compared = {f"alias:{ref}" for ref in views_of_intermediates}
         return lambda checkpoint, role: role not in not_compared and role.startswith(
             forward + _LEAF_GRAD_LAYOUT + ("stride:tangent:",))
+    if family.startswith("func."):
+        # a torch.func transform returns fresh tensors outside autograd, so no metadata of
+        # eager's applies (harness/paths/func.py narrows the references to what it observes)
+        return lambda checkpoint, role: False
     if family == "math":
         computed = {f"stride:out:f{n}.{k}" for n, fn in enumerate(spec.functions)
                     for k, o in enumerate(fn.outputs) if o.kind == "compute"}

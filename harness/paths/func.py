@@ -1,0 +1,483 @@
+"""`func.*`: the graph's Functions run under `torch.func` transforms, compared with eager autograd.
+
+The whole graph forward (every Function applied with its own `apply`, as eager does) is one
+function of the leaf values; a transform of it gives the observations eager makes, under
+eager's role names, so the usual oracles judge them (math oracle and eager, per-tensor
+bounds of `harness.oracles.bounds`):
+
+  func.grad      torch.func.grad_and_value of eager's loss (the same weighted sum of the
+                 outputs that require grad), w.r.t. the leaves that require grad; under
+                 `backward="double"` grad of grad gives the second-order roles too
+  func.vjp       torch.func.vjp of the outputs, pulled back with eager's loss weights
+  func.jvp       torch.func.jvp with eager's leaf tangents (each Function's own jvp)
+  func.vmap      torch.func.vmap over a batch of BATCH samples; the Functions' vmap rule
+                 is the one their spec asks for (generate_vmap_rule)
+  func.vmap.user the same with a user `vmap` staticmethod added to every Function
+                 (`with_user_vmap`: the Function run on the whole batch)
+  func.vmap_grad vmap(grad): per-sample gradients
+  func.grad_vmap grad(vmap): gradient of the batch's summed loss, i.e. per-sample gradients
+  func.jacrev    torch.func.jacrev of the outputs, contracted with the loss weights
+  func.jacfwd    torch.func.jacfwd of the outputs, contracted with the leaf tangents
+
+and each again inside torch.compile as `<name>+dynamo` (backend aot_eager, fullgraph first;
+a documented graph break reruns with Dynamo's eager fallback, as the `dynamo` path does).
+
+Batched paths check the sample at batch index CHECKED_SAMPLE, whose leaves are eager's; the
+other samples have leaves of their own, so a batching rule that mixes or drops samples
+changes the checked one. A path observes only part of what eager records (no hooks, no
+`.grad` accumulation, no lifetimes, no tensor metadata: a transform returns fresh
+tensors): `observed` narrows the reference results to exactly the roles the path
+computes, derived from the spec, so a role the path fails to produce is still reported.
+
+Documented limits (docs/func.md cites each) are `unsupported` before running (LIMITS).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import torch
+
+from harness.build import BuiltGraph, GeneratedFunction, make_function
+from harness.dataflow import Dataflow
+from harness.oracles.math import version_error_expected
+from harness.paths import register
+from harness.run import RunResult, _leaf_tangents, forward, function_output_refs
+from harness.spec import GraphSpec
+
+#: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
+BATCH = 3
+CHECKED_SAMPLE = 1
+#: generator offsets of the other samples' leaves
+_OTHER_SAMPLES = (7_919, 104_729)
+
+# --- documented limits -------------------------------------------------------------------
+
+#: torch/autograd/function.py, Function.apply: "In order to use an autograd.Function with
+#: functorch transforms (vmap, grad, jvp, jacrev, ...), it must override the setup_context
+#: staticmethod."
+OLD_STYLE = "old-style forward(ctx, ...): torch.func needs setup_context"
+#: torch/_functorch/autograd_function.py, custom_function_call_vmap: "You tried to vmap over
+#: F, but it does not have vmap support. Please override and implement the vmap staticmethod
+#: or set generate_vmap_rule=True."
+NO_VMAP_RULE = "vmap: a Function without generate_vmap_rule or a vmap staticmethod"
+#: torch/autograd/function.py, _SingleLevelFunction.jvp: "You must implement the jvp function
+#: for custom autograd.Function to use it with forward mode AD."
+NO_JVP = "forward AD: a Function without jvp"
+#: torch/_functorch/eager_transforms.py, vjp/jvp/grad: "Expected f to be a function that has
+#: non-empty output"
+NO_TENSOR_OUTPUT = "no tensor output: torch.func differentiates a function with tensor outputs"
+#: docs/source/func.ux_limitations.rst, "Data-dependent Python control flow": "We don't yet
+#: support vmap over data-dependent control flow" (vmap raises "It looks like you're attempting
+#: to use a Tensor in some data-dependent control flow"); a user vmap rule runs the forward
+#: outside vmap, on plain tensors
+DATA_BRANCH = "vmap: data-dependent Python control flow in a forward the generated rule vmaps"
+#: not a torch limit: the spec's tensor hook doubles a gradient in eager (harness/run.py), and
+#: a transform of the graph function has no tensor of eager's graph to hook
+TENSOR_HOOK = "tensor hook: it changes eager's gradient; the transformed function runs no hooks"
+#: not a torch limit: eager raises in a backward (the spec's deliberate error, or torch's
+#: version-counter error for a saved output modified in place, oracles/math.py
+#: version_error_expected), which a forward-mode transform (jvp, jacfwd) never runs, so
+#: there is no reference for what it observes from then on (eager's gradients, or its
+#: tangents: eager runs forward AD last)
+NO_REFERENCE = "no eager reference: eager stops at a backward error, which forward mode never runs"
+
+
+@dataclasses.dataclass(frozen=True)
+class Transform:
+    """One way of computing eager's observations with torch.func."""
+
+    name: str
+    #: "grad" (backward-side roles), "tangent" (forward-AD roles) or "" (outputs only)
+    derivative: str
+    #: runs over a batch (needs a vmap rule)
+    batched: bool = False
+    #: the Functions get a user vmap staticmethod instead of their spec's generate_vmap_rule
+    user_vmap: bool = False
+    #: second-order roles under backward="double" (grad of grad)
+    double: bool = False
+    #: forward-mode inside (needs each Function's jvp)
+    forward_mode: bool = False
+
+
+# --- what a path observes ------------------------------------------------------------------
+
+
+def differentiated_leaves(spec: GraphSpec) -> list[int]:
+    return [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
+
+
+def loss_refs(spec: GraphSpec) -> list[str]:
+    """The outputs in eager's loss: those that require grad (run._loss)."""
+    flow = Dataflow(spec)
+    return [r for r in function_output_refs_of(spec) if flow.requires_grad[r]]
+
+
+def function_output_refs_of(spec: GraphSpec) -> list[str]:
+    return [r for r in spec.value_refs() if r.startswith("f")]
+
+
+def has_backward(spec: GraphSpec) -> bool:
+    """Eager runs a backward (run._backward does not skip it)."""
+    return spec.backward != "none" and bool(differentiated_leaves(spec)) and bool(loss_refs(spec))
+
+
+def gradient_roles(spec: GraphSpec, transform: Transform) -> list[tuple[str, str]]:
+    """(checkpoint, role) of the gradients a backward-side transform computes, as eager names them."""
+    if transform.derivative != "grad" or not has_backward(spec):
+        return []
+    prefix = "grad" if spec.backward in ("backward", "retain") else "agrad"
+    roles = [("backward", f"{prefix}:x{i}") for i in differentiated_leaves(spec)]
+    if spec.backward == "double" and transform.double:
+        roles += [("double_backward", f"dgrad:x{i}") for i in differentiated_leaves(spec)]
+    return roles
+
+
+def tangent_roles(spec: GraphSpec, transform: Transform) -> list[tuple[str, str]]:
+    if transform.derivative != "tangent" or not spec.forward_ad:
+        return []
+    return [("forward_ad", f"tangent:{r}") for r in function_output_refs_of(spec)]
+
+
+def observed_roles(spec: GraphSpec, transform: Transform) -> set[tuple[str, str]]:
+    """Every (checkpoint, role) the path records: the outputs (tensors and constants) and its
+    derivative roles."""
+    outputs = [("forward", f"out:{r}") for r in function_output_refs_of(spec)]
+    consts = [("forward", f"const:f{n}.{k}") for n, fn in enumerate(spec.functions)
+              for k, o in enumerate(fn.outputs) if o.kind == "const"]
+    return set(outputs + consts + gradient_roles(spec, transform) + tangent_roles(spec, transform))
+
+
+def narrowed(spec: GraphSpec, transform: Transform, reference: RunResult) -> RunResult:
+    """The part of a reference run (eager's or the math oracle's) that the path observes, as
+    it observes it: a gradient or tangent eager leaves None is a zero tensor under torch.func
+    (torch/_functorch/eager_transforms.py: `_autograd_grad` fills in `torch.zeros_like(inp)`
+    for an input the outputs do not depend on, and jvp's `safe_unpack_dual` gives
+    `torch.zeros_like(primal)` to an output without a tangent)."""
+    keep = observed_roles(spec, transform)
+    if reference.status == "error" and reference.error_checkpoint not in {c for c, _ in keep}:
+        # eager raised in a phase this path does not run (a deliberate backward error under
+        # jvp or vmap; `limitation` rules out a later phase the path observes): what ran
+        # before it is the reference
+        reference = dataclasses.replace(reference, status="ok", error=None, error_checkpoint="")
+    leaves = {f"x{i}": leaf for i, leaf in enumerate(spec.leaves)}
+    tensors: dict[str, dict[str, torch.Tensor | None]] = {}
+    for checkpoint, roles in reference.tensors.items():
+        for role, t in roles.items():
+            if (checkpoint, role) not in keep:
+                continue
+            if t is None and checkpoint in ("backward", "double_backward"):
+                leaf = leaves[role.partition(":")[2]]
+                t = torch.zeros(((leaf.views,) if leaf.views else ()) + tuple(spec.shape),
+                                dtype=getattr(torch, spec.dtype))
+            elif t is None and checkpoint == "forward_ad":
+                t = torch.zeros(tuple(spec.shape), dtype=getattr(torch, spec.dtype))
+            tensors.setdefault(checkpoint, {})[role] = t
+    values: dict[str, dict[str, Any]] = {}
+    for checkpoint, roles in reference.values.items():
+        for role, v in roles.items():
+            if (checkpoint, role) in keep:
+                values.setdefault(checkpoint, {})[role] = v
+    return dataclasses.replace(reference, tensors=tensors, values=values)
+
+
+# --- the graph as a function of its leaves -------------------------------------------------
+
+
+def with_user_vmap(cls: type[GeneratedFunction], batch_size: int) -> type[GeneratedFunction]:
+    """`cls` with a user vmap staticmethod: every op is elementwise, so the batch is run by
+    the same Function built for the batched shape (batch dimension first; an unbatched
+    tensor argument is expanded to the batch)."""
+    batched_cls = make_function(cls.spec, cls.index, (batch_size, *cls.shape), cls.dtype, cls.device)
+
+    def vmap(info: Any, in_dims: tuple, *args: Any) -> tuple[Any, Any]:
+        moved = [a if not isinstance(a, torch.Tensor)
+                 else a.expand(info.batch_size, *a.shape).clone() if d is None else a.movedim(d, 0)
+                 for a, d in zip(args, in_dims)]
+        out = batched_cls.apply(*moved)
+        outs = out if cls.spec.tuple_output else (out,)
+        dims = tuple(0 if isinstance(o, torch.Tensor) else None for o in outs)
+        return out, dims if cls.spec.tuple_output else dims[0]
+
+    return type(cls.__name__, (cls,), {"vmap": staticmethod(vmap), "generate_vmap_rule": False})
+
+
+class GraphFunction:
+    """The graph forward as a function of the leaves, for torch.func."""
+
+    def __init__(self, built: BuiltGraph, functions: Sequence[type[GeneratedFunction]]) -> None:
+        self.built = built
+        self.spec = built.spec
+        self.functions = tuple(functions)
+        self.refs = function_output_refs(built)
+        self.consts: dict[str, Any] = {}
+        #: the phase an error is raised in: forward until the graph forward returned
+        self.phase = "forward"
+        #: outputs the forward modifies in place (eager's forward AD runs a forward without
+        #: them, run._forward_ad: func.jvp applies them to its outputs only, not its tangents)
+        self.mutated = tuple(built.spec.mutated_outputs)
+
+    def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
+        return self.functions[n].apply(*args)
+
+    def outputs(self, leaves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        values = forward(self.built, self.apply, leaves, self.consts)
+        for ref in self.mutated:  # the user's in-place update after the forward, as run.py
+            values[ref].mul_(2.0)
+        return tuple(values[r] for r in self.refs)
+
+
+def _plain_leaves(built: BuiltGraph, offset: int = 0) -> list[torch.Tensor]:
+    """Eager's leaf values (same seed and layout), outside autograd: torch.func differentiates
+    what it is told to, whatever requires_grad says."""
+    return [leaf.detach() for leaf in built.make_leaves(offset)]
+
+
+def _sample_leaves(built: BuiltGraph) -> list[torch.Tensor]:
+    """Leaves batched along a new dim 0; sample CHECKED_SAMPLE holds eager's leaves."""
+    samples = [_plain_leaves(built, o) for o in _OTHER_SAMPLES]
+    samples.insert(CHECKED_SAMPLE, _plain_leaves(built))
+    return [torch.stack([s[i] for s in samples]) for i in range(len(built.spec.leaves))]
+
+
+def _replace(values: list, indices: Sequence[int], new: Sequence) -> list:
+    out = list(values)
+    for i, v in zip(indices, new):
+        out[i] = v
+    return out
+
+
+def graph_function(built: BuiltGraph, transform: Transform) -> GraphFunction:
+    functions = [with_user_vmap(cls, BATCH) for cls in built.functions] if transform.user_vmap \
+        else list(built.functions)
+    return GraphFunction(built, functions)
+
+
+def observe(graph: GraphFunction, transform: Transform, result: RunResult,
+            compile_fn: Callable[[Callable], Callable] = lambda f: f) -> None:
+    """Run `transform` on the graph and put its observations into `result`. Raises what
+    torch or the Functions raise; `graph.phase` then says where."""
+    import torch.func as tf
+
+    built = graph.built
+    spec = built.spec
+    weights = built.weights(len(graph.refs))
+    leaves = _sample_leaves(built) if transform.batched else _plain_leaves(built)
+    observed = has_backward(spec)
+    wrt = differentiated_leaves(spec) if observed else list(range(len(leaves)))
+    in_loss = set(loss_refs(spec))
+    argnums = tuple(range(len(wrt)))
+
+    def outputs(xs: Sequence[torch.Tensor], diff: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        return graph.outputs(_replace(list(xs), wrt, diff))
+
+    def loss(outs: Sequence[torch.Tensor]) -> torch.Tensor:
+        graph.phase = "backward"
+        return sum((o * w).sum() for r, o, w in zip(graph.refs, outs, weights) if r in in_loss)
+
+    def grad_of_loss(xs: Sequence[torch.Tensor]) -> Callable[..., tuple]:
+        """diff leaves -> (gradients, outputs), by torch.func.grad."""
+        def f(*diff: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+            outs = outputs(xs, diff)
+            return loss(outs), outs
+        return tf.grad(f, argnums=argnums, has_aux=True)
+
+    def diff_of(xs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        return [xs[i] for i in wrt]
+
+    name = transform.name
+    grads: Sequence[torch.Tensor] = ()
+    second: Sequence[torch.Tensor] = ()
+    tangents: Sequence[torch.Tensor] = ()
+    if transform.derivative == "grad" and not observed:
+        # eager computes no gradient: the forward runs under torch.func.vjp (every leaf a
+        # primal, vmapped for the batched paths) and stops before the pullback, so only the
+        # outputs are compared (a pullback would run backwards eager never runs)
+        def primal(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return tf.vjp(lambda *ys: graph.outputs(ys), *xs)[0]
+        outs = compile_fn(tf.vmap(primal) if transform.batched else primal)(*leaves)
+    elif name in ("vmap", "vmap.user"):
+        outs = compile_fn(tf.vmap(lambda *xs: graph.outputs(xs)))(*leaves)
+    elif name == "jvp":
+        tans = tuple(_leaf_tangents(built, leaves))
+        graph.mutated = ()
+        outs, tangents = compile_fn(lambda *xs: tf.jvp(lambda *ys: graph.outputs(ys), xs, tans))(*leaves)
+        outs = tuple(o * 2.0 if r in spec.mutated_outputs else o for r, o in zip(graph.refs, outs))
+    elif name == "grad" and spec.backward == "double" and observed:
+        w2 = built.weights(len(wrt), offset=2_000_003)  # eager's second-order loss (run._backward)
+
+        def first_order(*diff: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+            g, outs = grad_of_loss(leaves)(*diff)
+            return sum((gi * wi).sum() for gi, wi in zip(g, w2)), (g, outs)
+
+        second, (grads, outs) = compile_fn(tf.grad(first_order, argnums=argnums, has_aux=True))(
+            *diff_of(leaves))
+    elif name == "grad":
+        grads, outs = compile_fn(grad_of_loss(leaves))(*diff_of(leaves))
+    elif name == "vjp":
+        def pulled_back(*diff: torch.Tensor) -> tuple[tuple, tuple]:
+            outs, vjp_fn = tf.vjp(lambda *d: outputs(leaves, d), *diff)
+            graph.phase = "backward"
+            cotangents = tuple(w if r in in_loss else torch.zeros_like(o)
+                               for r, w, o in zip(graph.refs, weights, outs))
+            return vjp_fn(cotangents), outs
+        grads, outs = compile_fn(pulled_back)(*diff_of(leaves))
+    elif name in ("jacrev", "jacfwd"):
+        jacobian_of = tf.jacrev if name == "jacrev" else tf.jacfwd
+        kept = [k for k, r in enumerate(graph.refs) if r in in_loss]
+
+        def f(*diff: torch.Tensor) -> tuple[tuple, tuple]:
+            outs = outputs(leaves, diff)
+            graph.phase = "backward"
+            return tuple(outs[k] for k in kept), outs
+
+        blocks, outs = compile_fn(jacobian_of(f, argnums=argnums, has_aux=True))(*diff_of(leaves))
+        # the loss's gradient: each Jacobian block weighted by its output's loss weight
+        grads = [sum(_weighted(blocks[j][i], weights[k], len(spec.shape)) for j, k in enumerate(kept))
+                 for i in range(len(wrt))]
+    elif name == "vmap_grad":
+        grads, outs = compile_fn(tf.vmap(lambda *xs: grad_of_loss(xs)(*diff_of(xs))))(*leaves)
+    elif name == "grad_vmap":
+        def batch_loss(*diff: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+            def one(*xs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+                outs = graph.outputs(xs)
+                return loss(outs), outs
+            per_sample, outs = tf.vmap(one)(*_replace(list(leaves), wrt, diff))
+            return per_sample.sum(), outs
+        grads, outs = compile_fn(tf.grad(batch_loss, argnums=argnums, has_aux=True))(*diff_of(leaves))
+    else:
+        raise AssertionError(f"unknown transform {name!r}")
+    graph.phase = "done"
+    sample = (lambda t: t[CHECKED_SAMPLE]) if transform.batched else (lambda t: t)
+    for ref, o in zip(graph.refs, outs):
+        result.put("forward", f"out:{ref}", sample(o))
+    for ref, value in graph.consts.items():
+        result.put("forward", f"const:{ref}", value)
+    if observed:
+        for (checkpoint, role), g in zip(gradient_roles(spec, transform), [*grads, *second]):
+            result.put(checkpoint, role, sample(g))
+    for (checkpoint, role), t in zip(tangent_roles(spec, transform), tangents):
+        result.put(checkpoint, role, t)
+
+
+def _weighted(block: torch.Tensor, weight: torch.Tensor, out_dims: int) -> torch.Tensor:
+    """sum over the output elements of weight * d output / d input (a vjp from a Jacobian)."""
+    w = weight.reshape(weight.shape + (1,) * (block.dim() - out_dims))
+    # sum(dim=()) would reduce every dim: a 0-dim output has no dims to sum over
+    return (w * block).sum(dim=tuple(range(out_dims))) if out_dims else w * block
+
+
+def _record_plain_forward(built: BuiltGraph, result: RunResult) -> None:
+    """After an error past the forward, the transform returned no outputs: the forward's
+    checkpoint is then recorded from the same Functions applied without a transform, so
+    that the error itself is what gets compared (check.py compares completed checkpoints)."""
+    graph = GraphFunction(built, built.functions)
+    with torch.no_grad():
+        outs = graph.outputs(_plain_leaves(built))
+    for ref, o in zip(graph.refs, outs):
+        result.put("forward", f"out:{ref}", o)
+    for ref, value in graph.consts.items():
+        result.put("forward", f"const:{ref}", value)
+
+
+# --- the paths ---------------------------------------------------------------------------
+
+TRANSFORMS = {t.name: t for t in (
+    Transform("grad", "grad", double=True),
+    Transform("vjp", "grad"),
+    Transform("jvp", "tangent", forward_mode=True),
+    Transform("vmap", "", batched=True),
+    Transform("vmap.user", "", batched=True, user_vmap=True),
+    Transform("vmap_grad", "grad", batched=True),
+    Transform("grad_vmap", "grad", batched=True),
+    Transform("jacrev", "grad"),
+    Transform("jacfwd", "grad", forward_mode=True),
+)}
+#: the backend of the `+dynamo` variants (the dynamo path's default)
+DYNAMO_BACKEND = "aot_eager"
+
+
+def limitation(spec: GraphSpec, transform: Transform) -> str | None:
+    """The documented torch limit that keeps `transform` from running `spec`, else None."""
+    if any(fn.style == "old" for fn in spec.functions):
+        return OLD_STYLE
+    if not function_output_refs_of(spec) and transform.name not in ("vmap", "vmap.user"):
+        return NO_TENSOR_OUTPUT
+    vmapped = transform.batched or transform.name in ("jacrev", "jacfwd")
+    if vmapped and not transform.user_vmap and not all(fn.vmap for fn in spec.functions):
+        return NO_VMAP_RULE
+    if transform.batched and not transform.user_vmap and any(
+            fn.untraceable == "data_branch" for fn in spec.functions):
+        return DATA_BRANCH
+    if transform.forward_mode and not all(fn.jvp for fn in spec.functions):
+        return NO_JVP
+    if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
+        return TENSOR_HOOK
+    backward_error = any(fn.error for fn in spec.functions) or version_error_expected(spec)
+    if transform.forward_mode and has_backward(spec) and backward_error and (
+            tangent_roles(spec, transform) or gradient_roles(spec, transform)):
+        return NO_REFERENCE
+    return None
+
+
+class FuncPath:
+    exact_vs_eager = False  # batched kernels and Jacobian contractions round differently
+    #: a transform keeps no per-apply checkpoints or tensor metadata of eager's
+    lifetimes_vs_eager = False
+
+    def __init__(self, transform: Transform, dynamo: bool = False) -> None:
+        self.transform = transform
+        self.dynamo = dynamo
+        self.name = f"func.{transform.name}" + ("+dynamo" if dynamo else "")
+
+    def available(self) -> str | None:
+        try:
+            import torch.func  # noqa: F401
+        except ImportError as e:
+            return f"torch {torch.__version__} has no torch.func ({e}); install torch>=2.13."
+        return None
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        return limitation(spec, self.transform)
+
+    def observed(self, spec: GraphSpec, reference: RunResult) -> RunResult:
+        return narrowed(spec, self.transform, reference)
+
+    def _run(self, built: BuiltGraph, compile_fn: Callable[[Callable], Callable]) -> RunResult:
+        result = RunResult(self.name)
+        graph = graph_function(built, self.transform)
+        try:
+            observe(graph, self.transform, result, compile_fn)
+        except (RuntimeError, TypeError, ValueError, AssertionError, IndexError, NotImplementedError) as e:
+            result.status, result.error = "error", e
+            result.error_checkpoint = "forward_ad" if self.transform.derivative == "tangent" else graph.phase
+            if result.error_checkpoint != "forward":
+                _record_plain_forward(built, result)
+        return result
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        if not self.dynamo:
+            return self._run(built, lambda f: f)
+        from harness.paths.compiled import isolated, run_classified
+        from harness.paths.dynamo import GRAPH_BREAK
+
+        def compiled(fullgraph: bool) -> RunResult:
+            with isolated():
+                return run_classified(self.name, lambda: self._run(
+                    built, lambda f: torch.compile(f, backend=DYNAMO_BACKEND, fullgraph=fullgraph)))
+
+        whole = compiled(fullgraph=True)
+        if whole.status != "unsupported" or not whole.reason.startswith(GRAPH_BREAK):
+            return whole
+        fallback = compiled(fullgraph=False)
+        fallback.note = f"{whole.reason}; ran through Dynamo's eager fallback"
+        return fallback
+
+
+PATHS = {p.name: p for t in TRANSFORMS.values() for p in (FuncPath(t), FuncPath(t, dynamo=True))}
+for _path in PATHS.values():
+    register(_path)
+
+__all__ = ["BATCH", "CHECKED_SAMPLE", "PATHS", "TRANSFORMS", "FuncPath", "Transform", "limitation",
+           "graph_function", "narrowed", "observe", "with_user_vmap"]

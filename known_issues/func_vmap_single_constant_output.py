@@ -1,0 +1,51 @@
+"""torch.func.vmap over a custom autograd.Function with generate_vmap_rule=True whose forward
+returns ONE non-tensor value (not a tuple) raises "TypeError: Value after * must be an
+iterable, not int": vmapify_autograd_function's generated forward
+(torch/_functorch/autograd_function.py) ends with `return *outputs, out_dims`, which handles a
+Tensor or a tuple only. Eager returns the value; the same Function returning `(x * 2, 2)`
+runs under vmap.
+
+Exit status 1 and "REPRODUCED" when the bug is present; 0 when fixed.
+"""
+import torch
+from torch.func import vmap
+
+
+class Two(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return 2  # one non-tensor output
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+class PairWithTwo(Two):
+    @staticmethod
+    def forward(x):
+        return x * 2, 2
+
+
+def main() -> int:
+    assert Two.apply(torch.randn(3)) == 2  # eager
+    assert vmap(lambda x: PairWithTwo.apply(x)[0])(torch.randn(2, 3)).shape == (2, 3)  # a tuple works
+    try:
+        vmap(lambda x: (x * Two.apply(x)))(torch.randn(2, 3))
+    except TypeError as e:
+        if "Value after * must be an iterable" in str(e):
+            print(f"REPRODUCED: TypeError: {e}")
+            return 1
+        raise
+    print(f"not reproduced (fixed in torch {torch.__version__}?)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""The torch.func paths (harness/paths/func.py) against eager and the math oracle.
+
+Each path must agree on generated specs and really check most of them; one seeded fault per
+path (in this test only: the transform's result is scaled) must be detected; the documented
+limits are reported as `unsupported` with their reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+import pytest
+import torch
+from hypothesis import given, settings
+
+sys.path.insert(0, os.path.dirname(__file__))  # tests are not a package (pytest's importlib mode)
+from func_specs import func_graphs, single_nontensor_output  # noqa: E402
+from harness import paths
+from harness.build import build
+from harness.check import check
+from harness.paths import func
+from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+EXAMPLES = max(8, settings.default.max_examples // 5)
+NAMES = sorted(func.PATHS)
+PLAIN = [n for n in NAMES if not n.endswith("+dynamo")]
+
+
+#: findings stepped around under Dynamo only (docs/func.md, findings 1, 5 and 6): registered as
+#: known issues for the plain func paths; what Dynamo makes of them is not triaged yet
+def _empty(spec: GraphSpec) -> bool:
+    return 0 in spec.shape
+
+
+def _saves_fresh_tensor_and_for_forward(spec: GraphSpec) -> bool:
+    """Finding 6: save_for_forward and a saved output or intermediate, under grad(vmap)."""
+    return any(fn.vmap and fn.jvp and fn.nonlinear_slots and {"outputs", "intermediates"} & set(fn.save)
+               for fn in spec.functions)
+
+
+STEPPED_AROUND = {"func.jacfwd+dynamo": _empty, "func.grad_vmap+dynamo": _saves_fresh_tensor_and_for_forward}
+
+
+def _stepped_around(name: str):
+    if not name.endswith("+dynamo"):
+        return lambda spec: False
+    found = STEPPED_AROUND.get(name, lambda spec: False)
+    return lambda spec: single_nontensor_output(spec) or found(spec)
+
+
+def _agrees(name: str, min_share: float) -> None:
+    checked: list[bool] = []
+    skip = _stepped_around(name)
+    specs = func_graphs(max_functions=2, vmap=True, jvp=True)
+
+    @settings(max_examples=EXAMPLES)
+    @given(spec=specs.filter(lambda s: not skip(s)))
+    def agrees(spec: GraphSpec) -> None:
+        verdict = check(spec, [paths.get(name)], lifetimes=False)
+        assert not verdict.failed, f"{verdict.report()}\nspec: {spec.to_json()}"
+        checked.append(verdict.outcomes[name].checked)
+
+    agrees()
+    assert sum(checked) >= min_share * len(checked), f"{name} checked {sum(checked)} of {len(checked)}"
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_func_path_agrees_with_eager(name: str) -> None:
+    _agrees(name, 0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in NAMES if n.endswith("+dynamo")])
+def test_func_dynamo_path_agrees_with_eager(name: str) -> None:
+    _agrees(name, 0.5)
+
+
+# --- one seeded fault per path --------------------------------------------------------------
+
+#: x0 * 2 + sin(x1), jvp and generate_vmap_rule: every path checks it
+SPEC = GraphSpec(
+    shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), backward="backward", forward_ad=True,
+    functions=(FunctionSpec(
+        args=(Arg("x0"), Arg("x1")), style="setup_context", vmap=True, jvp=True, save=("inputs",),
+        outputs=(OutputSpec(terms=(Term(0, "linear", 2.0), Term(1, "sin", 1.0))),)),))
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_seeded_fault_is_detected(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert check(SPEC, [paths.get(name)], lifetimes=False).outcomes[name].status == "ok"
+    observe = func.observe
+
+    def wrong(graph, transform, result, compile_fn=lambda f: f):
+        observe(graph, transform, result, compile_fn)
+        checkpoint = {"grad": "backward", "tangent": "forward_ad", "": "forward"}[transform.derivative]
+        roles = result.tensors[checkpoint]
+        role = sorted(roles)[0]
+        roles[role] = roles[role] * 1.5  # the transform's result is off: must be reported
+
+    monkeypatch.setattr(func, "observe", wrong)
+    outcome = check(SPEC, [paths.get(name)], lifetimes=False).outcomes[name]
+    assert outcome.status == "failed", outcome
+
+
+# --- documented limits ---------------------------------------------------------------------
+
+
+def _unsupported(name: str, spec: GraphSpec) -> str:
+    outcome = check(spec, [paths.get(name)], lifetimes=False).outcomes[name]
+    assert outcome.status == "unsupported", outcome
+    return outcome.reason
+
+
+def _with(**changes) -> GraphSpec:
+    return dataclasses.replace(SPEC, functions=(dataclasses.replace(SPEC.functions[0], **changes),))
+
+
+def test_old_style_forward_is_unsupported_and_torch_agrees() -> None:
+    spec = _with(style="old", vmap=False)
+    assert _unsupported("func.grad", spec) == func.OLD_STYLE
+    cls = build(spec).functions[0]
+    with pytest.raises(RuntimeError, match="must override the setup_context"):
+        torch.func.grad(lambda x: cls.apply(x, x).sum())(torch.ones(3, dtype=torch.float64))
+
+
+def test_missing_vmap_rule_and_jvp_are_unsupported() -> None:
+    assert _unsupported("func.vmap", _with(vmap=False)) == func.NO_VMAP_RULE
+    assert _unsupported("func.jacrev", _with(vmap=False)) == func.NO_VMAP_RULE
+    no_jvp = dataclasses.replace(SPEC, forward_ad=False, functions=(
+        dataclasses.replace(SPEC.functions[0], jvp=False),))
+    assert _unsupported("func.jvp", no_jvp) == func.NO_JVP
+    assert _unsupported("func.jacfwd", no_jvp) == func.NO_JVP
+    # a user vmap staticmethod needs no generate_vmap_rule
+    outcome = check(_with(vmap=False), [paths.get("func.vmap.user")], lifetimes=False).outcomes["func.vmap.user"]
+    assert outcome.status == "ok", outcome
+
+
+def test_paths_are_reachable_by_name() -> None:
+    for name in NAMES:
+        assert paths.get(name).name == name
+    assert {p.name for p in paths.parse("eager,func.grad,func.vmap+dynamo")} == {
+        "eager", "func.grad", "func.vmap+dynamo"}
