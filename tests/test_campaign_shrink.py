@@ -42,12 +42,14 @@ def test_a_rare_failure_is_shrunk_from_its_own_example_within_its_time_cap(tmp_p
     assert failure.signature in {cause_of(o) for o in check(spec, [seeded], "cpu", lifetimes=False).failed}
     assert seeded_bug(spec) and not spec.hooks  # what the bug needs is kept, the rest goes
 
-    # Hypothesis kept the shrunk example under the cause: shrinking again starts from it
+    # Shrinking again (as a resumed campaign does) starts from what Hypothesis kept under the
+    # cause and ends smaller than the original. (Not necessarily <= spec_size(spec): Hypothesis
+    # orders examples by their choice sequences, not by our spec_size.)
     records = []
     shrink_failures([failure], [seeded], "cpu", database, False, until=time.perf_counter() + 30,
                     out_dir=tmp_path, on_record=records.append)
     (done,) = records
-    assert done["kind"] == "shrunk" and done["size_after"] <= spec_size(spec) < done["size_before"]
+    assert done["kind"] == "shrunk" and done["size_after"] < done["size_before"]
     assert (tmp_path / done["reproducer"].split("/")[-1]).exists()
     result.add_record(done)
     assert result.failures[failure.signature].size == done["size_after"]
