@@ -141,10 +141,17 @@ def _all_plain(spec: GraphSpec) -> GraphSpec:
 
 
 def _backward_runs(spec: GraphSpec, n: int) -> bool:
-    """Function n's backward is called: a backward runs and an output of it requires grad."""
-    flow = Dataflow(spec)
-    return spec.backward != "none" and any(flow.requires_grad.get(f"f{n}.{k}", False)
-                                           for k in spec.functions[n].tensor_outputs)
+    """Function n's backward is called (a backward runs, and it reaches Function n)."""
+    return spec.backward != "none" and Dataflow(spec).backward_runs(n)
+
+
+def _vjp_backward_runs(spec: GraphSpec) -> bool:
+    """A Function that defines `vjp` instead of `backward` has its backward called."""
+    return any(fn.backward_method == "vjp" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
+
+
+def _vjp_as_backward(spec: GraphSpec) -> GraphSpec:
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward"))
 
 
 # --- forward-mode AD -------------------------------------------------------------------------
@@ -1021,13 +1028,11 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_function_vjp_ignored.py",
-        trigger=lambda spec: any(fn.backward_method == "vjp" and _backward_runs(spec, n)
-                                 for n, fn in enumerate(spec.functions)),
+        trigger=_vjp_backward_runs,
         witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
         damage=error_at("backward"),
         damages="the error at backward",
-        workaround=lambda spec: _functions_replaced(
-            spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+        workaround=_vjp_as_backward,
     ),
     KnownIssue(
         id="func-function-vjp-ignored",
@@ -1038,13 +1043,11 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("func.grad", "func.vjp", "func.jacrev", "func.vmap_grad", "func.grad_vmap"),  # backward mode
         reproducer="func_function_vjp_ignored.py",
-        trigger=lambda spec: _eager_backward_runs(spec) and any(
-            fn.backward_method == "vjp" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions)),
+        trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(spec),
         witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",
-        workaround=lambda spec: _functions_replaced(
-            spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward")),
+        workaround=_vjp_as_backward,
     ),
     KnownIssue(
         id="func-vmap-single-constant-output",
