@@ -5,8 +5,8 @@ Shared state is Hypothesis' own example database: a folder on one machine, Redis
 everywhere, or a GitHub Actions artifact (`--database github:OWNER/REPO/ARTIFACT`, read-only:
 the nightly workflow carries its database from night to night that way). Scheduling is Ray (`fuzz --cluster ADDRESS`): one task per node, each running an
 ordinary `python -m harness fuzz` in a subprocess on its node, so the process-level crash
-isolation of `--workers` stays inside every shard. The shards' summaries come back as JSON
-and are merged with `CampaignResult.merge`, the same merge the local workers use.
+isolation of `--workers` stays inside every shard. Each shard's examples.jsonl and reproducers
+come back; the counts are rebuilt from the logs and merged with `CampaignResult.merge`.
 
 Both need the optional extra `cluster` (pip install -e '.[cluster]'): `redis` and `ray`.
 """
