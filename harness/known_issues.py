@@ -172,7 +172,7 @@ def _aliasing_output_as_copy(spec: GraphSpec, sites: Callable[[GraphSpec], tuple
         outputs = fn.outputs[:k] + (copy,) + fn.outputs[k + 1:]
         args = fn.args
         if out.kind == "dirty":  # no longer modified in place: read the value itself
-            args = args[:out.slot] + (dataclasses.replace(args[out.slot], clone=False),) + args[out.slot + 1:]
+            args = args[:out.slot] + (args[out.slot].uncloned(),) + args[out.slot + 1:]
         spec = _functions_replaced(spec, lambda m, f: dataclasses.replace(
             f, outputs=outputs, args=args) if m == n else f)
     return spec
@@ -257,10 +257,14 @@ def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
 
 
 def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
-    """Those Functions save neither output nor intermediates (their backward recomputes)."""
+    """Those Functions save their inputs instead of output and intermediates (their backward
+    recomputes from the inputs, which their nonlinear terms need)."""
     bad = _saving_output_and_for_forward(spec)
-    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(
-        fn, save=tuple(s for s in fn.save if s not in ("outputs", "intermediates"))) if n in bad else fn)
+
+    def inputs_only(fn: FunctionSpec) -> tuple[str, ...]:
+        kept = tuple(s for s in fn.save if s not in ("outputs", "intermediates"))
+        return kept if "inputs" in kept else kept + ("inputs",)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, save=inputs_only(fn)) if n in bad else fn)
 
 
 def _unchanged(spec: GraphSpec) -> GraphSpec:

@@ -92,6 +92,10 @@ class Arg:
     const: Any = None
     view: bool = False
 
+    def uncloned(self) -> "Arg":
+        """The value itself, neither cloned nor a view of a clone (a view needs the clone)."""
+        return dataclasses.replace(self, clone=False, view=False)
+
 
 @dataclass(frozen=True)
 class FunctionSpec:
@@ -137,7 +141,7 @@ class FunctionSpec:
         same."""
         outputs = tuple(dataclasses.replace(o, non_differentiable=False) for o in self.outputs
                         if o.kind == "compute")
-        inner = FunctionSpec(args=tuple(dataclasses.replace(a, clone=False) for a in self.args), outputs=outputs,
+        inner = FunctionSpec(args=tuple(a.uncloned() for a in self.args), outputs=outputs,
                              style="setup_context", jvp=self.jvp, vmap=self.vmap, code=self.code)
         return dataclasses.replace(inner, save=("inputs",) if inner.nonlinear_slots else ())
 

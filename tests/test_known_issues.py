@@ -2,6 +2,9 @@
 bug gets noticed (and its entry narrowed)."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+
+from strategies import graphs
 
 from harness.known_issues import KNOWN_ISSUES, REPRODUCERS, reproduce
 
@@ -14,3 +17,19 @@ def test_known_issue_reproduces_where_it_says(issue):
     state, last_line = reproduce(issue)
     expected = "present" if issue.affects_installed_torch() else "fixed"
     assert state == expected, last_line
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(graphs())
+def test_every_workaround_is_a_valid_spec_without_its_trigger(spec):
+    """A workaround is what the harness checks past a known issue, so it must be a spec the
+    paths can run (a CI run once found one that left a view of an argument it no longer
+    cloned) and it must avoid the structure the bug needs on every path the entry names."""
+    for issue in KNOWN_ISSUES:
+        fired_on = [p for p in issue.paths if issue.triggered(spec, p)]
+        if not fired_on:
+            continue
+        variant = issue.workaround(spec)  # validates: GraphSpec checks itself when built
+        if variant != spec:
+            still = [p for p in fired_on if issue.triggered(variant, p)]
+            assert not still, f"{issue.id}: its workaround still triggers it on {still}"
