@@ -154,6 +154,23 @@ def _vjp_as_backward(spec: GraphSpec) -> GraphSpec:
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward"))
 
 
+# --- in-place updates of views ------------------------------------------------------------
+
+
+def _wrong_shape_into_dirty_view(spec: GraphSpec) -> set[int]:
+    """Functions whose deliberately wrong-shaped gradient (harness/build.py `_break`: the
+    first tensor argument's) is for an input they modify in place that is a view, whose
+    backward runs: torch calls them through a CopySlices node."""
+    found = set()
+    for n, fn in enumerate(spec.functions):
+        if fn.error != "grad_shape" or not _backward_runs(spec, n):
+            continue
+        slot = fn.tensor_slots[0]
+        if fn.args[slot].view and any(o.kind == "dirty" and o.slot == slot for o in fn.outputs):
+            found.add(n)
+    return found
+
+
 # --- forward-mode AD -------------------------------------------------------------------------
 
 
@@ -614,6 +631,23 @@ def _anything(spec: GraphSpec, m: Mismatch) -> bool:
 
 
 KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        id="copyslices-skips-gradient-validation",
+        title=("A custom Function that modifies a view input in place (mark_dirty) runs under a CopySlices "
+               "node, which copies its first gradient into the base's slice without validate_outputs' "
+               "shape check: a wrong-shaped gradient is broadcast silently, or raises copy_'s 'The size of "
+               "tensor a must match' naming no Function, instead of '... returned an invalid gradient'"),
+        first=(2, 13, 0), last=None,
+        paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
+        reproducer="copyslices_skips_gradient_validation.py",
+        trigger=lambda spec: bool(_wrong_shape_into_dirty_view(spec)),
+        witness=raised("backward", r"^The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)",
+                       RuntimeError),
+        damage=error_at("backward"),
+        damages="the error message at backward (where copy_ broadcasts, no error and nothing differs)",
+        # without the error, the rest of the backward (through the CopySlices) is checked
+        workaround=lambda spec: _without_errors(lambda n, fn: n in _wrong_shape_into_dirty_view(spec))(spec),
+    ),
     KnownIssue(
         id="fwad-input-as-is-none-tangent",
         title=("Forward AD: a custom Function with set_materialize_grads(False) that returns an "

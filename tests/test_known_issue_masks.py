@@ -60,6 +60,9 @@ NO_ARGUMENTS_READING_NEEDS_INPUT_GRAD = graph(
 #: fault changes and the slot (None where the bug's structure leaves no gradient to change),
 #: the Function whose jvp the wrong_jvp fault changes, or None)
 CASES = {
+    "copyslices-skips-gradient-validation": ("eager", graph(
+        fn(Arg("x0", clone=True, view=True), outputs=(OutputSpec("dirty", slot=0, coeff=2.0),), error="grad_shape"),
+        fn(X1, outputs=(lin(0),))), (1, 0), None),
     "fwad-input-as-is-none-tangent": ("eager", graph(
         TANGENTLESS, fn(Arg("f0.0"), X1, outputs=(OutputSpec("input", slot=0), lin(1)), jvp=True,
                         materialize_grads=False), forward_ad=True), (1, 1), 0),
