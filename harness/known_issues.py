@@ -1270,8 +1270,8 @@ def workaround(spec: GraphSpec, issues: list[KnownIssue]) -> GraphSpec:
     return spec
 
 
-def trigger_rates(examples: int) -> dict[KnownIssue, float]:
-    """Each entry's share of `examples` generated specs whose structure triggers it."""
+def trigger_rates(examples: int) -> list[tuple[KnownIssue, float]]:
+    """Each entry with its share of `examples` generated specs whose structure triggers it."""
     from hypothesis import HealthCheck, given, settings
 
     from strategies import graphs
@@ -1285,7 +1285,7 @@ def trigger_rates(examples: int) -> dict[KnownIssue, float]:
         specs.append(spec)
 
     draw()
-    return {k: sum(map(k.trigger, specs)) / max(1, len(specs)) for k in KNOWN_ISSUES}
+    return [(k, sum(map(k.trigger, specs)) / max(1, len(specs))) for k in KNOWN_ISSUES]
 
 
 def reproduce(issue: KnownIssue) -> tuple[str, str]:
