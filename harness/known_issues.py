@@ -462,6 +462,27 @@ def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
 # --- Dynamo --------------------------------------------------------------------------------
 
 
+def _saved_mutated_outputs(spec: GraphSpec) -> set[str]:
+    """Outputs modified in place after the forward that their own Function saved (as outputs),
+    where that Function's backward runs. The generated backward unpacks them and reads only
+    their shape (harness/build.py), so a traced backward needs none of their data."""
+    mutated = set(spec.mutated_outputs)
+    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions) if "outputs" in fn.save and _backward_runs(spec, n)
+            for k in fn.tensor_outputs} & mutated
+
+
+def _version_error_missing(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The run went through the backward where eager (and the math oracle) say torch's
+    version-counter error must stop it."""
+    return result.status != "error" and any(m.checkpoint == "backward" and m.role == "error" for m in mismatches)
+
+
+def _saved_outputs_not_mutated(spec: GraphSpec) -> GraphSpec:
+    """Those outputs are not modified in place (the other in-place updates stay)."""
+    saved = _saved_mutated_outputs(spec)
+    return dataclasses.replace(spec, mutated_outputs=tuple(r for r in spec.mutated_outputs if r not in saved))
+
+
 def _generic_function_with_grad_input(spec: GraphSpec) -> bool:
     flow = Dataflow(spec)
     return any(_generic(fn) and flow.node_exists(n) for n, fn in enumerate(spec.functions))
@@ -474,9 +495,10 @@ def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
 
 def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
                                              mismatches: list[Mismatch]) -> bool:
-    """An output of a generic Function differs in value or in what it aliases."""
+    """An output of a generic Function differs in value or in what it aliases (an error the
+    run met later, a deliberate one included, does not undo what the forward computed)."""
     shifted = {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots}
-    return result.status != "error" and any(
+    return any(
         m.checkpoint in ("forward", "meta:forward") and m.role.startswith(("out:f", "alias:f"))
         and int(_ref_of(m.role)[1:].split(".")[0]) in shifted for m in mismatches)
 
@@ -973,6 +995,21 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-unread-saved-output-unchecked",
+        title=("torch.compile: a custom Function saves its output, its backward unpacks it without reading "
+               "its values, and the caller modifies that output in place before backward: eager raises the "
+               "version-counter error, the compiled run does not (AOT Autograd keeps no data it does not "
+               "read, so nothing is checked); the gradients are right"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_unread_saved_output_unchecked.py",
+        trigger=lambda spec: bool(_saved_mutated_outputs(spec)),
+        witness=_version_error_missing,
+        damage=error_at("backward"),
+        damages="the missing error at backward (compared with eager's and the math oracle's)",
+        workaround=_saved_outputs_not_mutated,
     ),
     KnownIssue(
         id="dynamo-function-varargs-forward-values",

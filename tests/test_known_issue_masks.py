@@ -102,6 +102,10 @@ CASES = {
         fn(X0, outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "ca-dynamo-function-ctx-cycle": ("compiled:aot_eager", graph(
         fn(X0, outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    # the output F0 saves is modified in place before backward; its backward reads only the shape
+    "dynamo-unread-saved-output-unchecked": ("dynamo", graph(
+        fn(X0, outputs=(lin(0),), save=("outputs",), style="setup_context", code="plain"),
+        fn(X1, outputs=(lin(0),), code="plain"), mutated_outputs=("f0.0",)), (1, 0), None),
     "dynamo-function-class-attribute": ("dynamo", graph(
         fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-class-attribute-backward": ("compiled:eager", graph(

@@ -10,19 +10,9 @@ from harness.oracles.math import gradcheck_graph, gradcheck_reason
 from strategies import graphs
 
 
-def _open_dynamo_finding(spec) -> bool:
-    """An open finding, not yet reduced (see the issue notes of 2026-11-30): a nested Function
-    with a user jvp (Dynamo's eager fallback) whose outputs are then modified in place records a
-    different forward output on dynamo than on eager and the math oracle. Until it is reduced to a
-    torch bug or a harness fix, dynamo is not judged on that corner; every other path is."""
-    return bool(spec.mutated_outputs) and any(fn.nested for fn in spec.functions)
-
-
 @given(spec=graphs())
 def test_paths_agree_with_math_and_eager(selected_paths, device, spec):
-    chosen = [p for p in selected_paths
-              if not (p.name.partition(":")[0] == "dynamo" and _open_dynamo_finding(spec))]
-    verdict = check(spec, chosen, device)
+    verdict = check(spec, selected_paths, device)
     assert not verdict.failed, verdict.report()
 
 
