@@ -43,7 +43,7 @@ from harness.build import BuiltGraph, GeneratedFunction, make_function
 from harness.dataflow import Dataflow
 from harness.oracles.math import version_error_expected
 from harness.paths import register
-from harness.run import RunResult, _leaf_tangents, forward, function_output_refs
+from harness.run import RunResult, _leaf_tangents, forward, function_output_refs, weighted_sum
 from harness.spec import GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
@@ -274,7 +274,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
 
     def loss(outs: Sequence[torch.Tensor]) -> torch.Tensor:
         graph.phase = "backward"
-        return sum((o * w).sum() for r, o, w in zip(graph.refs, outs, weights) if r in in_loss)
+        return sum(weighted_sum(o, w) for r, o, w in zip(graph.refs, outs, weights) if r in in_loss)
 
     def grad_of_loss(xs: Sequence[torch.Tensor]) -> Callable[..., tuple]:
         """diff leaves -> (gradients, outputs), by torch.func.grad."""
@@ -309,7 +309,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
 
         def first_order(*diff: torch.Tensor) -> tuple[torch.Tensor, tuple]:
             g, outs = grad_of_loss(leaves)(*diff)
-            return sum((gi * wi).sum() for gi, wi in zip(g, w2)), (g, outs)
+            return sum(weighted_sum(gi, wi) for gi, wi in zip(g, w2)), (g, outs)
 
         second, (grads, outs) = compile_fn(tf.grad(first_order, argnums=argnums, has_aux=True))(
             *diff_of(leaves))
