@@ -291,7 +291,7 @@ def validate(g: GraphSpec) -> None:
             _check(leaf.dtype in INPUT_DTYPES, f"{w}.dtype", leaf.dtype,
                    f"None (the graph's dtype) or one of {INPUT_DTYPES}")
             _check(not leaf.requires_grad, f"{w}.requires_grad", leaf.requires_grad,
-                   "only floating point and complex tensors can require gradients")
+                   "torch: 'Only Tensors of floating point dtype can require gradients'")
             _check(not leaf.views, f"{w}.views", leaf.views, "a non-float leaf is one whole tensor")
     _check(tuple(sorted(set(g.grad_leaves))) == g.grad_leaves, "grad_leaves", g.grad_leaves,
            "sorted leaf indices, each once")

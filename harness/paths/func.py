@@ -300,9 +300,17 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     elif name in ("vmap", "vmap.user"):
         outs = compile_fn(tf.vmap(lambda *xs: graph.outputs(xs)))(*leaves)
     elif name == "jvp":
-        tans = tuple(_leaf_tangents(built, leaves))
+        # the primals are the leaves with a tangent: an int64 / bool leaf (a mask) has none and
+        # stays a constant of the function, as under eager's forward AD (run._forward_ad)
+        all_tans = _leaf_tangents(built, leaves)
+        primal_idx = [i for i, t in enumerate(all_tans) if t is not None]
+        tans = tuple(all_tans[i] for i in primal_idx)
         graph.mutated = ()
-        outs, tangents = compile_fn(lambda *xs: tf.jvp(lambda *ys: graph.outputs(ys), xs, tans))(*leaves)
+
+        def with_primals(xs: Sequence[torch.Tensor]) -> Callable[..., tuple]:
+            return lambda *ys: graph.outputs(_replace(list(xs), primal_idx, ys))
+        outs, tangents = compile_fn(lambda *xs: tf.jvp(with_primals(xs), tuple(xs[i] for i in primal_idx), tans))(
+            *leaves)
         outs = tuple(o * 2.0 if r in spec.mutated_outputs else o for r, o in zip(graph.refs, outs))
     elif name == "grad" and spec.backward == "double" and observed:
         w2 = built.weights(len(wrt), offset=2_000_003)  # eager's second-order loss (run._backward)
