@@ -98,3 +98,25 @@ def test_old_spec_files_load_unchanged():
     text = text.replace('"dtype": null, ', "").replace('"dtype": "int64", ', "")
     loaded = GraphSpec.from_json(text)
     assert loaded.leaves[1].dtype is None and loaded.functions[0].outputs[0].mask == -1
+
+
+def test_a_mask_leaf_has_no_tangent_in_the_dataflow():
+    """run.py gives int64 / bool leaves no tangent, so a Function reading only a mask makes an
+    output without one; a later Function with materialize_grads=False returning a view of it
+    hits the registered fwad-input-as-is-none-tangent assert, which the dataflow must predict
+    (a campaign found the harness missing it)."""
+    from harness.dataflow import Dataflow
+
+    spec = GraphSpec(
+        shape=(3,), dtype="float32", leaves=(LeafSpec(True), LeafSpec(False, dtype="bool")), forward_ad=True,
+        functions=(
+            FunctionSpec(args=(Arg("x1"),), outputs=(OutputSpec("compute", bias=-1.0, mask=0),), jvp=True,
+                         tuple_output=False),
+            FunctionSpec(args=(Arg("x0"), Arg("f0.0")), outputs=(OutputSpec("view", slot=1),), jvp=True,
+                         materialize_grads=False)))
+    flow = Dataflow(spec).forward_ad
+    assert "x1" not in flow.with_tangent and "f0.0" not in flow.with_tangent
+    assert flow.asserts == ((1, 0),)
+    verdict = check(spec, [paths.get("eager")])
+    assert verdict.outcomes["eager"].known == ("fwad-input-as-is-none-tangent",), verdict.report()
+    assert verdict.outcomes["eager"].status == "ok", verdict.report()
