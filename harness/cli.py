@@ -266,7 +266,7 @@ def cmd_known(args: argparse.Namespace) -> int:
     from harness import known_issues
 
     if args.rates:
-        for issue, share in known_issues.trigger_rates(args.examples).items():
+        for issue, share in known_issues.trigger_rates(args.examples):
             print(f"{100 * share:6.1f}%  {issue.id:<42} damages: {issue.damages}")
         print(f"\nshare of {args.examples} generated specs whose structure triggers each known torch issue")
         return 0

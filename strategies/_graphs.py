@@ -218,10 +218,9 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
     outputs = _outputs(draw, tensor_slots, max_outputs=max_outputs, ops=ops)
     for out in outputs:
         if out.kind == "dirty":
-            # torch allows a view input to be modified in place only by a Function with one output.
-            # Only the first tensor input for now: any other gets wrong gradients in eager
-            # (known_issues/eager_dirty_view_not_first_input.py, to be registered; then drop this)
-            viewable = len(outputs) == 1 and out.slot == tensor_slots[0]
+            # torch allows a view input to be modified in place only by a Function with one output
+            # (at any tensor slot: a view not at the first one hits eager-dirty-view-not-first-input)
+            viewable = len(outputs) == 1
             args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and draw(BOOLEANS))
     style = draw(STYLE_CHOICE)
     save = set(draw(SAVE_LISTS))

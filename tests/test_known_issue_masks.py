@@ -56,10 +56,23 @@ NO_ARGUMENTS_READING_NEEDS_INPUT_GRAD = graph(
     FunctionSpec(args=(), outputs=(OutputSpec("compute", bias=0.5),), tuple_output=False,
                  needs_input_grad="saved", code="plain"), fn(X1, outputs=(lin(0),), code="plain"))
 
+# a Function that scales in place a view of x2, its second tensor input, then one that reads x1
+DIRTY_VIEW_AT_SLOT_1 = (fn(X0, Arg("x2", clone=True, view=True), outputs=(OutputSpec("dirty", slot=1, coeff=2.0),)),
+                        fn(X1, outputs=(lin(0),)))
+
 #: issue id -> (path, a spec that triggers it, the Function whose backward the scaled_gradient
 #: fault changes and the slot (None where the bug's structure leaves no gradient to change),
 #: the Function whose jvp the wrong_jvp fault changes, or None)
 CASES = {
+    "copyslices-skips-gradient-validation": ("eager", graph(
+        fn(Arg("x0", clone=True, view=True), outputs=(OutputSpec("dirty", slot=0, coeff=2.0),), error="grad_shape"),
+        fn(X1, outputs=(lin(0),))), (1, 0), None),
+    # autograd.grad, and the first input (x0) does not require grad while the view's base (x2) does:
+    # CopySlices' INTERNAL ASSERT (the misrouted gradient itself is None or zeros in generated
+    # backwards, which no comparison with the math oracle tells apart)
+    "eager-dirty-view-not-first-input": ("eager", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(False), LeafSpec(), LeafSpec()),
+        functions=DIRTY_VIEW_AT_SLOT_1, backward="grad"), (1, 0), None),
     "fwad-input-as-is-none-tangent": ("eager", graph(
         TANGENTLESS, fn(Arg("f0.0"), X1, outputs=(OutputSpec("input", slot=0), lin(1)), jvp=True,
                         materialize_grads=False), forward_ad=True), (1, 1), 0),
@@ -258,3 +271,17 @@ def test_a_wrong_value_on_that_path_alone_fails(issue_id):
     verdict, outcome = _outcome(issue_id, OnePathWrong(paths.get(name)))
     assert outcome.status == "failed", verdict.report()
     assert issue_id in outcome.known, verdict.report()
+
+
+def test_compiled_autograd_form_of_eager_dirty_view_not_first_input():
+    """Its other witness: the generated backward returns None for the unread first input, which
+    compiled autograd adds to the view's own gradient (TypeError)."""
+    spec = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec(), LeafSpec()),
+                     functions=DIRTY_VIEW_AT_SLOT_1)
+    compiled = paths.get("compiled")
+    result = paths.run_path(compiled, real_build(spec))
+    assert result.status == "error" and "must be Tensor, not NoneType" in str(result.error), result.error
+    verdict = check(spec, [compiled])
+    outcome = verdict.outcomes["compiled"]
+    assert "eager-dirty-view-not-first-input" in outcome.known, verdict.report()
+    assert outcome.status == "ok", verdict.report()  # checked on the workaround (no view), and right

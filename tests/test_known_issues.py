@@ -33,3 +33,12 @@ def test_every_workaround_is_a_valid_spec_without_its_trigger(spec):
         if variant != spec:
             still = [p for p in fired_on if issue.triggered(variant, p)]
             assert not still, f"{issue.id}: its workaround still triggers it on {still}"
+
+
+def test_known_rates_prints_each_entrys_share(capsys):
+    from harness.cli import main
+
+    assert main(["known", "--rates", "--examples", "30"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for issue in KNOWN_ISSUES:
+        assert any(line.split()[1:2] == [issue.id] and line.split()[0].endswith("%") for line in lines), issue.id

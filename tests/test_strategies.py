@@ -80,6 +80,9 @@ AXES = {
     "mark_dirty": lambda g: any(o.kind == "dirty" for o in outs(g)),
     "mark_dirty on a view": lambda g: any(o.kind == "dirty" and fn.args[o.slot].view
                                           for fn in fns(g) for o in fn.outputs),
+    "mark_dirty on a view that is not the first tensor input": lambda g: any(
+        o.kind == "dirty" and fn.args[o.slot].view and o.slot != fn.tensor_slots[0]
+        for fn in fns(g) for o in fn.outputs),
     "materialize_grads False": lambda g: any(not fn.materialize_grads for fn in fns(g)),
     "needs_input_grad read": lambda g: any(fn.needs_input_grad == "read" for fn in fns(g)),
     "needs_input_grad saved": lambda g: any(fn.needs_input_grad == "saved" for fn in fns(g)),

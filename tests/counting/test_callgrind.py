@@ -146,12 +146,14 @@ def compiled_runs() -> list[Measurement]:
 def test_compiled_autograd_counts_repeat_and_are_backward_only(compiled_runs: list[Measurement]) -> None:
     """Not bit-identical, unlike the runs without compiled autograd above: after Dynamo's
     captures the heap layout differs from run to run, and every row in the process moves
-    by up to ~0.5% (docs/counts.md, "Exactness"). The band here is 1%; four pairs of runs
-    measured at most 0.45%."""
+    (docs/counts.md, "Exactness"): by a few hundred instructions, up to 0.45% in four pairs
+    of runs and 1.45% (538 of 37,146) on the smallest row once. So two runs of the same code
+    must pass the bench gate itself (its band and instruction floor), which is what a user's
+    `bench --check` applies to them."""
     first, second = (m.results for m in compiled_runs)
     assert [row_key(r) for r in first] == [row_key(r) for r in second]
-    for a, b in zip(first, second):
-        assert abs(a["instructions"] - b["instructions"]) <= 0.01 * a["instructions"], (a, b)
+    gate = report.check(compiled_runs[0].to_plain(), compiled_runs[1].to_plain())
+    assert gate.passed, gate.failures
     counts = {(r["case"], r["path"], r["phase"]): r["instructions"] for r in first}
     assert set(counts) == {(f"chain-{n}", p, ph) for n in (1, 2)
                            for p, ph in (("eager", "forward"), ("eager", "backward"),
