@@ -44,7 +44,7 @@ from harness.dataflow import Dataflow
 from harness.oracles.math import version_error_expected
 from harness.paths import register
 from harness.run import RunResult, _leaf_tangents, forward, function_output_refs, weighted_sum
-from harness.spec import GraphSpec
+from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
 BATCH = 3
@@ -73,6 +73,9 @@ NO_TENSOR_OUTPUT = "no tensor output: torch.func differentiates a function with 
 #: to use a Tensor in some data-dependent control flow"); a user vmap rule runs the forward
 #: outside vmap, on plain tensors
 DATA_BRANCH = "vmap: data-dependent Python control flow in a forward the generated rule vmaps"
+#: torch/_functorch/eager_transforms.py, error_if_complex ("jacrev and jacfwd don't support
+#: complex functions"): "jacfwd: Expected all inputs to be real but received complex tensor"
+COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex function"
 #: not a torch limit: the spec's tensor hook doubles a gradient in eager (harness/run.py), and
 #: a transform of the graph function has no tensor of eager's graph to hook
 TENSOR_HOOK = "tensor hook: it changes eager's gradient; the transformed function runs no hooks"
@@ -291,11 +294,15 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     second: Sequence[torch.Tensor] = ()
     tangents: Sequence[torch.Tensor] = ()
     if transform.derivative == "grad" and not observed:
-        # eager computes no gradient: the forward runs under torch.func.vjp (every leaf a
-        # primal, vmapped for the batched paths) and stops before the pullback, so only the
+        # eager computes no gradient: the forward runs under torch.func.vjp (every float leaf
+        # a primal, vmapped for the batched paths) and stops before the pullback, so only the
         # outputs are compared (a pullback would run backwards eager never runs)
+        # (the float leaves: an int64 / bool leaf, a mask, cannot be a primal and stays a constant)
+        float_leaves = [i for i, leaf in enumerate(spec.leaves) if leaf.dtype is None]
+
         def primal(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            return tf.vjp(lambda *ys: graph.outputs(ys), *xs)[0]
+            return tf.vjp(lambda *ys: graph.outputs(_replace(list(xs), float_leaves, ys)),
+                          *(xs[i] for i in float_leaves))[0]
         outs = compile_fn(tf.vmap(primal) if transform.batched else primal)(*leaves)
     elif name in ("vmap", "vmap.user"):
         outs = compile_fn(tf.vmap(lambda *xs: graph.outputs(xs)))(*leaves)
@@ -418,6 +425,8 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     if transform.batched and not transform.user_vmap and any(
             fn.untraceable == "data_branch" for fn in spec.functions):
         return DATA_BRANCH
+    if transform.name in ("jacrev", "jacfwd") and spec.dtype in COMPLEX_DTYPES:
+        return COMPLEX_JACOBIAN
     if transform.forward_mode and not all(fn.jvp for fn in spec.functions):
         return NO_JVP
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
