@@ -59,7 +59,14 @@ def _computed(out: OutputSpec, args: Sequence[Any], shape, dtype, device) -> tor
     y = torch.full(shape, out.bias, dtype=dtype, device=device)
     for t in out.terms:
         y = y + t.coeff * _op(t.op, args[t.slot])
-    return y
+    return _masked(out, y, args)
+
+
+def _masked(out: OutputSpec, y: torch.Tensor, args: Sequence[Any]) -> torch.Tensor:
+    """y times the output's int64 / bool mask argument cast to y's dtype (OutputSpec.mask).
+    Mask values are 0, 1 or small integers (make_leaves), so the product is exact: it adds
+    no rounding to the error bounds."""
+    return y if out.mask < 0 else y * args[out.mask].to(y.dtype)
 
 
 def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
@@ -119,7 +126,8 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
     if spec.needs_input_grad == "saved":
         ctx.needs_input_grad_at_forward = tuple(ctx.needs_input_grad)
     nonlinear = [args[s] for s in spec.nonlinear_slots]
-    saved: list[torch.Tensor] = []
+    masks = [args[s] for s in spec.mask_slots]
+    saved: list[torch.Tensor] = list(masks)  # what the gradient of a masked output needs, always
     if "inputs" in spec.save:
         saved += nonlinear
     if "intermediates" in spec.save:
@@ -132,15 +140,17 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
         saved += [outputs[k] for k in spec.tensor_outputs]
     if saved:
         ctx.save_for_backward(*saved)
-    if spec.jvp and nonlinear:
-        ctx.save_for_forward(*nonlinear)
+    if spec.jvp and masks + nonlinear:
+        ctx.save_for_forward(*masks, *nonlinear)
 
 
 def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
-    """(input by slot, derivative tensors in term order) from ctx.saved_tensors."""
+    """(input by slot: masks and saved inputs, derivative tensors in term order) from ctx.saved_tensors."""
     spec = cls.spec
     saved = list(ctx.saved_tensors)
     by_slot: dict[int, torch.Tensor] = {}
+    for s in spec.mask_slots:
+        by_slot[s] = saved.pop(0)
     if "inputs" in spec.save:
         for s in spec.nonlinear_slots:
             by_slot[s] = saved.pop(0)
@@ -176,12 +186,17 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
             d += len(nonlinear_terms) if out.kind == "compute" else 0
             continue
         if out.kind == "compute":
+            g = _masked(out, g, by_slot)
             for t, c in zip(out.terms, coeffs[k]):
                 if t.op == "linear":
                     add(t.slot, g * c)
                 else:
                     deriv = by_slot.get(t.slot)
                     deriv = _derivative(t.op, deriv) if deriv is not None else derivs[d]
+                    if deriv.is_complex():
+                        # torch's convention: grad_input = grad_output * conj(f'(z)) for a
+                        # holomorphic f (docs: Autograd for Complex Numbers)
+                        deriv = deriv.conj()
                     d += 1
                     add(t.slot, g * c * deriv)
         elif out.kind in ("input", "view"):
@@ -190,8 +205,8 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
             add(out.slot, g * out.coeff)
     result: list[Any] = []
     for slot, arg in enumerate(spec.args):
-        if arg.ref is None or (spec.needs_input_grad != "ignore" and not needs[slot]):
-            result.append(None)
+        if arg.ref is None or slot in spec.mask_slots or (spec.needs_input_grad != "ignore" and not needs[slot]):
+            result.append(None)  # a mask is an int64 / bool input: it has no gradient
         elif slot in acc:
             result.append(acc[slot])
         else:
@@ -207,7 +222,7 @@ def _break(cls: type[GeneratedFunction], result: list[Any]) -> Any:
         return tuple(result[:-1])
     if spec.error == "grad_shape":
         wrong = tuple(s + 1 if s != 1 else s for s in cls.shape)
-        slot = spec.tensor_slots[0]
+        slot = spec.float_slots[0]
         result[slot] = torch.zeros(wrong, dtype=cls.dtype, device=cls.device)
     if spec.error == "grad_for_nontensor":
         slot = next(i for i, a in enumerate(spec.args) if a.ref is None)
@@ -217,7 +232,8 @@ def _break(cls: type[GeneratedFunction], result: list[Any]) -> Any:
 
 def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
     spec = cls.spec
-    xs = dict(zip(spec.nonlinear_slots, ctx.saved_tensors)) if spec.nonlinear_slots else {}
+    slots = spec.mask_slots + spec.nonlinear_slots
+    xs = dict(zip(slots, ctx.saved_tensors)) if slots else {}
     results: list[Any] = []
     for out in spec.outputs:
         if out.kind == "const" or out.non_differentiable:
@@ -229,7 +245,7 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
                 if tx is None:
                     continue
                 t_out = t_out + t.coeff * (tx if t.op == "linear" else _derivative(t.op, xs[t.slot]) * tx)
-            results.append(t_out)
+            results.append(_masked(out, t_out, xs))
         elif out.kind in ("input", "view"):
             tx = tangents[out.slot]
             results.append(None if tx is None else tx.view_as(tx))  # torch requires a view here
@@ -272,7 +288,8 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
         elif spec.untraceable == "side_effect":
             FORWARD_CALLS.append(index)
         elif spec.untraceable == "data_branch":
-            if args[spec.tensor_slots[0]].sum() > 0:  # Dynamo cannot know which arm runs
+            total = args[spec.tensor_slots[0]].sum()
+            if (total.real if total.is_complex() else total) > 0:  # Dynamo cannot know which arm runs
                 branch = "positive"
             else:
                 branch = "not positive"
@@ -370,7 +387,8 @@ class BuiltGraph:
         for leaf in self.spec.leaves:
             shape = ((leaf.views,) if leaf.views else ()) + tuple(self.spec.shape)
             device = torch.device("cpu") if leaf.on_cpu else self.device  # a CPU scalar beside CUDA ones
-            leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, self.dtype, device, gen))
+            dtype = self.dtype if leaf.dtype is None else getattr(torch, leaf.dtype)
+            leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, dtype, device, gen))
         return leaves
 
     def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
@@ -380,6 +398,12 @@ class BuiltGraph:
 
 
 def _uniform(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """Values in [-1, 1) (real and imaginary parts alike); a non-float leaf (a mask) holds
+    integers in [-2, 2] or bools, so that multiplying by it is exact."""
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if dtype == torch.int64:
+        return torch.randint(-2, 3, shape, generator=gen)
     return torch.rand(shape, dtype=dtype, generator=gen) * 2 - 1
 
 

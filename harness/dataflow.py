@@ -171,8 +171,10 @@ class Dataflow:
 
     @functools.cached_property
     def forward_ad(self) -> "ForwardAD":
-        """Every leaf has a tangent, as harness/run.py and the func.jvp path give them."""
-        return _simulate_forward_ad(self.spec, frozenset(range(len(self.spec.leaves))))
+        """Every float leaf has a tangent, as harness/run.py and the func.jvp path give them (an
+        int64 / bool leaf, LeafSpec.dtype, cannot have one)."""
+        return _simulate_forward_ad(
+            self.spec, frozenset(i for i, leaf in enumerate(self.spec.leaves) if leaf.dtype is None))
 
     @functools.cached_property
     def forward_ad_of_grad_leaves(self) -> "ForwardAD":

@@ -28,7 +28,7 @@ import torch
 from harness.dataflow import Dataflow
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
-from harness.spec import FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
+from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
 
 REPRODUCERS = Path(__file__).resolve().parent.parent / "known_issues"
 
@@ -577,6 +577,20 @@ def _returned_as_views(spec: GraphSpec) -> GraphSpec:
         OutputSpec("view", slot=o.slot) if f"f{n}.{k}" in bad else o for k, o in enumerate(fn.outputs))))
 
 
+_VIEW_AS_COMPLEX = re.compile(r"to view (?:Float|Double) as Complex(?:Float|Double) \(different element sizes\)")
+
+
+def _complex_viewed_from_float(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The path raised Inductor's view.dtype stride error, wherever it compiled."""
+    return result.status == "error" and _VIEW_AS_COMPLEX.search(str(result.error)) is not None
+
+
+def _in_real_dtype(spec: GraphSpec) -> GraphSpec:
+    """The same graph in the real dtype of the complex one (its ops, linear and square, are
+    real ops too)."""
+    return dataclasses.replace(spec, dtype={"complex64": "float32", "complex128": "float64"}[spec.dtype])
+
+
 def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
     """Every Function output that requires grad in eager, when all the compiled forward's
     inputs that require grad are views of leaves (non-leaves) that receive no gradient: AOT
@@ -1053,6 +1067,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
             m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs(spec)}),
         damages="the error at forward (or the constant output, split into characters)",
         workaround=_returned_as_tuples(_single_constant_outputs),
+    ),
+    KnownIssue(
+        id="inductor-complex-empty-view-dtype",
+        title=("torch.compile with the inductor backend cannot compile elementwise arithmetic on an empty "
+               "complex tensor: it views its float result back as complex with aten.view.dtype, whose stride "
+               "check rejects the empty tensor's strides (\"must be divisible by 2 to view Float as "
+               "ComplexFloat\", \"must be 1 to view ...\"); eager computes the empty result "
+               "(pytorch/pytorch#190274, open)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:inductor",),  # compiled autograd's inductor backward graphs were not seen to hit it
+        reproducer="inductor_complex_empty_view_dtype.py",
+        trigger=lambda spec: spec.dtype in COMPLEX_DTYPES and 0 in spec.shape,
+        witness=_complex_viewed_from_float,
+        damage=error_at("forward", "backward", "double_backward"),
+        damages="the error (what completed before it is still compared)",
+        workaround=_in_real_dtype,
     ),
     KnownIssue(
         id="dynamo-input-returned-as-is-not-a-view",

@@ -102,6 +102,8 @@ class _Writer:
         self.inner = _Writer(spec.inner(), index, shape, dtype, device, f"F{index}Inner") if spec.nested else None
         self.shape_tuple = tuple(shape)
         self.shape = literal(self.shape_tuple)
+        self.dtype = str(dtype)  # "torch.float16": the literal
+        self.complex = dtype.is_complex
         self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
         self.args = _names("a", range(len(spec.args)))
         self.outs = _names("o", range(len(spec.outputs)))
@@ -128,7 +130,8 @@ class _Writer:
         elif kind == "side_effect":
             c.add(f"forward_calls.append({self.index})")
         elif kind == "data_branch":
-            c.add(f"if {self.args[self.spec.tensor_slots[0]]}.sum() > 0:  # Dynamo cannot know which arm runs")
+            total = f"{self.args[self.spec.tensor_slots[0]]}.sum()" + (".real" if self.complex else "")
+            c.add(f"if {total} > 0:  # Dynamo cannot know which arm runs")
             c.add(f'{_INDENT}branch = "positive"')
             c.add("else:")
             c.add(f'{_INDENT}branch = "not positive"')
@@ -147,6 +150,8 @@ class _Writer:
                 c.add(f"{o} = torch.full({self.shape}, {literal(out.bias)}, {self.options})")
                 for t in out.terms:
                     c.add(f"{o} = {o} + {literal(t.coeff)} * {_op(t.op, self.args[t.slot])}")
+                if out.mask >= 0:
+                    c.add(f"{o} = {o} * {self.mask(out)}")
             elif out.kind == "input":
                 c.add(f"{o} = {self.args[out.slot]}")
             elif out.kind == "view":
@@ -155,6 +160,10 @@ class _Writer:
                 c.add(f"{o} = {self.args[out.slot]}.mul_({literal(out.coeff)})")
             else:
                 c.add(f"{o} = {literal(out.value)}")
+
+    def mask(self, out: Any) -> str:
+        """The source of an output's int64 / bool mask cast to the dtype (build._masked)."""
+        return f"{self.args[out.mask]}.to({self.dtype})"
 
     def setup(self, c: _Code) -> None:
         """Everything the forward tells ctx, in build._setup's order."""
@@ -173,7 +182,8 @@ class _Writer:
         if spec.needs_input_grad == "saved":
             c.add("ctx.needs_input_grad_at_forward = tuple(ctx.needs_input_grad)")
         nonlinear = [self.args[s] for s in spec.nonlinear_slots]
-        saved: list[str] = []
+        masks = [self.args[s] for s in spec.mask_slots]
+        saved: list[str] = list(masks)  # what the gradient of a masked output needs, always
         if "inputs" in spec.save:
             saved += nonlinear
         if "intermediates" in spec.save:
@@ -186,8 +196,8 @@ class _Writer:
             saved += [self.outs[k] for k in spec.tensor_outputs]
         if saved:
             c.add(f"ctx.save_for_backward({', '.join(saved)})")
-        if spec.jvp and nonlinear:
-            c.add(f"ctx.save_for_forward({', '.join(nonlinear)})")
+        if spec.jvp and masks + nonlinear:
+            c.add(f"ctx.save_for_forward({', '.join(masks + nonlinear)})")
 
     def returned(self, names: list[str]) -> str:
         return f"return {_tuple(names)}" if self.spec.tuple_output else f"return {names[0]}"
@@ -195,7 +205,7 @@ class _Writer:
     # --- backward ------------------------------------------------------------------
     def backward(self, c: _Code) -> None:
         spec = self.spec
-        saved: list[str] = []
+        saved: list[str] = [self.args[s] for s in spec.mask_slots]
         if "inputs" in spec.save:
             saved += [self.args[s] for s in spec.nonlinear_slots]
         if "intermediates" in spec.save:
@@ -246,6 +256,8 @@ class _Writer:
         if out.kind == "const" or out.non_differentiable:
             return []
         if out.kind == "compute":
+            if out.mask >= 0:
+                g = f"{g} * {self.mask(out)}"
             terms = []
             for i, t in enumerate(out.terms):
                 coeff = f"c[{k}][{i}]" if self.spec.ctx_state else literal(t.coeff)
@@ -254,6 +266,8 @@ class _Writer:
                 else:
                     deriv = (_derivative(t.op, self.args[t.slot]) if "inputs" in self.spec.save
                              else f"d{self.deriv_index[k, i]}")
+                    if self.complex:  # grad_input = grad_output * conj(f'(z)), torch's convention
+                        deriv = f"{deriv}.conj()"
                     terms.append((t.slot, f"{g} * {coeff} * {deriv}"))
             return terms
         if out.kind in ("input", "view"):
@@ -277,8 +291,8 @@ class _Writer:
         spec = self.spec
         grads: list[str] = []
         for slot, arg in enumerate(spec.args):
-            if arg.ref is None:
-                grads.append("None")
+            if arg.ref is None or slot in spec.mask_slots:
+                grads.append("None")  # a non-tensor, or an int64 / bool mask: no gradient
                 continue
             if state[slot] == "none":
                 grad = self.zeros() if spec.unused_grad == "zeros" else "None"
@@ -294,7 +308,7 @@ class _Writer:
             c.add("# deliberately one gradient too few (error case grad_count)")
             grads = grads[:-1]
         elif spec.error == "grad_shape":
-            slot = spec.tensor_slots[0]
+            slot = spec.float_slots[0]
             c.add(f"# deliberately a gradient of the wrong shape for input {slot} (error case grad_shape)")
             grads[slot] = self.zeros(literal(tuple(s + 1 if s != 1 else s for s in self.shape_tuple)))
         elif spec.error == "grad_for_nontensor":
@@ -307,8 +321,8 @@ class _Writer:
     def jvp(self, c: _Code) -> None:
         spec = self.spec
         tangents = _names("t", range(len(spec.args)))
-        if spec.nonlinear_slots:
-            c.add(_unpack([self.args[s] for s in spec.nonlinear_slots], "ctx.saved_tensors"))
+        if spec.mask_slots + spec.nonlinear_slots:
+            c.add(_unpack([self.args[s] for s in spec.mask_slots + spec.nonlinear_slots], "ctx.saved_tensors"))
         results = _names("r", range(len(spec.outputs)))
         for k, out in enumerate(spec.outputs):
             r = results[k]
@@ -324,6 +338,8 @@ class _Writer:
                     c.add(f"if {tx} is not None:")
                     c.add(f"{_INDENT}{r} = {r} + {literal(t.coeff)} * ({change})" if t.op != "linear"
                           else f"{_INDENT}{r} = {r} + {literal(t.coeff)} * {tx}")
+                if out.mask >= 0:
+                    c.add(f"{r} = {r} * {self.mask(out)}")
             elif out.kind in ("input", "view"):  # torch requires a view here
                 tx = tangents[out.slot]
                 c.add(f"{r} = None if {tx} is None else {tx}.view_as({tx})")

@@ -125,6 +125,8 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "once_differentiable": {f.once_differentiable for f in fns}, "jvp": {f.jvp for f in fns},
         "vmap": {f.vmap for f in fns}, "ctx_state": {f.ctx_state for f in fns},
         "tuple_output": {f.tuple_output for f in fns}, "error": {f.error or "none" for f in fns},
+        "mask": {leaf.dtype for leaf in spec.leaves if leaf.dtype} & {
+            spec.leaves[int(f.args[s].ref[1:])].dtype for f in fns for s in f.mask_slots} or {"none"},
     }
     found: dict[str, Any] = {axis: sorted(values, key=str) for axis, values in axes.items()}
     found["inputs"] = [len(f.tensor_slots) for f in fns]

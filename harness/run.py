@@ -418,13 +418,22 @@ def significant_strides(t: torch.Tensor) -> tuple[int | None, ...]:
     return tuple(s if n > 1 else None for n, s in zip(t.shape, t.stride()))
 
 
+def weighted_sum(value: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """(value * weight).sum(), a real scalar: for complex values its real part, Re(sum(v w)),
+    since backward starts only from a real scalar ("grad can be implicitly created only for
+    real scalar outputs"). The gradient it sends to `value` is conj(weight) in torch's
+    convention (the conjugate Wirtinger derivative; docs: Autograd for Complex Numbers)."""
+    total = (value * weight).sum()
+    return total.real if total.is_complex() else total
+
+
 def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | None:
     refs = [r for r in function_output_refs(built) if values[r].requires_grad]
     if not refs:
         return None
     weights = built.weights(len(function_output_refs(built)))
     by_ref = dict(zip(function_output_refs(built), weights))
-    return sum((values[r] * by_ref[r]).sum() for r in refs)  # type: ignore[return-value]
+    return sum(weighted_sum(values[r], by_ref[r]) for r in refs)  # type: ignore[return-value]
 
 
 def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
@@ -465,7 +474,7 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
             tracker.record("backward2", {**values, **dict(grad_leaves)})
     if mode == "double":
         weights = built.weights(len(grads), offset=2_000_003)
-        terms = [(g * w).sum() for g, w in zip(grads, weights) if g is not None and g.requires_grad]
+        terms = [weighted_sum(g, w) for g, w in zip(grads, weights) if g is not None and g.requires_grad]
         if not terms:  # the first-order gradients are constants: no second-order ones
             for name, _ in chosen:
                 result.put("double_backward", f"dgrad:{name}", None)
@@ -479,16 +488,20 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
 def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
     leaves = built.make_leaves()
     with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
-        duals = [fwAD.make_dual(leaf, t) for leaf, t in zip(leaves, _leaf_tangents(built, leaves))]
+        duals = [leaf if t is None else fwAD.make_dual(leaf, t) for leaf, t in zip(leaves, _leaf_tangents(built, leaves))]
         values = forward(built, applier, duals)
         for ref in function_output_refs(built):
             result.put("forward_ad", f"tangent:{ref}", fwAD.unpack_dual(values[ref]).tangent)
 
 
-def _leaf_tangents(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+def _leaf_tangents(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+    """A tangent per leaf of the graph's dtype; None for an int64 / bool leaf (LeafSpec.dtype),
+    which forward AD cannot give one ("Expected primal to be floating point or complex")."""
     gen = torch.Generator().manual_seed(built.spec.seed + 3_000_017)
-    return [(torch.rand(tuple(leaf.shape), dtype=leaf.dtype, generator=gen) * 2 - 1).to(leaf.device)
-            for leaf in leaves]
+    return [None if spec.dtype is not None else
+            (torch.rand(tuple(leaf.shape), dtype=leaf.dtype, generator=gen) * 2 - 1).to(leaf.device)
+            for leaf, spec in zip(leaves, built.spec.leaves)]
 
 
-__all__ = ["CHECKPOINTS", "META", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes"]
+__all__ = ["CHECKPOINTS", "META", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes",
+           "weighted_sum"]

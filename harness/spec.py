@@ -39,7 +39,16 @@ UNTRACEABLE = ("none", "print", "side_effect", "data_branch")
 UNUSED_GRAD_MODES = ("none", "zeros")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
-DTYPES = ("float32", "float64")
+#: the graph's floating-point dtype: every leaf (but the non-float ones below), value and gradient has it
+DTYPES = ("float32", "float64", "float16", "bfloat16", "complex64", "complex128")
+COMPLEX_DTYPES = ("complex64", "complex128")
+#: the ops a complex graph uses: those whose majorant in the error bounds' absolute-value twin
+#: holds for complex arguments (harness/oracles/bounds.py): |z^2| = |z|^2 and |2z| = 2|z|. sin
+#: and tanh have complex CPU kernels, but |sin(iy)| = sinh(y) > |y| and tanh has poles at i*pi/2,
+#: so the real majorant "|f(x)| <= |x|, |f'(x)| <= 1" fails for them (docs/coverage.md, Dtypes)
+COMPLEX_OPS = ("linear", "square")
+#: non-float leaves (LeafSpec.dtype): inputs autograd cannot differentiate, used as masks
+INPUT_DTYPES = ("int64", "bool")
 BACKWARD_MODES = ("none", "backward", "grad", "retain", "double")
 HOOK_KINDS = ("tensor", "retain_grad", "pre", "post", "post_accumulate", "saved_tensors")
 
@@ -75,6 +84,11 @@ class OutputSpec:
     coeff: float = 1.0
     non_differentiable: bool = False
     value: Any = None
+    #: a computed output is multiplied by input[mask], an int64 or bool tensor argument cast to
+    #: the graph's dtype (a mask, or an integer multiplier), as users pass masks beside float
+    #: inputs. torch sees a non-differentiable input there: ctx.needs_input_grad is False for
+    #: it and backward returns None for it. -1: no mask
+    mask: int = -1
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,16 @@ class FunctionSpec:
         return tuple(k for k, o in enumerate(self.outputs) if o.kind != "const")
 
     @property
+    def mask_slots(self) -> tuple[int, ...]:
+        """Slots of the int64 / bool arguments that computed outputs are multiplied by (sorted)."""
+        return tuple(sorted({o.mask for o in self.outputs if o.mask >= 0}))
+
+    @property
+    def float_slots(self) -> tuple[int, ...]:
+        """Tensor slots of the graph's float dtype: every tensor slot but the masks."""
+        return tuple(s for s in self.tensor_slots if s not in self.mask_slots)
+
+    @property
     def nonlinear_slots(self) -> tuple[int, ...]:
         """Slots whose derivative needs the input value (sorted, unique)."""
         return tuple(sorted({t.slot for o in self.outputs for t in o.terms if t.op in NONLINEAR_OPS}))
@@ -160,6 +184,9 @@ class LeafSpec:
     layout: str = "contiguous"
     views: int = 0
     on_cpu: bool = False
+    #: None: the graph's dtype. "int64" or "bool" (INPUT_DTYPES): a non-float leaf, which
+    #: does not require grad and is read only as a mask (OutputSpec.mask)
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -218,6 +245,10 @@ class GraphSpec:
             refs += [f"f{n}.{k}" for k in fn.tensor_outputs]
         return tuple(refs)
 
+    def non_float_refs(self) -> frozenset[str]:
+        """The int64 / bool leaves (LeafSpec.dtype)."""
+        return frozenset(f"x{i}" for i, leaf in enumerate(self.leaves) if leaf.dtype is not None)
+
     def non_differentiable_refs(self) -> frozenset[str]:
         return frozenset(
             f"f{n}.{k}"
@@ -256,6 +287,12 @@ def validate(g: GraphSpec) -> None:
                "only a 0-dim tensor may stay on the CPU beside CUDA tensors (shape (), no views)")
         _check(leaf.layout != "transposed" or len(g.shape) >= 2, f"{w}.layout", leaf.layout,
                "a transposed leaf needs a shape with 2 or more dims")
+        if leaf.dtype is not None:
+            _check(leaf.dtype in INPUT_DTYPES, f"{w}.dtype", leaf.dtype,
+                   f"None (the graph's dtype) or one of {INPUT_DTYPES}")
+            _check(not leaf.requires_grad, f"{w}.requires_grad", leaf.requires_grad,
+                   "torch: 'Only Tensors of floating point dtype can require gradients'")
+            _check(not leaf.views, f"{w}.views", leaf.views, "a non-float leaf is one whole tensor")
     _check(tuple(sorted(set(g.grad_leaves))) == g.grad_leaves, "grad_leaves", g.grad_leaves,
            "sorted leaf indices, each once")
     for i in g.grad_leaves:
@@ -265,8 +302,15 @@ def validate(g: GraphSpec) -> None:
            "a partial backward needs a backward mode other than 'none'")
     known = set(g.value_refs())
     made: set[str] = {r for r in known if r.startswith("x")}
+    non_float = g.non_float_refs()
     for n, fn in enumerate(g.functions):
         _validate_function(fn, f"functions[{n}]", made)
+        _validate_masks(fn, f"functions[{n}]", non_float)
+        if g.dtype in COMPLEX_DTYPES:
+            _check(all(t.op in COMPLEX_OPS for o in fn.outputs for t in o.terms), f"functions[{n}].outputs",
+                   [t.op for o in fn.outputs for t in o.terms],
+                   f"a {g.dtype} graph uses the ops {COMPLEX_OPS} only (their error bounds hold for "
+                   "complex values; see COMPLEX_OPS)")
         _check(fn.error != "grad_shape" or any(d != 1 for d in g.shape), f"functions[{n}].error", fn.error,
                f"a wrong-shaped gradient cannot be made for shape {g.shape} (every size 1 broadcasts)")
         made |= {f"f{n}.{k}" for k in fn.tensor_outputs}
@@ -298,6 +342,25 @@ def validate(g: GraphSpec) -> None:
         if hook.kind == "post_accumulate":
             _check(hook.target is not None and re.fullmatch(r"x\d+", hook.target) is not None, f"{w}.target",
                    hook.target, "post-accumulate-grad hooks go on whole leaves")
+
+
+def _validate_masks(fn: FunctionSpec, w: str, non_float: frozenset[str]) -> None:
+    """An int64 / bool argument is read only as a mask, and a mask is one."""
+    masks = set(fn.mask_slots)
+    for k, out in enumerate(fn.outputs):
+        if out.mask >= 0:
+            _check(out.kind == "compute", f"{w}.outputs[{k}].mask", out.mask, "only computed outputs are masked")
+            _check(out.mask < len(fn.args) and fn.args[out.mask].ref in non_float, f"{w}.outputs[{k}].mask",
+                   out.mask, "not an int64 / bool tensor argument")
+    for a, arg in enumerate(fn.args):
+        if arg.ref in non_float:
+            _check(a in masks and not arg.clone, f"{w}.args[{a}]", arg,
+                   "an int64 / bool argument is read only as a mask (OutputSpec.mask), uncloned")
+            _check(a not in {t.slot for o in fn.outputs for t in o.terms}
+                   | {o.slot for o in fn.outputs if o.kind != "compute"}, f"{w}.args[{a}]", arg,
+                   "an int64 / bool argument is read only as a mask (OutputSpec.mask)")
+    if fn.error is not None:
+        _check(len(fn.float_slots) > 0, f"{w}.error", fn.error, "needs a float tensor argument")
 
 
 def _validate_mutated_outputs(g: GraphSpec) -> None:
@@ -480,6 +543,6 @@ def load_spec(path: str) -> GraphSpec:
 
 
 __all__ = [
-    "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "COMPLEX_DTYPES", "COMPLEX_OPS", "DTYPES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
     "SpecError", "Term", "load_spec", "validate",
 ]

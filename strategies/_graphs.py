@@ -15,8 +15,11 @@ from harness.spec import (
     BACKWARD_METHODS,
     BACKWARD_MODES,
     CODE_STYLES,
+    COMPLEX_DTYPES,
+    COMPLEX_OPS,
     DTYPES,
     ERROR_CASES,
+    INPUT_DTYPES,
     NEEDS_INPUT_GRAD_MODES,
     OPS,
     SAVE_KINDS,
@@ -65,6 +68,11 @@ BACKWARD_MODE_CHOICE = st.sampled_from(BACKWARD_MODES)
 CONST_OUTPUT_CHOICE = st.sampled_from([0, 1, 7, "tag", None])
 BIAS_CHOICE = st.sampled_from([0.0, 0.5, -1.0])
 SEEDS = st.integers(0, 2**16)
+#: the default dtype distribution: float32 and float64 keep 4 shares each (2/3 of the graphs),
+#: the float16, bfloat16, complex64 and complex128 graphs one each
+DEFAULT_DTYPES = ("float32",) * 4 + ("float64",) * 4 + ("float16", "bfloat16", "complex64", "complex128")
+#: int64 / bool leaves (read as masks) beside the float ones: in one graph of four
+NON_FLOAT_LEAVES = ((), (), ()) + tuple((d,) for d in INPUT_DTYPES) + (INPUT_DTYPES,)
 HOOK_KINDS = ("tensor", "retain_grad", "pre", "post")
 
 
@@ -94,9 +102,9 @@ def _output_kind_lists(with_tensors: bool, max_outputs: int) -> st.SearchStrateg
 
 
 @functools.cache
-def _term_lists(readable: int) -> st.SearchStrategy[list[tuple[int, str, float]]]:
+def _term_lists(readable: int, ops: tuple[str, ...] = OPS) -> st.SearchStrategy[list[tuple[int, str, float]]]:
     """(index into the readable slots, op, coeff), drawn in that order as st.builds(Term) did."""
-    return st.lists(st.tuples(_indexes(readable), st.sampled_from(OPS), COEFF_CHOICE), max_size=4)
+    return st.lists(st.tuples(_indexes(readable), st.sampled_from(ops), COEFF_CHOICE), max_size=4)
 
 
 @functools.cache
@@ -150,7 +158,8 @@ def leaf_specs(*, ndim: int = 1) -> st.SearchStrategy[LeafSpec]:
                      views=st.sampled_from([0, 0, 0, 2, 3]))
 
 
-def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int) -> tuple[OutputSpec, ...]:
+def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int, ops: tuple[str, ...] = OPS
+             ) -> tuple[OutputSpec, ...]:
     chosen = draw(_output_kind_lists(bool(tensor_slots), max_outputs))
     dirty: set[int] = set()
     outputs: list[OutputSpec | str] = []
@@ -172,7 +181,7 @@ def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int) -> t
         elif out in ("input", "view") and readable:
             done.append(OutputSpec(out, slot=_pick(draw, readable)))
         else:
-            terms = [Term(readable[i], op, coeff) for i, op, coeff in draw(_term_lists(len(readable)))
+            terms = [Term(readable[i], op, coeff) for i, op, coeff in draw(_term_lists(len(readable), ops))
                      ] if readable else []
             done.append(OutputSpec("compute", terms=tuple(terms), bias=draw(BIAS_CHOICE),
                                    non_differentiable=draw(BOOLEANS) and draw(BOOLEANS)))
@@ -182,15 +191,17 @@ def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int) -> t
 @st.composite
 def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_inputs: int = 0,
                    max_inputs: int = 30, max_outputs: int = 4, jvp: bool | None = None,
-                   double_backward: bool = False, shape: tuple[int, ...] = (3,)) -> FunctionSpec:
-    """One Function reading `values` (refs of tensors made earlier)."""
+                   double_backward: bool = False, shape: tuple[int, ...] = (3,), ops: tuple[str, ...] = OPS,
+                   masks: tuple[str, ...] = ()) -> FunctionSpec:
+    """One Function reading `values` (refs of tensors made earlier), its terms using `ops`,
+    and maybe one of `masks` (refs of int64 / bool leaves) as a mask of computed outputs."""
     return _function_spec(draw, values, min_inputs=min_inputs, max_inputs=max_inputs, max_outputs=max_outputs,
-                          jvp=jvp, double_backward=double_backward, shape=shape)
+                          jvp=jvp, double_backward=double_backward, shape=shape, ops=ops, masks=masks)
 
 
 def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, max_inputs: int,
-                   max_outputs: int, jvp: bool | None, double_backward: bool, shape: tuple[int, ...]
-                   ) -> FunctionSpec:
+                   max_outputs: int, jvp: bool | None, double_backward: bool, shape: tuple[int, ...],
+                   ops: tuple[str, ...] = OPS, masks: Sequence[str] = ()) -> FunctionSpec:
     """function_specs' body, called directly by graphs() (a composite is a new strategy per call)."""
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_outputs < 1:
@@ -204,7 +215,7 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
     refs_it, consts_it = iter(refs), iter(consts)
     args = [Arg(ref=next(refs_it)) if k == "t" else Arg(const=next(consts_it)) for k in kinds]
     tensor_slots = [i for i, a in enumerate(args) if a.ref is not None]
-    outputs = _outputs(draw, tensor_slots, max_outputs=max_outputs)
+    outputs = _outputs(draw, tensor_slots, max_outputs=max_outputs, ops=ops)
     for out in outputs:
         if out.kind == "dirty":
             # torch allows a view input to be modified in place only by a Function with one output
@@ -232,6 +243,13 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
         e != "grad_for_nontensor" or len(tensor_slots) < len(args)) and (
         e != "grad_shape" or any(d != 1 for d in shape))]
     error = _pick(draw, [None] * 12 + possible_errors) if possible_errors else None
+    computed = [k for k, o in enumerate(outputs) if o.kind == "compute"]
+    if masks and computed and draw(BOOLEANS):
+        # one more argument, last: an int64 / bool leaf that masks some of the computed outputs
+        args.append(Arg(ref=_pick(draw, masks)))
+        masked = [k for k in computed if draw(BOOLEANS)] or computed[:1]
+        outputs = tuple(dataclasses.replace(o, mask=len(args) - 1) if k in masked else o
+                        for k, o in enumerate(outputs))
     return FunctionSpec(
         args=tuple(args),
         outputs=outputs,
@@ -256,10 +274,14 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
 
 @st.composite
 def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, min_inputs: int = 0,
-           max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] = DTYPES,
+           max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] | None = None,
            max_elements: int | None = None, mixed_device: bool = False) -> GraphSpec:
     """DAGs of custom Functions by construction: each Function reads leaves and the
     outputs of Functions drawn before it.
+
+    dtypes: the graph dtypes to draw from, uniformly; None: DEFAULT_DTYPES (mostly float32
+    and float64). Beside the max_leaves float leaves a graph may have int64 / bool leaves,
+    which Functions read as masks (OutputSpec.mask).
 
     mixed_device: for CUDA runs, graphs of shape () may keep leaves on the CPU (CPU scalar
     tensors beside CUDA ones; LeafSpec.on_cpu). Off by default, so CPU runs draw as before."""
@@ -267,13 +289,16 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
         raise InvalidArgument(f"max_leaves={max_leaves} must be >= 1")
-    if not dtypes or not set(dtypes) <= set(DTYPES):
+    if dtypes is not None and (not dtypes or not set(dtypes) <= set(DTYPES)):
         raise InvalidArgument(f"dtypes={dtypes!r} must be a non-empty subset of {DTYPES}")
     if max_elements is not None and max_elements < 1:
         raise InvalidArgument(f"max_elements={max_elements} must be >= 1")
     shape = draw(SHAPES if max_elements is None else SHAPES.filter(lambda s: math.prod(s) <= max_elements))
-    dtype = _pick(draw, dtypes)
+    dtype = _pick(draw, DEFAULT_DTYPES if dtypes is None else dtypes)
+    ops = COMPLEX_OPS if dtype in COMPLEX_DTYPES else OPS
     leaves = tuple(draw(_leaf_lists(len(shape), max_leaves)))
+    leaves += tuple(LeafSpec(requires_grad=False, dtype=d) for d in _pick(draw, NON_FLOAT_LEAVES))
+    masks = tuple(f"x{i}" for i, leaf in enumerate(leaves) if leaf.dtype is not None)
     if mixed_device and shape == ():
         leaves = tuple(dataclasses.replace(leaf, on_cpu=draw(BOOLEANS)) if not leaf.views else leaf
                        for leaf in leaves)
@@ -282,13 +307,15 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves)
     functions: list[FunctionSpec] = []
     for _ in range(draw(st.integers(min_functions, max_functions))):
-        values = GraphSpec(shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions)).value_refs()
+        values = [r for r in GraphSpec(shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions)
+                                       ).value_refs() if r not in masks]
         functions.append(_function_spec(
             draw, values, min_inputs=min_inputs, max_inputs=max_inputs, max_outputs=4,
-            jvp=True if forward_ad else None, double_backward=backward == "double", shape=shape))
+            jvp=True if forward_ad else None, double_backward=backward == "double", shape=shape,
+            ops=ops, masks=masks))
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions))
-    refs = spec.value_refs()
-    whole_leaves = [f"x{i}" for i, leaf in enumerate(leaves) if not leaf.views]
+    refs = [r for r in spec.value_refs() if r not in masks]  # hooks go on float values
+    whole_leaves = [f"x{i}" for i, leaf in enumerate(leaves) if not leaf.views and leaf.dtype is None]
     differentiable_leaves = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
     n = len(differentiable_leaves)
     grad_leaves = () if backward == "none" or not differentiable_leaves else tuple(sorted(

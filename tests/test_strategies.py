@@ -49,6 +49,25 @@ AXES = {
     "non-contiguous transposed": lambda g: any(leaf.layout == "transposed" for leaf in g.leaves),
     "float32": lambda g: g.dtype == "float32",
     "float64": lambda g: g.dtype == "float64",
+    "float16": lambda g: g.dtype == "float16",
+    "bfloat16": lambda g: g.dtype == "bfloat16",
+    "complex64": lambda g: g.dtype == "complex64",
+    "complex128": lambda g: g.dtype == "complex128",
+    "complex square (nonlinear) term": lambda g: g.dtype.startswith("complex") and any(
+        t.op == "square" for o in outs(g) for t in o.terms),
+    "int64 leaf": lambda g: any(leaf.dtype == "int64" for leaf in g.leaves),
+    "bool leaf": lambda g: any(leaf.dtype == "bool" for leaf in g.leaves),
+    "int64 mask of an output": lambda g: any(o.mask >= 0 and g.leaves[int(fn.args[o.mask].ref[1:])].dtype == "int64"
+                                             for fn in fns(g) for o in fn.outputs),
+    "bool mask of an output": lambda g: any(o.mask >= 0 and g.leaves[int(fn.args[o.mask].ref[1:])].dtype == "bool"
+                                            for fn in fns(g) for o in fn.outputs),
+    "mask in generic code": lambda g: any(fn.mask_slots and fn.code == "generic" for fn in fns(g)),
+    "mask in plain code": lambda g: any(fn.mask_slots and fn.code == "plain" for fn in fns(g)),
+    "mask with a user jvp under forward AD": lambda g: g.forward_ad and any(fn.mask_slots for fn in fns(g)),
+    "mask with needs_input_grad read": lambda g: any(fn.mask_slots and fn.needs_input_grad != "ignore"
+                                                     for fn in fns(g)),
+    "mask beside a float16 / bfloat16 / complex graph": lambda g: g.dtype not in ("float32", "float64") and any(
+        fn.mask_slots for fn in fns(g)),
     "scalar shape": lambda g: g.shape == (),
     "empty shape": lambda g: 0 in g.shape,
     "multi-dim shape": lambda g: len(g.shape) >= 2,
@@ -135,7 +154,7 @@ def test_minimal_example_is_small():
     (dict(min_inputs=-1), "min_inputs=-1 must be >= 0"),
     (dict(min_functions=3, max_functions=1), "min_functions=3 is greater than max_functions=1"),
     (dict(max_leaves=0), "max_leaves=0 must be >= 1"),
-    (dict(dtypes=("float16",)), "dtypes=\\('float16',\\) must be a non-empty subset"),
+    (dict(dtypes=("float8",)), "dtypes=\\('float8',\\) must be a non-empty subset"),
 ])
 def test_impossible_bounds_raise_invalid_argument(kwargs, message):
     with pytest.raises(InvalidArgument, match=message):

@@ -130,19 +130,52 @@ def test_bounds_follow_dtype_and_ops():
     assert relative_bound(sin) > relative_bound(lin)
 
 
+@pytest.mark.parametrize("dtype, unit_roundoff", [
+    ("float16", 2.0 ** -11), ("bfloat16", 2.0 ** -8), ("float32", 2.0 ** -24), ("complex64", 2.0 ** -24)])
+def test_bounds_scale_with_the_unit_roundoff(dtype, unit_roundoff):
+    """Relative to its twin value A, a graph's bound grows from float64's (complex128's) by the
+    ratio of unit roundoffs, and a complex graph's is COMPLEX_PRODUCT_FACTOR times a real one's
+    (a complex product rounds to ~2.83 u)."""
+    from harness.oracles.bounds import COMPLEX_PRODUCT_FACTOR, _run_twin
+    from harness.oracles.bounds import unit_roundoff as u_of
+
+    assert u_of(getattr(torch, dtype)) == unit_roundoff
+    # bias 2: A >= 2, so the underflow term (k tiny, 3e-4 in float16) stays below 1% of the bound
+    spec = GraphSpec(shape=(3,), leaves=(LeafSpec(True),), functions=(FunctionSpec(
+        args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),), bias=2.0),),
+        save=("inputs",)),))
+    wide = "complex128" if dtype.startswith("complex") else "float64"
+
+    def relative_bound(d: str) -> torch.Tensor:
+        built = build(dataclasses.replace(spec, dtype=d))
+        twin = _run_twin(built, 0.0).tensors["forward"]["out:f0.0"]
+        return error_bounds(built).for_role("forward", "out:f0.0").atol / twin
+
+    ratio = relative_bound(dtype) / relative_bound(wide)
+    assert torch.allclose(ratio, torch.full_like(ratio, unit_roundoff / 2.0 ** -53), rtol=0.02)
+    if dtype.startswith("complex"):
+        ratio = relative_bound("complex128") / relative_bound("float64")
+        assert torch.allclose(ratio, torch.full_like(ratio, COMPLEX_PRODUCT_FACTOR), rtol=0.02)
+
+
 # --- no false positives -------------------------------------------------------------------------
 
 
+#: the wider dtype whose rerun is the truth for a graph's dtype
+TRUTH = {"float32": "float64", "float16": "float64", "bfloat16": "float64", "complex64": "complex128"}
+
+
 def _no_failures(spec: GraphSpec, names: list[str]) -> None:
-    """No path fails, and (float32) every result of a path that passed, and of the math oracle,
-    lies within half its bound of the float64 truth: each side's own error share."""
+    """No path fails, and (float32, float16, bfloat16, complex64) every result of a path that
+    passed, and of the math oracle, lies within half its bound of the float64 (complex128)
+    truth: each side's own error share."""
     verdict = check(spec, [paths.get(n) for n in names], lifetimes=False)
     # "known": a registered torch bug (harness/known_issues.py), not a tolerance question
     assert not verdict.failed, f"{verdict.report()}\n{spec.to_json()}"
-    if spec.dtype != "float32":
-        return  # the float64 rerun is the truth for float32 only
+    if spec.dtype not in TRUTH:
+        return  # float64 and complex128 have no wider rerun to be the truth
     built = build(spec)
-    truth = _without_hooks(rerun_in_float64(built, dataclasses.replace(spec, dtype="float64", trace=False)))
+    truth = _without_hooks(rerun_in_float64(built, dataclasses.replace(spec, dtype=TRUTH[spec.dtype], trace=False)))
     bounds = error_bounds(built)
     passed = [o.result for o in verdict.outcomes.values() if o.status == "ok"]
     for result in [run_math(built)] + passed:
@@ -151,9 +184,10 @@ def _no_failures(spec: GraphSpec, names: list[str]) -> None:
                 exact = truth.tensors[checkpoint][role]
                 if value is None or exact is None:
                     continue
-                finite = torch.isfinite(value) & torch.isfinite(exact)
-                error = (value.double() - exact)[finite].abs()
-                half_bound = bounds.for_role(checkpoint, role).atol[finite] / 2
+                bound = bounds.for_role(checkpoint, role).atol.expand(value.shape)
+                finite = torch.isfinite(value) & torch.isfinite(exact) & torch.isfinite(bound)
+                error = (value.to(exact.dtype) - exact)[finite].abs()
+                half_bound = bound[finite] / 2
                 assert bool((error <= half_bound).all()), (
                     f"{result.path} {checkpoint} {role}: error {float((error / half_bound).max()):.3g} x "
                     f"its share of the bound\n{spec.to_json()}")
@@ -166,6 +200,11 @@ def test_correct_results_pass_on_eager(spec):
 
 @given(strategies.graphs(dtypes=("float32",)))
 def test_float32_results_are_within_their_bound_of_the_truth(spec):
+    _no_failures(spec, ["eager"])
+
+
+@given(strategies.graphs(dtypes=("float16", "bfloat16", "complex64")))
+def test_half_and_complex_results_are_within_their_bound_of_the_truth(spec):
     _no_failures(spec, ["eager"])
 
 

@@ -2,9 +2,17 @@
 
 Model (Wilkinson's running error analysis; Higham, "Accuracy and Stability of Numerical
 Algorithms", ch. 3). Each floating-point operation rounds its result v to v(1 + d), |d| <= eps
-for + - * (eps of the spec's dtype, twice the unit roundoff: room for compiled kernels that
-reorder or contract) and |d| <= LIBRARY_ULPS * eps for sin, cos, tanh. To first order a role is
-then off by at most sum_i |dr/dv_i| |v_i| |d_i| over the rounded intermediates v_i.
+for + - * (eps = 2 u, twice the unit roundoff u of the spec's dtype: room for compiled kernels
+that reorder or contract) and |d| <= LIBRARY_ULPS * eps for sin, cos, tanh. To first order a
+role is then off by at most sum_i |dr/dv_i| |v_i| |d_i| over the rounded intermediates v_i.
+
+u per dtype (`unit_roundoff`): float64 2**-53, float32 2**-24, float16 2**-11 (10 stored
+fraction bits), bfloat16 2**-8 (7 stored bits); complex64 and complex128 round each part as
+float32 and float64 do. A complex sum rounds to |d| <= u, but a complex product computed from
+its parts only to |d| <= sqrt(2) * gamma_2 ~ 2.83 u (Higham, Lemma 3.5), so complex graphs
+take eps = COMPLEX_PRODUCT_FACTOR * 2 u. (Complex graphs use linear and square only:
+harness.spec.COMPLEX_OPS.) float16 and bfloat16 CPU kernels compute in float32 and round
+once, which this bound covers; so do compiled kernels that keep float32 between ops.
 
 We compute that sum with an *absolute-value twin*: the graph run again by the math oracle (so
 every role, forward to double backward, forward AD and hook-seen gradients, comes out under its
@@ -24,7 +32,11 @@ underestimates: A is a polynomial in eta with non-negative coefficients, so conv
 Bound per element: 2 eps (D + SLACK A) + k_total tiny. Twice, because both sides of a
 comparison round; SLACK covers the few roundings outside Functions (a retained second backward
 adds to .grad); tiny (smallest normal number) covers underflow and flush-to-zero.
-Where the twin overflows, the bound is infinite (only finiteness is then compared).
+Where the twin exceeds the largest finite value of the spec's dtype, some intermediate of that
+element may overflow on one side of a comparison and not on the other (a compiled kernel that
+keeps float32 between float16 ops does not overflow where eager does), so the element's bound
+is infinite and it is not compared at all (`OVERFLOW`). In float32 and float64 that takes values
+near 3e38; in float16 already 65504, which squares of sums reach.
 """
 
 from __future__ import annotations
@@ -52,6 +64,21 @@ ROUNDINGS = {"linear": 2, "square": 4, "sin": 2 * LIBRARY_ULPS + 4, "tanh": 3 * 
 DOUBLE_BACKWARD_FACTOR = 2
 SLACK = 2
 ETA = 2.0 ** -20
+#: a complex product rounds to sqrt(2) * gamma_2 ~ 2.83 u, a real one to u (see the docstring)
+COMPLEX_PRODUCT_FACTOR = 2
+#: the bound of an element that may overflow: harness.oracles.compare skips such elements
+OVERFLOW = torch.inf
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    """u of a floating-point or complex dtype: half the distance from 1 to the next number
+    (float16 2**-11, bfloat16 2**-8, float32 and complex64 2**-24, float64 and complex128 2**-53)."""
+    return torch.finfo(dtype).eps / 2  # finfo of a complex dtype is that of its parts
+
+
+def rounding_bound(dtype: torch.dtype) -> float:
+    """eps of the model: the largest relative error of one + - * (twice u, see the docstring)."""
+    return 2 * unit_roundoff(dtype) * (COMPLEX_PRODUCT_FACTOR if dtype.is_complex else 1)
 
 
 class Tolerances:
@@ -72,8 +99,9 @@ class Tolerances:
 def error_bounds(built: BuiltGraph) -> Tolerances:
     """Per-role error bounds for the graph `built` (any dtype and device)."""
     spec = built.spec
-    eps = torch.finfo(built.dtype).eps
+    eps = rounding_bound(built.dtype)
     tiny = torch.finfo(built.dtype).tiny
+    largest = torch.finfo(built.dtype).max
     plain, scaled = (_run_twin(built, eta) for eta in (0.0, ETA))
     total_roundings = sum(_output_roundings(spec, o) for fn in spec.functions for o in fn.outputs)
     bounds: dict[tuple[str, str], torch.Tensor | None] = {}
@@ -85,7 +113,7 @@ def error_bounds(built: BuiltGraph) -> Tolerances:
                 continue
             d = (a_eta - a) / ETA
             bound = 2 * eps * (d + SLACK * a) + total_roundings * tiny
-            bound = torch.where(torch.isfinite(bound), bound, torch.inf)
+            bound = torch.where(torch.isfinite(bound) & (a_eta <= largest), bound, OVERFLOW)
             bounds[checkpoint, role] = bound.cpu()
     return Tolerances(bounds)
 
@@ -149,19 +177,27 @@ class _Float64Graph(BuiltGraph):
     inputs: Callable[[torch.Tensor], torch.Tensor]
 
     def make_leaves(self, generator_offset: int = 0) -> list[torch.Tensor]:
-        return [self.inputs(leaf.detach()).double().requires_grad_(leaf.requires_grad)
+        return [self.rerun_input(leaf.detach()).requires_grad_(leaf.requires_grad)
                 for leaf in self.real.make_leaves(generator_offset)]
 
     def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
-        return [self.inputs(w).double() for w in self.real.weights(count, offset)]
+        return [self.rerun_input(w) for w in self.real.weights(count, offset)]
+
+    def rerun_input(self, t: torch.Tensor) -> torch.Tensor:
+        """`inputs(t)` in the rerun's dtype (float64, or complex128 for complex values); an
+        int64 / bool mask as float64 (build._masked casts it to the dtype anyway)."""
+        if t.dtype == torch.bool:
+            t = t.to(torch.int64)  # torch.abs has no bool kernel
+        t = self.inputs(t)
+        return t.to(self.dtype if t.is_complex() else torch.float64)
 
 
 def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
                      inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> RunResult:
-    """Run `spec` (float64, the structure of real.spec) by the math oracle on the real graph's
-    leaves, loss weights and forward-AD tangents, each passed through `inputs`."""
+    """Run `spec` (float64 or complex128, the structure of real.spec) by the math oracle on
+    the real graph's leaves, loss weights and forward-AD tangents, each passed through `inputs`."""
     f64 = _Float64Graph(spec, build(spec, real.device).functions, real.device, real, inputs)
-    leaf_tangents = [inputs(t).double() for t in _leaf_tangents(real, real.make_leaves())]
+    leaf_tangents = [None if t is None else f64.rerun_input(t) for t in _leaf_tangents(real, real.make_leaves())]
 
     math = math_applier_for(spec)  # reads clones of what is modified in place after the forward
 
@@ -176,10 +212,16 @@ def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
 
 
 def _run_twin(real: BuiltGraph, eta: float) -> RunResult:
-    return rerun_in_float64(real, _twin_spec(real.spec, eta), torch.abs)
+    return rerun_in_float64(real, _twin_spec(real.spec, eta), _majorant)
 
 
-def _with_leaf_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Tensor]) -> Any:
+def _majorant(t: torch.Tensor) -> torch.Tensor:
+    """What the twin reads for an input: |t|; for an int64 mask at least 1, so that the twin
+    of a masked output still bounds what is masked (where that overflows, inf * 0 = nan)."""
+    return t.abs() if t.is_floating_point() or t.is_complex() else t.abs().clamp_min(1)
+
+
+def _with_leaf_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Tensor | None]) -> Any:
     """Under forward AD, a leaf (or leaf view) argument carries the real graph's tangent:
     run_graph draws float64 tangents for the rerun, which differ from a float32 graph's."""
     if ref is None or not ref.startswith("x") or not isinstance(value, torch.Tensor):
@@ -193,4 +235,5 @@ def _with_leaf_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Te
     return fwAD.make_dual(primal, (real[int(view[:-1])] if view else real).clone())
 
 
-__all__ = ["LIBRARY_ULPS", "ROUNDINGS", "Tolerances", "error_bounds", "rerun_in_float64"]
+__all__ = ["COMPLEX_PRODUCT_FACTOR", "LIBRARY_ULPS", "OVERFLOW", "ROUNDINGS", "Tolerances", "error_bounds",
+           "rerun_in_float64", "rounding_bound", "unit_roundoff"]

@@ -12,7 +12,7 @@ from torch.autograd.gradcheck import GradcheckError
 from harness.build import Applier, BuiltGraph, GeneratedFunction, build, math_apply
 from harness.dataflow import Dataflow
 from harness.run import CHECKPOINTS, RunResult, forward, run_graph
-from harness.spec import GraphSpec
+from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: what torch says for each deliberate error case of a spec
 EXPECTED_ERRORS = {
@@ -140,14 +140,20 @@ def gradcheck_reason(spec: GraphSpec, max_elements: int = GRADCHECK_MAX_ELEMENTS
 
 
 def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
-    """float64 gradcheck of the whole graph applied by the stock Function.apply.
+    """float64 (complex128 for a complex graph) gradcheck of the whole graph applied by the
+    stock Function.apply.
 
     Checks the generated backward (and jvp when the spec runs forward AD) against finite
-    differences, independently of the math oracle. Raises GradcheckError on failure.
+    differences, independently of the math oracle. Raises GradcheckError on failure. For
+    complex inputs and outputs gradcheck differentiates real and imaginary parts apart and
+    checks torch's conjugate Wirtinger gradients itself (torch/autograd/gradcheck.py, the
+    complex branches of _compute_numerical_gradient and the vJ of the analytical side);
+    int64 / bool leaves do not require grad and stay fixed.
     """
     from harness.dataflow import Dataflow
 
-    spec64 = dataclasses.replace(spec, dtype="float64", hooks=(), trace=False)
+    wide = "complex128" if spec.dtype in COMPLEX_DTYPES else "float64"
+    spec64 = dataclasses.replace(spec, dtype=wide, hooks=(), trace=False)
     built = build(spec64, device)
     leaves = built.make_leaves()
     grad_idx = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
@@ -170,7 +176,7 @@ def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
     # forward AD only where gradcheck's tangents are the runs' tangents (harness/run.py gives
     # every leaf one; gradcheck only the inputs it differentiates): so the known-issue
     # triggers, derived for the runs, hold here too
-    every_leaf = len(grad_idx) == len(leaves)
+    every_leaf = len(grad_idx) == sum(leaf.dtype is None for leaf in spec.leaves)
     return torch.autograd.gradcheck(
         fn, tuple(leaves[i] for i in grad_idx), check_forward_ad=spec.forward_ad and every_leaf,
         check_backward_ad=True, check_undefined_grad=False, fast_mode=False)

@@ -56,12 +56,12 @@ def draw_specs(count: int, seed: int = 0) -> list:
 
 def _raw_backward(built: Any, values: dict[str, torch.Tensor], leaves: list[torch.Tensor]) -> None:
     """The spec's backward mode with nothing recorded (mirrors harness.run._backward)."""
-    from harness.run import function_output_refs
+    from harness.run import function_output_refs, weighted_sum
 
     refs = function_output_refs(built)
     weights = dict(zip(refs, built.weights(len(refs))))
     with torch.enable_grad():
-        terms = [(values[r] * weights[r]).sum() for r in refs if values[r].requires_grad]
+        terms = [weighted_sum(values[r], weights[r]) for r in refs if values[r].requires_grad]
     grad_leaves = [t for t in leaves if t.requires_grad]
     if not terms or not grad_leaves:
         return
@@ -75,7 +75,7 @@ def _raw_backward(built: Any, values: dict[str, torch.Tensor], leaves: list[torc
         torch.autograd.grad(loss, grad_leaves, allow_unused=True)
     elif mode == "double":
         grads = torch.autograd.grad(loss, grad_leaves, allow_unused=True, create_graph=True)
-        second = [(g * w).sum() for g, w in zip(grads, built.weights(len(grads), offset=2_000_003))
+        second = [weighted_sum(g, w) for g, w in zip(grads, built.weights(len(grads), offset=2_000_003))
                   if g is not None and g.requires_grad]
         if second:
             torch.autograd.grad(sum(second), grad_leaves, allow_unused=True)

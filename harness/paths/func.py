@@ -43,8 +43,8 @@ from harness.build import BuiltGraph, GeneratedFunction, make_function
 from harness.dataflow import Dataflow
 from harness.oracles.math import version_error_expected
 from harness.paths import register
-from harness.run import RunResult, _leaf_tangents, forward, function_output_refs
-from harness.spec import GraphSpec
+from harness.run import RunResult, _leaf_tangents, forward, function_output_refs, weighted_sum
+from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
 BATCH = 3
@@ -73,6 +73,9 @@ NO_TENSOR_OUTPUT = "no tensor output: torch.func differentiates a function with 
 #: to use a Tensor in some data-dependent control flow"); a user vmap rule runs the forward
 #: outside vmap, on plain tensors
 DATA_BRANCH = "vmap: data-dependent Python control flow in a forward the generated rule vmaps"
+#: torch/_functorch/eager_transforms.py, error_if_complex ("jacrev and jacfwd don't support
+#: complex functions"): "jacfwd: Expected all inputs to be real but received complex tensor"
+COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex function"
 #: not a torch limit: the spec's tensor hook doubles a gradient in eager (harness/run.py), and
 #: a transform of the graph function has no tensor of eager's graph to hook
 TENSOR_HOOK = "tensor hook: it changes eager's gradient; the transformed function runs no hooks"
@@ -274,7 +277,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
 
     def loss(outs: Sequence[torch.Tensor]) -> torch.Tensor:
         graph.phase = "backward"
-        return sum((o * w).sum() for r, o, w in zip(graph.refs, outs, weights) if r in in_loss)
+        return sum(weighted_sum(o, w) for r, o, w in zip(graph.refs, outs, weights) if r in in_loss)
 
     def grad_of_loss(xs: Sequence[torch.Tensor]) -> Callable[..., tuple]:
         """diff leaves -> (gradients, outputs), by torch.func.grad."""
@@ -291,25 +294,37 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     second: Sequence[torch.Tensor] = ()
     tangents: Sequence[torch.Tensor] = ()
     if transform.derivative == "grad" and not observed:
-        # eager computes no gradient: the forward runs under torch.func.vjp (every leaf a
-        # primal, vmapped for the batched paths) and stops before the pullback, so only the
+        # eager computes no gradient: the forward runs under torch.func.vjp (every float leaf
+        # a primal, vmapped for the batched paths) and stops before the pullback, so only the
         # outputs are compared (a pullback would run backwards eager never runs)
+        # (the float leaves: an int64 / bool leaf, a mask, cannot be a primal and stays a constant)
+        float_leaves = [i for i, leaf in enumerate(spec.leaves) if leaf.dtype is None]
+
         def primal(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            return tf.vjp(lambda *ys: graph.outputs(ys), *xs)[0]
+            return tf.vjp(lambda *ys: graph.outputs(_replace(list(xs), float_leaves, ys)),
+                          *(xs[i] for i in float_leaves))[0]
         outs = compile_fn(tf.vmap(primal) if transform.batched else primal)(*leaves)
     elif name in ("vmap", "vmap.user"):
         outs = compile_fn(tf.vmap(lambda *xs: graph.outputs(xs)))(*leaves)
     elif name == "jvp":
-        tans = tuple(_leaf_tangents(built, leaves))
+        # the primals are the leaves with a tangent: an int64 / bool leaf (a mask) has none and
+        # stays a constant of the function, as under eager's forward AD (run._forward_ad)
+        all_tans = _leaf_tangents(built, leaves)
+        primal_idx = [i for i, t in enumerate(all_tans) if t is not None]
+        tans = tuple(all_tans[i] for i in primal_idx)
         graph.mutated = ()
-        outs, tangents = compile_fn(lambda *xs: tf.jvp(lambda *ys: graph.outputs(ys), xs, tans))(*leaves)
+
+        def with_primals(xs: Sequence[torch.Tensor]) -> Callable[..., tuple]:
+            return lambda *ys: graph.outputs(_replace(list(xs), primal_idx, ys))
+        outs, tangents = compile_fn(lambda *xs: tf.jvp(with_primals(xs), tuple(xs[i] for i in primal_idx), tans))(
+            *leaves)
         outs = tuple(o * 2.0 if r in spec.mutated_outputs else o for r, o in zip(graph.refs, outs))
     elif name == "grad" and spec.backward == "double" and observed:
         w2 = built.weights(len(wrt), offset=2_000_003)  # eager's second-order loss (run._backward)
 
         def first_order(*diff: torch.Tensor) -> tuple[torch.Tensor, tuple]:
             g, outs = grad_of_loss(leaves)(*diff)
-            return sum((gi * wi).sum() for gi, wi in zip(g, w2)), (g, outs)
+            return sum(weighted_sum(gi, wi) for gi, wi in zip(g, w2)), (g, outs)
 
         second, (grads, outs) = compile_fn(tf.grad(first_order, argnums=argnums, has_aux=True))(
             *diff_of(leaves))
@@ -410,6 +425,8 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     if transform.batched and not transform.user_vmap and any(
             fn.untraceable == "data_branch" for fn in spec.functions):
         return DATA_BRANCH
+    if transform.name in ("jacrev", "jacfwd") and spec.dtype in COMPLEX_DTYPES:
+        return COMPLEX_JACOBIAN
     if transform.forward_mode and not all(fn.jvp for fn in spec.functions):
         return NO_JVP
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
