@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from harness.dataflow import Dataflow
+from harness.dataflow import Dataflow, differentiable
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
@@ -594,16 +594,33 @@ def _in_real_dtype(spec: GraphSpec) -> GraphSpec:
     return dataclasses.replace(spec, dtype={"complex64": "float32", "complex128": "float64"}[spec.dtype])
 
 
-def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
-    """Every Function output that requires grad in eager, when all the compiled forward's
-    inputs that require grad are views of leaves (non-leaves) that receive no gradient: AOT
-    Autograd then detaches them all, so no output of the compiled region requires grad.
-    Empty otherwise (a whole leaf, or a view with a gradient, keeps the region differentiable)."""
+def _detached_views(spec: GraphSpec) -> frozenset[str]:
+    """Views of leaves that the compiled forward reads, that require grad and receive no
+    gradient (non-leaves): AOT Autograd detaches each of them."""
     flow = Dataflow(spec)
-    grad_inputs = {r for r in flow.leaf_values_read() if flow.requires_grad[r]}
-    if not grad_inputs or any("[" not in r or flow.receives_gradient(r) for r in grad_inputs):
+    return frozenset(r for r in flow.leaf_values_read()
+                     if "[" in r and flow.requires_grad[r] and not flow.receives_gradient(r))
+
+
+def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
+    """The Function outputs that require grad in eager but not once those views are detached:
+    the ones computed from detached views only (every output, when all the compiled forward's
+    inputs that require grad are such views)."""
+    detached = _detached_views(spec)
+    if not detached:
         return frozenset()
-    return frozenset(r for r, rg in flow.requires_grad.items() if r.startswith("f") and rg)
+    flow = Dataflow(spec)
+    rg = {r: flow.requires_grad[r] and r not in detached for r in flow.requires_grad if r.startswith("x")}
+    for n, fn in enumerate(spec.functions):
+        any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        rg.update({f"f{n}.{k}": any_input and differentiable(fn, k) for k in fn.tensor_outputs})
+    return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
+
+
+def _every_output_loses_grad(spec: GraphSpec) -> bool:
+    flow = Dataflow(spec)
+    return _outputs_without_grad_under_aot(spec) == {r for r, rg in flow.requires_grad.items()
+                                                     if r.startswith("f") and rg}
 
 
 def _all_lost_requires_grad(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -613,20 +630,23 @@ def _all_lost_requires_grad(spec: GraphSpec, result: RunResult, mismatches: list
 
 
 def _flags_of_lost_outputs_and_the_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
-    """The lost outputs' autograd flags; and everything at backward, which this path skipped
-    (no output required grad, so there was no loss to differentiate)."""
+    """The lost outputs' autograd flags; at backward, what is recorded of them (retained
+    gradients, hooks); and everything at backward when every output lost requires_grad (the
+    path skipped the backward: no output required grad, so there was no loss to differentiate).
+    The leaves' gradients are not changed otherwise: the detached views get none in eager either."""
+    lost = _outputs_without_grad_under_aot(spec)
     if m.checkpoint in ("forward", "meta:forward"):
-        return (m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:"))
-                and _ref_of(m.role) in _outputs_without_grad_under_aot(spec))
-    return m.checkpoint in ("backward", "meta:backward")
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
+    if m.checkpoint in ("backward", "meta:backward"):
+        return _every_output_loses_grad(spec) or _ref_of(m.role) in lost
+    return False
 
 
 def _zeros_for_detached_views(spec: GraphSpec) -> GraphSpec:
     """The Functions that read those views return zeros instead of None for unused inputs,
     so the views receive a gradient and AOT keeps them."""
     flow = Dataflow(spec)
-    views = {r for r in flow.leaf_values_read() if flow.requires_grad[r]}
-    readers = {n for r in views for n, _ in flow.edges_into(r)}
+    readers = {n for r in _detached_views(spec) for n, _ in flow.edges_into(r)}
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
                                if n in readers else fn)
 
