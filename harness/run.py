@@ -123,22 +123,15 @@ def leaf_values(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> dict[str, 
     return values
 
 
-def _traced_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
-                    consts: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The forward recorded by torch.jit.trace, then run from the trace."""
-    refs = function_output_refs(built)
-
-    def fn(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        values = forward(built, applier, xs, consts)
-        return tuple(values[r] for r in refs)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # TracerWarnings about constants are expected here
-        traced = torch.jit.trace(fn, tuple(leaves), check_trace=False, strict=False)
-        outs = traced(*leaves)
-    values = leaf_values(built, leaves)
-    values.update(zip(refs, outs if isinstance(outs, tuple) else (outs,)))
-    return values
+def _jit_traced(whole_forward: Callable[..., tuple]) -> Callable[..., tuple]:
+    """A ForwardCompiler: the forward recorded by torch.jit.trace on the first call's inputs,
+    then run from the trace (`_compiled_forward` passes views of leaves in, as it does for
+    torch.compile, so hooks on a view see the tensor the trace used)."""
+    def traced(*xs: torch.Tensor) -> tuple:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TracerWarnings about constants are expected here
+            return torch.jit.trace(whole_forward, xs, check_trace=False, strict=False)(*xs)
+    return traced
 
 
 def _compiled_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
@@ -308,7 +301,7 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
         if compile_forward is not None:
             values = _compiled_forward(built, applier, leaves, consts, compile_forward)
         elif spec.trace:
-            values = _traced_forward(built, applier, leaves, consts)
+            values = _compiled_forward(built, applier, leaves, consts, _jit_traced)
         else:
             values = forward(built, applier, leaves, consts, after_apply)
     for ref in function_output_refs(built):
