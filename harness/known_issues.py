@@ -97,12 +97,14 @@ def path_family(path: str) -> str:
 # --- witnesses and damage, by shape -------------------------------------------------------
 
 
-def raised(checkpoint: str, message: str, error_type: type[BaseException] | None = None) -> Witness:
-    """The path itself raised at `checkpoint`, with this message (and type)."""
+def raised(checkpoint: str | tuple[str, ...], message: str, error_type: type[BaseException] | None = None
+           ) -> Witness:
+    """The path itself raised at `checkpoint` (or at one of several), with this message (and type)."""
     pattern = re.compile(message, re.S)
+    checkpoints = (checkpoint,) if isinstance(checkpoint, str) else checkpoint
 
     def witness(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-        return (result.status == "error" and result.error_checkpoint == checkpoint
+        return (result.status == "error" and result.error_checkpoint in checkpoints
                 and (error_type is None or isinstance(result.error, error_type))
                 and pattern.search(str(result.error)) is not None)
     return witness
@@ -265,6 +267,26 @@ def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
         kept = tuple(s for s in fn.save if s not in ("outputs", "intermediates"))
         return kept if "inputs" in kept else kept + ("inputs",)
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, save=inputs_only(fn)) if n in bad else fn)
+
+
+def _dirty_outputs_vmapped(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(Function, output) of each input marked dirty by a Function with generate_vmap_rule."""
+    return tuple((n, k) for n, fn in enumerate(spec.functions) if fn.vmap
+                 for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
+def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
+    """A Function with generate_vmap_rule whose backward returns a wrongly shaped gradient, and runs."""
+    return _eager_backward_runs(spec) and any(
+        fn.vmap and fn.error == "grad_shape" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
+
+
+def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Eager raised autograd's documented error for a Function's invalid backward results, and
+    this path raised nothing: the backward was not called."""
+    return result.status != "error" and any(
+        m.role == "error" and m.checkpoint == "backward" and "eager raised RuntimeError at backward" in m.detail
+        and _DOCUMENTED_BACKWARD_ERROR.search(m.detail) is not None for m in mismatches)
 
 
 def _unchanged(spec: GraphSpec) -> GraphSpec:
@@ -813,15 +835,20 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         # or a constant where a tensor was passed, an output that is then no tensor); all of
         # it is an exception the traced forward raised, which Dynamo renders as a constant
         # (or a TypeError of an op given a constant), where eager's forward raised nothing.
-        # (torch 2.13 renders it "ConstantVariable(str: ...)", 2.14 "raised exception E(...)")
-        witness=raised("forward", r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
+        # (torch 2.13 renders it "ConstantVariable(str: ...)", 2.14 "raised exception E(...)").
+        # func.jvp+dynamo runs its forward inside forward AD: the error is at forward_ad there.
+        witness=raised(("forward", "forward_ad"), r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
                                   r"|raised exception \w+\()|index out of range"
                                   r"|unsupported operand type\(s\) for .*'NoneType'"
                                   r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
                                   # the ctx reaching a torch op crashes Dynamo itself
-                                  r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"),
-        damage=error_at("forward"),
-        damages="the error at forward",
+                                  r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"
+                                  # under a torch.func transform, a dirty input's in-place op lands
+                                  # on the shifted input, a tensor the transform captured
+                                  r"|attempted to call in-place operation \(aten::\w+\.\w+\) that would mutate "
+                                  r"a captured Tensor"),
+        damage=error_at("forward", "forward_ad"),
+        damages="the error at forward (at forward_ad under func.jvp+dynamo)",
         workaround=_all_plain,
     ),
     KnownIssue(
@@ -1016,9 +1043,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "enclosing scope fails, when an input requires grad, with the graph break 'Unexpected "
                "type in sourceless builder', whose own hint calls it a Dynamo bug"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_closure_object.py",
         trigger=_generic_function_with_grad_input,
+        # a torch.func transform differentiates (or batches) every leaf it is given, whatever
+        # requires_grad says (harness/paths/func.py): any tensor input
+        path_triggers={"func+dynamo": _generic_function_with_tensor_input},
         witness=raised("forward", r"Unexpected type in sourceless builder"),
         damage=error_at("forward"),
         damages="the error at forward",
@@ -1045,7 +1075,10 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "defined instead, its documented alias: NotImplementedError 'You must implement either the "
                "backward or vjp method' where eager autograd runs the vjp"),
         first=(2, 13, 0), last=None,
-        paths=("func.grad", "func.vjp", "func.jacrev", "func.vmap_grad", "func.grad_vmap"),  # backward mode
+        # backward mode; under torch.compile after Dynamo's graph break ("Unsupported custom vjp"
+        # or "... jvp"), whose eager fallback runs torch.func as eager does
+        paths=tuple(f"func.{t}{c}" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")
+                    for c in ("", "+dynamo")),
         reproducer="func_function_vjp_ignored.py",
         trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(spec),
         witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
@@ -1078,12 +1111,14 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "out of bounds for dimension 0 with size 0\" at `flat_aux = [value[0] for value in flat_aux]` "
                "(torch/_functorch/eager_transforms.py); jacrev with aux and jacfwd without aux work"),
         first=(2, 13, 0), last=None,
-        paths=("func.jacfwd",),  # harness/paths/func.py returns the outputs as jacfwd's aux
+        paths=("func.jacfwd", "func.jacfwd+dynamo"),  # harness/paths/func.py returns the outputs as jacfwd's aux
         reproducer="func_jacfwd_aux_empty_input.py",
         trigger=lambda spec: 0 in spec.shape and _eager_backward_runs(spec),
-        witness=raised("backward", r"index 0 is out of bounds for dimension 0 with size 0", IndexError),
-        damage=error_at("backward"),
-        damages="the error at backward (the Jacobian; the forward is still compared)",
+        # at forward under torch.compile: Dynamo raises it while tracing the whole transform,
+        # before any of it ran (the path's phase update is a traced side effect, never applied)
+        witness=raised(("backward", "forward"), r"index 0 is out of bounds for dimension 0 with size 0", IndexError),
+        damage=error_at("backward", "forward"),
+        damages="the error at backward (the Jacobian; the forward is still compared); under torch.compile at forward",
         workaround=_unchanged,
     ),
     KnownIssue(
@@ -1100,6 +1135,62 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",
         workaround=_saving_no_fresh_tensors,
+    ),
+    KnownIssue(
+        id="func-vmap-mark-dirty",
+        title=("torch.func.vmap over a custom Function with generate_vmap_rule=True that marks an input dirty "
+               "raises \"Some elements marked as dirty during the forward method were not returned as output\": "
+               "vmapify_autograd_function (torch/_functorch/autograd_function.py) runs the user's setup_context "
+               "on inputs re-wrapped as new BatchedTensors, so ctx.mark_dirty marks a wrapper, not the returned "
+               "tensor; eager and torch.func.grad run it"),
+        first=(2, 13, 0), last=None,
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
+        # forward); under torch.compile when Dynamo falls back to eager torch.func
+        paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
+        reproducer="func_vmap_mark_dirty.py",
+        trigger=lambda spec: bool(_dirty_outputs_vmapped(spec)),
+        # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
+        path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec) and bool(_dirty_outputs_vmapped(spec))
+                       for c in ("", "+dynamo")},
+        witness=raised("forward", r"Some elements marked as dirty during the forward method were not returned",
+                       RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-grad-vmap-wrong-shape-gradient",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True whose backward returns "
+               "a wrongly shaped gradient raises \"size {[3]} is not expandable to size {[4]}\" from reductify's "
+               "sum_to_size (vmapify_autograd_function, torch/_functorch/autograd_function.py) instead of autograd's "
+               "\"Function ... returned an invalid gradient at index 0\" (eager, grad, vmap(grad)); an error-message "
+               "divergence, no value is affected"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
+        reproducer="func_grad_vmap_wrong_shape_gradient.py",
+        trigger=_wrong_shape_gradient_vmapped,
+        witness=raised("backward", r"is not expandable to size", RuntimeError),
+        damage=error_at("backward"),
+        damages="the error at backward (its message; the forward is still compared)",
+        workaround=_without_errors(lambda n, fn: fn.vmap and fn.error == "grad_shape"),
+    ),
+    KnownIssue(
+        id="func-dynamo-custom-rules-dropped",
+        title=("torch.compile of a torch.func transform over a custom Function inlines the Function's forward and "
+               "drops its own rules: the transform differentiates (or batches) the inlined ops, never calling the "
+               "custom backward, jvp or vmap, with no error or graph break even under fullgraph=True "
+               "(pytorch/pytorch#193279 backward, #192985 jvp); a backward whose results autograd would reject "
+               "raises nothing"),
+        first=(2, 13, 0), last=None,
+        paths=("func+dynamo",),
+        reproducer="func_dynamo_custom_rules_dropped.py",
+        # the generated rules are the true derivatives, so the drop shows only where a backward
+        # would raise (the spec's deliberate invalid results): that is the structure seen
+        trigger=lambda spec: _eager_backward_runs(spec) and _invalid_backward_runs(spec),
+        witness=_backward_error_not_raised,
+        damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward",
+        damages="the error at backward (not raised: the backward is not called)",
+        workaround=_without_errors(lambda n, fn: fn.error is not None),
     ),
 )
 
