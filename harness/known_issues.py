@@ -622,6 +622,10 @@ def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mi
         for m in mismatches)
 
 
+def _dirty_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    return tuple((n, k) for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
 def _dirty_sites_with_grad(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
     flow = Dataflow(spec)
     return tuple((n, k) for n, fn in enumerate(spec.functions) if flow.node_exists(n)
@@ -1029,13 +1033,15 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "result (`return a.mul_(2)`, which is `a`) gets the graph break 'mark_dirty input not "
                "returned' when an input requires grad; `a.mul_(2); return a` compiles"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_mark_dirty_inplace_result.py",
         trigger=lambda spec: bool(_dirty_sites_with_grad(spec)),
+        # a torch.func transform differentiates (or batches) every leaf, whatever requires_grad says
+        path_triggers={"func+dynamo": lambda spec: bool(_dirty_sites(spec))},
         witness=raised("forward", r"mark_dirty input not returned"),
         damage=error_at("forward"),
         damages="the error at forward",
-        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_sites_with_grad),
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_sites),  # every path's sites
     ),
     KnownIssue(
         id="dynamo-function-closure-object",

@@ -423,6 +423,9 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
 
 class FuncPath:
     exact_vs_eager = False  # batched kernels and Jacobian contractions round differently
+    #: torch.func refuses old-style Functions (OLD_STYLE): a campaign running this path draws
+    #: most Functions in setup_context style (harness.campaign.favours_setup_context)
+    needs_setup_context = True
     #: a transform keeps no per-apply checkpoints or tensor metadata of eager's
     lifetimes_vs_eager = False
 

@@ -16,7 +16,7 @@ import torch
 from hypothesis import given, settings
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests are not a package (pytest's importlib mode)
-from func_specs import func_graphs, single_nontensor_output  # noqa: E402
+from func_specs import func_graphs  # noqa: E402
 from harness import paths
 from harness.build import build
 from harness.check import check
@@ -28,35 +28,12 @@ NAMES = sorted(func.PATHS)
 PLAIN = [n for n in NAMES if not n.endswith("+dynamo")]
 
 
-#: findings stepped around under Dynamo only (docs/func.md, findings 1, 5 and 6): registered as
-#: known issues for the plain func paths; what Dynamo makes of them is not triaged yet
-def _empty(spec: GraphSpec) -> bool:
-    return 0 in spec.shape
-
-
-def _saves_fresh_tensor_and_for_forward(spec: GraphSpec) -> bool:
-    """Finding 6: save_for_forward and a saved output or intermediate, under grad(vmap)."""
-    return any(fn.vmap and fn.jvp and fn.nonlinear_slots and {"outputs", "intermediates"} & set(fn.save)
-               for fn in spec.functions)
-
-
-STEPPED_AROUND = {"func.jacfwd+dynamo": _empty, "func.grad_vmap+dynamo": _saves_fresh_tensor_and_for_forward}
-
-
-def _stepped_around(name: str):
-    if not name.endswith("+dynamo"):
-        return lambda spec: False
-    found = STEPPED_AROUND.get(name, lambda spec: False)
-    return lambda spec: single_nontensor_output(spec) or found(spec)
-
-
 def _agrees(name: str, min_share: float) -> None:
     checked: list[bool] = []
-    skip = _stepped_around(name)
     specs = func_graphs(max_functions=2, vmap=True, jvp=True)
 
     @settings(max_examples=EXAMPLES)
-    @given(spec=specs.filter(lambda s: not skip(s)))
+    @given(spec=specs)
     def agrees(spec: GraphSpec) -> None:
         verdict = check(spec, [paths.get(name)], lifetimes=False)
         assert not verdict.failed, f"{verdict.report()}\nspec: {spec.to_json()}"
