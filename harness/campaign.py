@@ -451,21 +451,22 @@ class _TimeUp(KeyboardInterrupt):
     own); its best so far is already in the database and in our hands."""
 
 
-def favours_setup_context(paths: list[ExecPath]) -> bool:
-    """Whether a campaign over `paths` draws most Functions in setup_context style: when one
-    of them runs only such Functions (`needs_setup_context`, the torch.func paths)."""
-    return any(getattr(p, "needs_setup_context", False) for p in paths)
+def favours_torch_func(paths: list[ExecPath]) -> bool:
+    """Whether a campaign over `paths` draws graphs for torch.func (graphs(favour_torch_func=True):
+    mostly setup_context style, with vmap rules): when one of them is a torch.func path
+    (`runs_torch_func`), which refuses the others."""
+    return any(getattr(p, "runs_torch_func", False) for p in paths)
 
 
-def _graph_test(body: Callable[[GraphSpec], None], device: str, favour_setup_context: bool,
+def _graph_test(body: Callable[[GraphSpec], None], device: str, favour_torch_func: bool,
                 **options: Any) -> Callable[[], None]:
     """A Hypothesis test over graphs() (with CPU scalars beside CUDA leaves on a CUDA device).
     Every test made here has the same database key (the key is a digest of this inner
     function), so fuzzing, replaying and shrinking meet there; they must draw from the same
-    graphs() (the campaign's `favours_setup_context`), so that a saved example decodes again."""
+    graphs() (the campaign's `favours_torch_func`), so that a saved example decodes again."""
     @settings(deadline=None, suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               derandomize=False, **options)
-    @given(graphs(mixed_device=is_cuda(device), favour_setup_context=favour_setup_context))
+    @given(graphs(mixed_device=is_cuda(device), favour_torch_func=favour_torch_func))
     def graph_example(spec: GraphSpec) -> None:
         body(spec)
     return graph_example
@@ -517,7 +518,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             raise _Found
 
     # the first batch replays the failures that campaigns sharing the database found before
-    favour = favours_setup_context(paths)
+    favour = favours_torch_func(paths)
     batch = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.reuse, Phase.generate])
     later = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
@@ -536,14 +537,14 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
 
 
 def replay(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase,
-           lifetimes: bool, *, favour_setup_context: bool | None = None) -> str:
+           lifetimes: bool, *, favour_torch_func: bool | None = None) -> str:
     """Run a cause's saved example again: "still fails", "fixed" or "not saved".
-    favour_setup_context: the campaign's (its whole path list's), else that of `paths`."""
+    favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
     def again(spec: GraphSpec) -> None:
         if failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes)):
             raise _Found
 
-    favour = favours_setup_context(paths) if favour_setup_context is None else favour_setup_context
+    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
     test = _graph_test(again, device, favour, database=CauseDatabase(database, [failure.signature], unshrunk=True),
                        phases=[Phase.reuse], report_multiple_bugs=False)
     try:
@@ -563,14 +564,14 @@ def replay_failures(failures: list[Failure], paths: list[ExecPath], device: str,
             failing = [p for p in paths if p.name in failure.paths]
             on_record({"kind": "replay", "t": now(), "cause": failure.signature,
                        "result": replay(failure, failing, device, database, lifetimes,
-                                        favour_setup_context=favours_setup_context(paths))})
+                                        favour_torch_func=favours_torch_func(paths))})
 
 
 def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
-           *, until: float, favour_setup_context: bool | None = None) -> tuple[GraphSpec, str]:
+           *, until: float, favour_torch_func: bool | None = None) -> tuple[GraphSpec, str]:
     """(the smallest failing spec found, how shrinking ended) for one cause, by Hypothesis'
     shrinker from the example saved when the cause was found, stopped at `until`.
-    favour_setup_context: the campaign's (its whole path list's), else that of `paths`."""
+    favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
     best = [failure.spec]
 
     def same_cause(spec: GraphSpec) -> None:
@@ -581,7 +582,7 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
                 best[0] = spec
             raise _Found
 
-    favour = favours_setup_context(paths) if favour_setup_context is None else favour_setup_context
+    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
     test = _graph_test(same_cause, device, favour, database=CauseDatabase(database, [failure.signature]),
                        phases=[Phase.reuse, Phase.shrink], report_multiple_bugs=False)
     try:
@@ -624,7 +625,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         failing = [p for p in paths if p.name in failure.paths]
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
-                           favour_setup_context=favours_setup_context(paths))
+                           favour_torch_func=favours_torch_func(paths))
         verdict = check(spec, failing, device, lifetimes=lifetimes)
         destination = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
         write_reproducer(spec, [p.name for p in failing], device, verdict.report(), destination, verdict=verdict)

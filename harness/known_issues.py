@@ -850,7 +850,10 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                                   # under a torch.func transform, a dirty input's in-place op lands
                                   # on the shifted input, a tensor the transform captured
                                   r"|attempted to call in-place operation \(aten::\w+\.\w+\) that would mutate "
-                                  r"a captured Tensor"),
+                                  r"a captured Tensor"
+                                  # under vmap, a shifted input of another rank meets its batch dim's move
+                                  r"|number of dimensions in the tensor input does not match the length of "
+                                  r"the desired ordering of dimensions"),
         damage=error_at("forward", "forward_ad"),
         damages="the error at forward (at forward_ad under func.jvp+dynamo)",
         workaround=_all_plain,

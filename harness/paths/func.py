@@ -423,9 +423,10 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
 
 class FuncPath:
     exact_vs_eager = False  # batched kernels and Jacobian contractions round differently
-    #: torch.func refuses old-style Functions (OLD_STYLE): a campaign running this path draws
-    #: most Functions in setup_context style (harness.campaign.favours_setup_context)
-    needs_setup_context = True
+    #: torch.func refuses old-style Functions (OLD_STYLE) and vmap Functions without a rule
+    #: (NO_VMAP_RULE): a campaign running this path draws most Functions in setup_context style
+    #: with generate_vmap_rule (harness.campaign.favours_torch_func)
+    runs_torch_func = True
     #: a transform keeps no per-apply checkpoints or tensor metadata of eager's
     lifetimes_vs_eager = False
 

@@ -119,3 +119,32 @@ def test_paths_are_reachable_by_name() -> None:
         assert paths.get(name).name == name
     assert {p.name for p in paths.parse("eager,func.grad,func.vmap+dynamo")} == {
         "eager", "func.grad", "func.vmap+dynamo"}
+
+
+# --- eager's own known issues ---------------------------------------------------------------
+
+#: f0 returns a non-differentiable output (no tangent) and a computed one; f1 returns a view of
+#: the tangentless one and a computed output: eager's forward AD drops f1.1's tangent
+#: (known issue fwad-view-drops-later-tangents), func.jvp computes it
+EAGER_DROPS_A_TANGENT = GraphSpec(
+    shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), backward="backward", forward_ad=True, functions=(
+        FunctionSpec(args=(Arg("x0"),), style="setup_context", jvp=True, tuple_output=True, outputs=(
+            OutputSpec(terms=(Term(0, "linear", 1.0),), non_differentiable=True),
+            OutputSpec(terms=(Term(0, "linear", 2.0),)))),
+        FunctionSpec(args=(Arg("f0.0"), Arg("x1")), style="setup_context", jvp=True, tuple_output=True, outputs=(
+            OutputSpec("view", slot=0), OutputSpec(terms=(Term(1, "linear", 2.0),))))))
+
+
+def test_where_a_known_issue_makes_eager_wrong_the_path_is_judged_by_math(monkeypatch: pytest.MonkeyPatch) -> None:
+    verdict = check(EAGER_DROPS_A_TANGENT, [paths.get("eager"), paths.get("func.jvp")], lifetimes=False)
+    assert "fwad-view-drops-later-tangents" in verdict.outcomes["eager"].known, verdict.report()
+    assert verdict.outcomes["func.jvp"].status == "ok", verdict.report()  # right, where eager is not
+    observe = func.observe
+
+    def wrong(graph, transform, result, compile_fn=lambda f: f):
+        observe(graph, transform, result, compile_fn)
+        result.tensors["forward_ad"]["tangent:f1.1"] = result.tensors["forward_ad"]["tangent:f1.1"] * 1.5
+
+    monkeypatch.setattr(func, "observe", wrong)
+    outcome = check(EAGER_DROPS_A_TANGENT, [paths.get("func.jvp")], lifetimes=False).outcomes["func.jvp"]
+    assert outcome.status == "failed" and {m.against for m in outcome.mismatches} == {"math"}, outcome
