@@ -1102,13 +1102,14 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "vmapify_autograd_function's forward (torch/_functorch/autograd_function.py) ends with "
                "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap"),
         first=(2, 13, 0), last=None,
-        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its forward)
-        paths=("func.vmap", "func.vmap_grad", "func.grad_vmap", "func.jacfwd"),
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
+        # forward); under torch.compile when Dynamo falls back to eager torch.func
+        paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
         reproducer="func_vmap_single_constant_output.py",
         trigger=lambda spec: bool(_single_constant_outputs_vmapped(spec)),
         # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
-        path_triggers={"func.jacfwd": lambda spec: _eager_backward_runs(spec)
-                       and bool(_single_constant_outputs_vmapped(spec))},
+        path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec)
+                       and bool(_single_constant_outputs_vmapped(spec)) for c in ("", "+dynamo")},
         witness=raised("forward", r"Value after \* must be an iterable", TypeError),
         damage=error_at("forward"),
         damages="the error at forward",

@@ -21,7 +21,7 @@ from harness import paths
 from harness.build import build
 from harness.check import check
 from harness.paths import func
-from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
 
 EXAMPLES = max(8, settings.default.max_examples // 5)
 NAMES = sorted(func.PATHS)
@@ -148,3 +148,49 @@ def test_where_a_known_issue_makes_eager_wrong_the_path_is_judged_by_math(monkey
     monkeypatch.setattr(func, "observe", wrong)
     outcome = check(EAGER_DROPS_A_TANGENT, [paths.get("func.jvp")], lifetimes=False).outcomes["func.jvp"]
     assert outcome.status == "failed" and {m.against for m in outcome.mismatches} == {"math"}, outcome
+
+
+# --- tensor hooks ---------------------------------------------------------------------------
+
+#: SPEC with tensor hooks (each doubles a gradient) on its output and on a whole leaf
+HOOKED = dataclasses.replace(SPEC, forward_ad=False, hooks=(HookSpec("tensor", target="f0.0"), HookSpec("tensor", target="x0")))
+
+
+@pytest.mark.parametrize("name", ["func.grad", "func.vjp", "func.jacrev", "func.vmap_grad", "func.grad+dynamo"])
+def test_tensor_hooks_run_inside_the_gradient_transforms(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert check(HOOKED, [paths.get(name)], lifetimes=False).outcomes[name].status == "ok"
+    made = func.GraphFunction.__init__
+
+    def without_hooks(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        self.hooked = ()
+
+    monkeypatch.setattr(func.GraphFunction, "__init__", without_hooks)  # the hooks change eager's gradients
+    assert check(HOOKED, [paths.get(name)], lifetimes=False).outcomes[name].status == "failed"
+
+
+def test_tensor_hooks_where_no_transform_runs_them_are_unsupported_and_torch_agrees() -> None:
+    assert _unsupported("func.jacfwd", HOOKED) == func.TENSOR_HOOK_FORWARD_MODE
+    assert _unsupported("func.grad_vmap", HOOKED) == func.TENSOR_HOOK_UNDER_VMAP
+
+    def hooked(x: torch.Tensor) -> torch.Tensor:
+        y = x * 3
+        assert not y.requires_grad  # inside vmap: a BatchedTensor
+        with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+            y.register_hook(lambda g: g * 2)
+        return y.sum()
+
+    torch.func.grad(lambda xs: torch.func.vmap(hooked)(xs).sum())(torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("backward", ["backward", "grad", "double"])
+@pytest.mark.parametrize("name", ["func.grad", "func.jacrev", "func.vmap_grad"])
+def test_a_partial_backward_is_compared_on_the_chosen_leaves(name: str, backward: str) -> None:
+    """eager differentiates only `grad_leaves` (run._backward); the path reports those."""
+    spec = dataclasses.replace(SPEC, forward_ad=False, backward=backward, grad_leaves=(1,))
+    outcome = check(spec, [paths.get(name)], lifetimes=False).outcomes[name]
+    assert outcome.status == "ok", outcome
+    roles = {role for roles in outcome.result.tensors.values() for role in roles}
+    assert {r for r in roles if "grad:" in r} == ({"grad:x1"} if backward == "backward" else
+                                                  {"agrad:x1"} | ({"dgrad:x1"} if backward == "double" and name == "func.grad"
+                                                                  else set()))
