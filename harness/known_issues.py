@@ -289,6 +289,54 @@ def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: l
         and _DOCUMENTED_BACKWARD_ERROR.search(m.detail) is not None for m in mismatches)
 
 
+def _rules_drop_visible(spec: GraphSpec) -> bool:
+    """Where torch.compile dropping a Function's own rules under a transform shows: a backward
+    that would raise (eager runs a backward), or an output marked non-differentiable, which the
+    transform then differentiates through (the generated rules are otherwise true derivatives)."""
+    return _eager_backward_runs(spec) and _invalid_backward_runs(spec) or bool(spec.non_differentiable_refs())
+
+
+def _through_unmarked_outputs(spec: GraphSpec, m: Mismatch) -> bool:
+    """A tangent of a non-differentiable output or of a value computed from one, or the gradient
+    of a leaf it was computed from: what differentiating through the unmarked output changes."""
+    flow = Dataflow(spec)
+    marked = spec.non_differentiable_refs()
+    if m.checkpoint == "forward_ad":
+        return m.role.startswith("tangent:") and _ref_of(m.role) in flow.downstream(set(marked))
+    leaves = {leaf for ref in marked for leaf in flow.upstream_leaves(ref)}
+    return (m.checkpoint in ("backward", "double_backward") and m.role.startswith(("grad:", "agrad:", "dgrad:"))
+            and _ref_of(m.role) in leaves)
+
+
+def _rules_dropped(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return _backward_error_not_raised(spec, result, mismatches) or result.status != "error" and any(
+        m.against == "math" and _through_unmarked_outputs(spec, m) for m in mismatches)
+
+
+def _nothing_marked_or_raised(spec: GraphSpec) -> GraphSpec:
+    """No output marked non-differentiable, no deliberate backward error."""
+    spec = _without_errors(lambda n, fn: fn.error is not None)(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) for o in fn.outputs)))
+
+
+def _scalar_terms_below_float64(spec: GraphSpec) -> bool:
+    """0-dim values of a dtype below float64 and a computed output with terms (a generated
+    forward multiplies each term by its Python float coefficient)."""
+    return spec.shape == () and spec.dtype != "float64" and any(
+        o.kind == "compute" and o.terms for fn in spec.functions for o in fn.outputs)
+
+
+_FLOAT64_TANGENT = re.compile(r"^dtype torch\.float64, expected torch\.(float32|float16|bfloat16)$")
+
+
+def _float64_derivative(spec: GraphSpec, m: Mismatch) -> bool:
+    """A tangent (func.jvp) or a gradient from forward-mode Jacobian blocks (func.jacfwd) that
+    came back float64."""
+    return (m.role.startswith(("tangent:", "grad:", "agrad:", "dgrad:"))
+            and _FLOAT64_TANGENT.match(m.detail) is not None)
+
+
 def _unchanged(spec: GraphSpec) -> GraphSpec:
     """No smaller spec avoids the bug on this path (the path reports it as known)."""
     return spec
@@ -853,7 +901,9 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                                   r"a captured Tensor"
                                   # under vmap, a shifted input of another rank meets its batch dim's move
                                   r"|number of dimensions in the tensor input does not match the length of "
-                                  r"the desired ordering of dimensions"),
+                                  r"the desired ordering of dimensions"
+                                  # or the in-place op of a dirty input lands on a shifted leaf (or leaf view)
+                                  r"|a (view of a )?leaf Variable that requires grad is being used in an in-place operation"),
         damage=error_at("forward", "forward_ad"),
         damages="the error at forward (at forward_ad under func.jvp+dynamo)",
         workaround=_all_plain,
@@ -1188,19 +1238,40 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         id="func-dynamo-custom-rules-dropped",
         title=("torch.compile of a torch.func transform over a custom Function inlines the Function's forward and "
                "drops its own rules: the transform differentiates (or batches) the inlined ops, never calling the "
-               "custom backward, jvp or vmap, with no error or graph break even under fullgraph=True "
-               "(pytorch/pytorch#193279 backward, #192985 jvp); a backward whose results autograd would reject "
-               "raises nothing"),
+               "custom backward, jvp or vmap, and ignoring ctx.mark_non_differentiable, with no error or graph "
+               "break even under fullgraph=True (pytorch/pytorch#193279 backward, #192985 jvp): a backward whose "
+               "results autograd would reject raises nothing, and a non-differentiable output gets a tangent and "
+               "passes gradients"),
         first=(2, 13, 0), last=None,
         paths=("func+dynamo",),
         reproducer="func_dynamo_custom_rules_dropped.py",
         # the generated rules are the true derivatives, so the drop shows only where a backward
-        # would raise (the spec's deliberate invalid results): that is the structure seen
-        trigger=lambda spec: _eager_backward_runs(spec) and _invalid_backward_runs(spec),
-        witness=_backward_error_not_raised,
-        damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward",
-        damages="the error at backward (not raised: the backward is not called)",
-        workaround=_without_errors(lambda n, fn: fn.error is not None),
+        # would raise (the spec's deliberate invalid results) or through a non-differentiable output
+        trigger=_rules_drop_visible,
+        witness=_rules_dropped,
+        damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward" or _through_unmarked_outputs(spec, m),
+        damages=("the error at backward (not raised: the backward is not called); tangents of non-differentiable "
+                 "outputs and of what is computed from them, gradients of the leaves they are computed from"),
+        workaround=_nothing_marked_or_raised,
+    ),
+    KnownIssue(
+        id="func-jvp-zero-dim-scalar-tangent-dtype",
+        title=("torch.func.jvp of a 0-dim float32 tensor times a Python float (`x * 0.5`) returns a float64 "
+               "tangent (eager forward AD: float32): under the transform the scalar, wrapped as a 0-dim float64 "
+               "tensor, is not treated as a wrapped number in type promotion"),
+        first=(2, 13, 0), last=None,
+        # reached where the transform differentiates a generated forward itself: under torch.compile,
+        # which drops the Function's own jvp (func-dynamo-custom-rules-dropped)
+        paths=("func.jvp+dynamo", "func.jacfwd+dynamo"),
+        reproducer="func_jvp_zero_dim_scalar_tangent_dtype.py",
+        trigger=lambda spec: spec.forward_ad and _scalar_terms_below_float64(spec),
+        # func.jacfwd runs forward AD where eager runs a backward (harness/paths/func.py)
+        path_triggers={"func.jacfwd+dynamo": lambda spec: _eager_backward_runs(spec)
+                       and _scalar_terms_below_float64(spec)},
+        witness=lambda spec, result, ms: result.status != "error" and any(_float64_derivative(spec, m) for m in ms),
+        damage=_float64_derivative,
+        damages="the dtype of tangents (func.jvp) or of gradients from forward-mode Jacobians (func.jacfwd)",
+        workaround=lambda spec: dataclasses.replace(spec, dtype="float64"),
     ),
 )
 

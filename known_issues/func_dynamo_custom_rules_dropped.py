@@ -1,9 +1,10 @@
 """torch.compile of a function that calls a torch.func transform (grad, vjp, jacrev, jvp, jacfwd,
 vmap) on a custom autograd.Function silently drops the Function's own rules: Dynamo inlines its
 forward as plain code and the transform differentiates (or batches) the inlined ops, so the
-custom backward, jvp and vmap staticmethods are never called. No error, no graph break, even
-with fullgraph=True; eager torch.func calls them. A backward that would raise (an invalid
-gradient) therefore raises nothing either.
+custom backward, jvp and vmap staticmethods are never called, and ctx.mark_non_differentiable
+is ignored. No error, no graph break, even with fullgraph=True; eager torch.func honours them. A
+backward that would raise (an invalid gradient) therefore raises nothing either, and a
+non-differentiable output gets a tangent and passes a gradient.
 
 Upstream: pytorch/pytorch#193279 (backward, under torch.func.grad) and #192985 (jvp, under
 torch.func.jvp), "Dynamo silently drops custom backward/jvp of autograd.Function".
@@ -35,8 +36,32 @@ class SinWithOwnRules(torch.autograd.Function):
         return t * 100
 
 
+class MarkedNonDifferentiable(torch.autograd.Function):
+    """(sin(x) marked non-differentiable, 2 * x)."""
+
+    @staticmethod
+    def forward(x):
+        return x.sin(), x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[0])
+
+    @staticmethod
+    def backward(ctx, g_marked, g):
+        return g * 2
+
+    @staticmethod
+    def jvp(ctx, t):
+        return None, t * 2
+
+
 def loss(x):
     return SinWithOwnRules.apply(x).sum()
+
+
+def marked_tangent(x):
+    return jvp(lambda x: MarkedNonDifferentiable.apply(x)[0], (x,), (torch.ones_like(x),))[1]
 
 
 def tangent(x):
@@ -53,9 +78,14 @@ def main() -> int:
         if not torch.equal(got, own):
             assert torch.allclose(got, x.cos()), got  # the derivative of the inlined forward
             dropped.append(name)
+    assert torch.equal(marked_tangent(x), torch.zeros(3))  # eager: the marked output has no tangent
+    got = torch.compile(marked_tangent, backend="eager", fullgraph=True)(x)
+    if not torch.equal(got, torch.zeros(3)):
+        assert torch.allclose(got, x.cos()), got
+        dropped.append("jvp of a non-differentiable output")
     if dropped:
-        print(f"REPRODUCED: under torch.compile, torch.func.{' and torch.func.'.join(dropped)} ignore the "
-              f"Function's own rules (gave cos(x), the rules give 100)")
+        print(f"REPRODUCED: under torch.compile, torch.func.{', torch.func.'.join(dropped)} ignore the "
+              f"Function's own rules (gave the derivative of the inlined forward)")
         return 1
     print(f"not reproduced (fixed in torch {torch.__version__}?)")
     return 0

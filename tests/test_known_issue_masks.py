@@ -162,6 +162,11 @@ CASES = {
     "func-dynamo-custom-rules-dropped": ("func.grad+dynamo", graph(
         fn(X0, Arg(const=2), outputs=(lin(0),), style="setup_context", code="plain", error="grad_count"),
         fn(X1, outputs=(lin(0),), style="setup_context", code="plain")), None, None),
+    # no scaled-gradient or wrong-jvp case: reached only where torch.compile drops the Functions' rules
+    "func-jvp-zero-dim-scalar-tangent-dtype": ("func.jvp+dynamo", GraphSpec(
+        shape=(), dtype="float32", leaves=(LeafSpec(), LeafSpec()), forward_ad=True, functions=(
+            fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context", code="plain", jvp=True),
+            fn(X1, outputs=(lin(0),), style="setup_context", code="plain", jvp=True))), None, None),
 }
 
 #: cases whose tensors are all empty: no value fault can be seen beside the issue (and none hidden)
