@@ -26,6 +26,7 @@ from typing import Callable
 import torch
 
 from harness.dataflow import Dataflow
+from harness.oracles.math import version_error_expected
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
@@ -282,18 +283,21 @@ def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
 
 
 def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-    """Eager raised autograd's documented error for a Function's invalid backward results, and
-    this path raised nothing: the backward was not called."""
+    """Eager raised autograd's documented error for a Function's invalid backward results (or
+    the version-counter error for a saved output modified in place), and this path raised
+    nothing: the backward was not called, the Function's saved tensors not used."""
     return result.status != "error" and any(
-        m.role == "error" and m.checkpoint == "backward" and "eager raised RuntimeError at backward" in m.detail
-        and _DOCUMENTED_BACKWARD_ERROR.search(m.detail) is not None for m in mismatches)
+        m.role == "error" and m.checkpoint == "backward" and (
+            "eager raised RuntimeError at backward" in m.detail and _DOCUMENTED_BACKWARD_ERROR.search(m.detail)
+            or m.detail.startswith("ran without torch's version-counter error")) for m in mismatches)
 
 
 def _rules_drop_visible(spec: GraphSpec) -> bool:
     """Where torch.compile dropping a Function's own rules under a transform shows: a backward
     that would raise (eager runs a backward), or an output marked non-differentiable, which the
     transform then differentiates through (the generated rules are otherwise true derivatives)."""
-    return _eager_backward_runs(spec) and _invalid_backward_runs(spec) or bool(spec.non_differentiable_refs())
+    return (_eager_backward_runs(spec) and (_invalid_backward_runs(spec) or version_error_expected(spec))
+            or bool(spec.non_differentiable_refs()))
 
 
 def _through_unmarked_outputs(spec: GraphSpec, m: Mismatch) -> bool:
@@ -314,8 +318,9 @@ def _rules_dropped(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch
 
 
 def _nothing_marked_or_raised(spec: GraphSpec) -> GraphSpec:
-    """No output marked non-differentiable, no deliberate backward error."""
-    spec = _without_errors(lambda n, fn: fn.error is not None)(spec)
+    """No output marked non-differentiable, no deliberate backward error, no saved output
+    modified in place after the forward."""
+    spec = dataclasses.replace(_without_errors(lambda n, fn: fn.error is not None)(spec), mutated_outputs=())
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
         dataclasses.replace(o, non_differentiable=False) for o in fn.outputs)))
 
@@ -466,12 +471,18 @@ def _returned_as_tuples(which: Callable[[GraphSpec], set[int]]) -> Workaround:
     return workaround
 
 
-def _single_constant_outputs(spec: GraphSpec) -> set[int]:
+def _single_constant_outputs(spec: GraphSpec, any_tensor_input: bool = False) -> set[int]:
     """Functions with an input that requires grad (Dynamo traces them as the
-    autograd_function_apply op) whose forward returns one non-tensor value, not a tuple."""
+    autograd_function_apply op) whose forward returns one non-tensor value, not a tuple.
+    any_tensor_input: under a torch.func transform, which differentiates every leaf, any tensor input."""
     flow = Dataflow(spec)
     return {n for n, fn in enumerate(spec.functions)
-            if not fn.tuple_output and fn.outputs[0].kind == "const" and flow.node_exists(n)}
+            if not fn.tuple_output and fn.outputs[0].kind == "const"
+            and (fn.tensor_slots if any_tensor_input else flow.node_exists(n))}
+
+
+def _single_constant_outputs_on(path: str) -> Callable[[GraphSpec], set[int]]:
+    return lambda spec: _single_constant_outputs(spec, any_tensor_input=path_family(path) == "func+dynamo")
 
 
 def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -480,7 +491,7 @@ def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mism
     (or, had the backward taken them all, the characters came back as a tuple)."""
     error = str(result.error) if (result.status == "error" and result.error_checkpoint == "forward"
                                   and isinstance(result.error, TypeError)) else ""
-    for n in _single_constant_outputs(spec):
+    for n in _single_constant_outputs_on(result.path)(spec):
         value = spec.functions[n].outputs[0].value
         if not isinstance(value, str):
             if f"'{type(value).__name__}' object is not iterable" in error:
@@ -942,14 +953,15 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "iterates it, so an int, float, bool or None raises \"TypeError: '<type>' object is not iterable\" "
                "and a string is split into one output per character; returning (value,) compiles"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_single_constant_output.py",
         trigger=lambda spec: bool(_single_constant_outputs(spec)),
+        path_triggers={"func+dynamo": lambda spec: bool(_single_constant_outputs(spec, any_tensor_input=True))},
         witness=_constant_iterated,
         damage=lambda spec, m: error_at("forward")(spec, m) or (
-            m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs(spec)}),
+            m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs_on(m.path)(spec)}),
         damages="the error at forward (or the constant output, split into characters)",
-        workaround=_returned_as_tuples(_single_constant_outputs),
+        workaround=_returned_as_tuples(lambda spec: _single_constant_outputs(spec, any_tensor_input=True)),
     ),
     KnownIssue(
         id="dynamo-input-returned-as-is-not-a-view",

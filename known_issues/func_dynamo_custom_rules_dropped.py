@@ -3,8 +3,9 @@ vmap) on a custom autograd.Function silently drops the Function's own rules: Dyn
 forward as plain code and the transform differentiates (or batches) the inlined ops, so the
 custom backward, jvp and vmap staticmethods are never called, and ctx.mark_non_differentiable
 is ignored. No error, no graph break, even with fullgraph=True; eager torch.func honours them. A
-backward that would raise (an invalid gradient) therefore raises nothing either, and a
-non-differentiable output gets a tangent and passes a gradient.
+backward that would raise (an invalid gradient) therefore raises nothing either, a
+non-differentiable output gets a tangent and passes a gradient, and an output saved for backward
+and then modified in place raises no version-counter error.
 
 Upstream: pytorch/pytorch#193279 (backward, under torch.func.grad) and #192985 (jvp, under
 torch.func.jvp), "Dynamo silently drops custom backward/jvp of autograd.Function".
@@ -56,8 +57,31 @@ class MarkedNonDifferentiable(torch.autograd.Function):
         return None, t * 2
 
 
+class DoubleSavingOutput(torch.autograd.Function):
+    """2 * x, saving its output for backward."""
+
+    @staticmethod
+    def forward(x):
+        return x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.saved_tensors  # raises when the saved output was modified in place
+        return g * 2
+
+
 def loss(x):
     return SinWithOwnRules.apply(x).sum()
+
+
+def loss_after_modifying_the_saved_output(x):
+    y = DoubleSavingOutput.apply(x)
+    y.mul_(2)
+    return y.sum()
 
 
 def marked_tangent(x):
@@ -83,6 +107,16 @@ def main() -> int:
     if not torch.equal(got, torch.zeros(3)):
         assert torch.allclose(got, x.cos()), got
         dropped.append("jvp of a non-differentiable output")
+    try:
+        grad(loss_after_modifying_the_saved_output)(x)
+        raise AssertionError("eager torch.func raised no version-counter error")
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e), e
+    try:
+        torch.compile(grad(loss_after_modifying_the_saved_output), backend="eager", fullgraph=True)(x)
+        dropped.append("grad of a Function whose saved output was modified in place (no version-counter error)")
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e), e
     if dropped:
         print(f"REPRODUCED: under torch.compile, torch.func.{', torch.func.'.join(dropped)} ignore the "
               f"Function's own rules (gave the derivative of the inlined forward)")
