@@ -451,13 +451,22 @@ class _TimeUp(KeyboardInterrupt):
     own); its best so far is already in the database and in our hands."""
 
 
-def _graph_test(body: Callable[[GraphSpec], None], device: str, **options: Any) -> Callable[[], None]:
+def favours_torch_func(paths: list[ExecPath]) -> bool:
+    """Whether a campaign over `paths` draws graphs for torch.func (graphs(favour_torch_func=True):
+    mostly setup_context style, with vmap rules): when one of them is a torch.func path
+    (`runs_torch_func`), which refuses the others."""
+    return any(getattr(p, "runs_torch_func", False) for p in paths)
+
+
+def _graph_test(body: Callable[[GraphSpec], None], device: str, favour_torch_func: bool,
+                **options: Any) -> Callable[[], None]:
     """A Hypothesis test over graphs() (with CPU scalars beside CUDA leaves on a CUDA device).
     Every test made here has the same database key (the key is a digest of this inner
-    function), so fuzzing, replaying and shrinking meet there."""
+    function), so fuzzing, replaying and shrinking meet there; they must draw from the same
+    graphs() (the campaign's `favours_torch_func`), so that a saved example decodes again."""
     @settings(deadline=None, suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               derandomize=False, **options)
-    @given(graphs(mixed_device=is_cuda(device)))
+    @given(graphs(mixed_device=is_cuda(device), favour_torch_func=favour_torch_func))
     def graph_example(spec: GraphSpec) -> None:
         body(spec)
     return graph_example
@@ -509,9 +518,10 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             raise _Found
 
     # the first batch replays the failures that campaigns sharing the database found before
-    batch = _graph_test(one_example, device, max_examples=BATCH, database=db,
+    favour = favours_torch_func(paths)
+    batch = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.reuse, Phase.generate])
-    later = _graph_test(one_example, device, max_examples=BATCH, database=db,
+    later = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.generate])
     while more():
         db.causes = []  # an example is saved only under the new causes it raised for
@@ -527,13 +537,15 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
 
 
 def replay(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase,
-           lifetimes: bool) -> str:
-    """Run a cause's saved example again: "still fails", "fixed" or "not saved"."""
+           lifetimes: bool, *, favour_torch_func: bool | None = None) -> str:
+    """Run a cause's saved example again: "still fails", "fixed" or "not saved".
+    favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
     def again(spec: GraphSpec) -> None:
         if failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes)):
             raise _Found
 
-    test = _graph_test(again, device, database=CauseDatabase(database, [failure.signature], unshrunk=True),
+    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
+    test = _graph_test(again, device, favour, database=CauseDatabase(database, [failure.signature], unshrunk=True),
                        phases=[Phase.reuse], report_multiple_bugs=False)
     try:
         test()
@@ -551,13 +563,15 @@ def replay_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         if failure.shrinkable and time.perf_counter() < until:
             failing = [p for p in paths if p.name in failure.paths]
             on_record({"kind": "replay", "t": now(), "cause": failure.signature,
-                       "result": replay(failure, failing, device, database, lifetimes)})
+                       "result": replay(failure, failing, device, database, lifetimes,
+                                        favour_torch_func=favours_torch_func(paths))})
 
 
 def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
-           *, until: float) -> tuple[GraphSpec, str]:
+           *, until: float, favour_torch_func: bool | None = None) -> tuple[GraphSpec, str]:
     """(the smallest failing spec found, how shrinking ended) for one cause, by Hypothesis'
-    shrinker from the example saved when the cause was found, stopped at `until`."""
+    shrinker from the example saved when the cause was found, stopped at `until`.
+    favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
     best = [failure.spec]
 
     def same_cause(spec: GraphSpec) -> None:
@@ -568,7 +582,8 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
                 best[0] = spec
             raise _Found
 
-    test = _graph_test(same_cause, device, database=CauseDatabase(database, [failure.signature]),
+    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
+    test = _graph_test(same_cause, device, favour, database=CauseDatabase(database, [failure.signature]),
                        phases=[Phase.reuse, Phase.shrink], report_multiple_bugs=False)
     try:
         test()
@@ -609,7 +624,8 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
             return
         failing = [p for p in paths if p.name in failure.paths]
         spec, how = shrink(failure, failing, device, database, lifetimes,
-                           until=time.perf_counter() + SHRINK_PART * share)
+                           until=time.perf_counter() + SHRINK_PART * share,
+                           favour_torch_func=favours_torch_func(paths))
         verdict = check(spec, failing, device, lifetimes=lifetimes)
         destination = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
         write_reproducer(spec, [p.name for p in failing], device, verdict.report(), destination, verdict=verdict)

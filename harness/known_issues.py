@@ -26,6 +26,7 @@ from typing import Callable
 import torch
 
 from harness.dataflow import Dataflow, differentiable
+from harness.oracles.math import version_error_expected
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
@@ -97,12 +98,14 @@ def path_family(path: str) -> str:
 # --- witnesses and damage, by shape -------------------------------------------------------
 
 
-def raised(checkpoint: str, message: str, error_type: type[BaseException] | None = None) -> Witness:
-    """The path itself raised at `checkpoint`, with this message (and type)."""
+def raised(checkpoint: str | tuple[str, ...], message: str, error_type: type[BaseException] | None = None
+           ) -> Witness:
+    """The path itself raised at `checkpoint` (or at one of several), with this message (and type)."""
     pattern = re.compile(message, re.S)
+    checkpoints = (checkpoint,) if isinstance(checkpoint, str) else checkpoint
 
     def witness(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-        return (result.status == "error" and result.error_checkpoint == checkpoint
+        return (result.status == "error" and result.error_checkpoint in checkpoints
                 and (error_type is None or isinstance(result.error, error_type))
                 and pattern.search(str(result.error)) is not None)
     return witness
@@ -390,6 +393,78 @@ def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, save=inputs_only(fn)) if n in bad else fn)
 
 
+def _dirty_outputs_vmapped(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(Function, output) of each input marked dirty by a Function with generate_vmap_rule."""
+    return tuple((n, k) for n, fn in enumerate(spec.functions) if fn.vmap
+                 for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
+def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
+    """A Function with generate_vmap_rule whose backward returns a wrongly shaped gradient, and runs."""
+    return _eager_backward_runs(spec) and any(
+        fn.vmap and fn.error == "grad_shape" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
+
+
+def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Eager raised autograd's documented error for a Function's invalid backward results (or
+    the version-counter error for a saved output modified in place), and this path raised
+    nothing: the backward was not called, the Function's saved tensors not used."""
+    return result.status != "error" and any(
+        m.role == "error" and m.checkpoint == "backward" and (
+            "eager raised RuntimeError at backward" in m.detail and _DOCUMENTED_BACKWARD_ERROR.search(m.detail)
+            or m.detail.startswith("ran without torch's version-counter error")) for m in mismatches)
+
+
+def _rules_drop_visible(spec: GraphSpec) -> bool:
+    """Where torch.compile dropping a Function's own rules under a transform shows: a backward
+    that would raise (eager runs a backward), or an output marked non-differentiable, which the
+    transform then differentiates through (the generated rules are otherwise true derivatives)."""
+    return (_eager_backward_runs(spec) and (_invalid_backward_runs(spec) or version_error_expected(spec))
+            or bool(spec.non_differentiable_refs()))
+
+
+def _through_unmarked_outputs(spec: GraphSpec, m: Mismatch) -> bool:
+    """A tangent of a non-differentiable output or of a value computed from one, or the gradient
+    of a leaf it was computed from: what differentiating through the unmarked output changes."""
+    flow = Dataflow(spec)
+    marked = spec.non_differentiable_refs()
+    if m.checkpoint == "forward_ad":
+        return m.role.startswith("tangent:") and _ref_of(m.role) in flow.downstream(set(marked))
+    leaves = {leaf for ref in marked for leaf in flow.upstream_leaves(ref)}
+    return (m.checkpoint in ("backward", "double_backward") and m.role.startswith(("grad:", "agrad:", "dgrad:"))
+            and _ref_of(m.role) in leaves)
+
+
+def _rules_dropped(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return _backward_error_not_raised(spec, result, mismatches) or result.status != "error" and any(
+        m.against == "math" and _through_unmarked_outputs(spec, m) for m in mismatches)
+
+
+def _nothing_marked_or_raised(spec: GraphSpec) -> GraphSpec:
+    """No output marked non-differentiable, no deliberate backward error, no saved output
+    modified in place after the forward."""
+    spec = dataclasses.replace(_without_errors(lambda n, fn: fn.error is not None)(spec), mutated_outputs=())
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) for o in fn.outputs)))
+
+
+def _scalar_terms_below_float64(spec: GraphSpec) -> bool:
+    """0-dim values of a dtype below float64 and a computed output with terms (a generated
+    forward multiplies each term by its Python float coefficient)."""
+    return spec.shape == () and spec.dtype != "float64" and any(
+        o.kind == "compute" and o.terms for fn in spec.functions for o in fn.outputs)
+
+
+_FLOAT64_TANGENT = re.compile(r"^dtype torch\.float64, expected torch\.(float32|float16|bfloat16)$")
+
+
+def _float64_derivative(spec: GraphSpec, m: Mismatch) -> bool:
+    """A tangent (func.jvp) or a gradient from forward-mode Jacobian blocks (func.jacfwd) that
+    came back float64."""
+    return (m.role.startswith(("tangent:", "grad:", "agrad:", "dgrad:"))
+            and _FLOAT64_TANGENT.match(m.detail) is not None)
+
+
 def _unchanged(spec: GraphSpec) -> GraphSpec:
     """No smaller spec avoids the bug on this path (the path reports it as known)."""
     return spec
@@ -541,12 +616,18 @@ def _returned_as_tuples(which: Callable[[GraphSpec], set[int]]) -> Workaround:
     return workaround
 
 
-def _single_constant_outputs(spec: GraphSpec) -> set[int]:
+def _single_constant_outputs(spec: GraphSpec, any_tensor_input: bool = False) -> set[int]:
     """Functions with an input that requires grad (Dynamo traces them as the
-    autograd_function_apply op) whose forward returns one non-tensor value, not a tuple."""
+    autograd_function_apply op) whose forward returns one non-tensor value, not a tuple.
+    any_tensor_input: under a torch.func transform, which differentiates every leaf, any tensor input."""
     flow = Dataflow(spec)
     return {n for n, fn in enumerate(spec.functions)
-            if not fn.tuple_output and fn.outputs[0].kind == "const" and flow.node_exists(n)}
+            if not fn.tuple_output and fn.outputs[0].kind == "const"
+            and (fn.tensor_slots if any_tensor_input else flow.node_exists(n))}
+
+
+def _single_constant_outputs_on(path: str) -> Callable[[GraphSpec], set[int]]:
+    return lambda spec: _single_constant_outputs(spec, any_tensor_input=path_family(path) == "func+dynamo")
 
 
 def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -555,7 +636,7 @@ def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mism
     (or, had the backward taken them all, the characters came back as a tuple)."""
     error = str(result.error) if (result.status == "error" and result.error_checkpoint == "forward"
                                   and isinstance(result.error, TypeError)) else ""
-    for n in _single_constant_outputs(spec):
+    for n in _single_constant_outputs_on(result.path)(spec):
         value = spec.functions[n].outputs[0].value
         if not isinstance(value, str):
             if f"'{type(value).__name__}' object is not iterable" in error:
@@ -768,6 +849,10 @@ def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mi
         or _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and "ApplyTemplateBackward" in m.detail
         or m.checkpoint == "forward" and "IndexError at forward: list index out of range" in m.detail)
         for m in mismatches)
+
+
+def _dirty_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    return tuple((n, k) for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs) if o.kind == "dirty")
 
 
 def _dirty_sites_with_grad(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
@@ -1022,15 +1107,25 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         # or a constant where a tensor was passed, an output that is then no tensor); all of
         # it is an exception the traced forward raised, which Dynamo renders as a constant
         # (or a TypeError of an op given a constant), where eager's forward raised nothing.
-        # (torch 2.13 renders it "ConstantVariable(str: ...)", 2.14 "raised exception E(...)")
-        witness=raised("forward", r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
+        # (torch 2.13 renders it "ConstantVariable(str: ...)", 2.14 "raised exception E(...)").
+        # func.jvp+dynamo runs its forward inside forward AD: the error is at forward_ad there.
+        witness=raised(("forward", "forward_ad"), r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
                                   r"|raised exception \w+\()|index out of range"
                                   r"|unsupported operand type\(s\) for .*'NoneType'"
                                   r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
                                   # the ctx reaching a torch op crashes Dynamo itself
-                                  r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"),
-        damage=error_at("forward"),
-        damages="the error at forward",
+                                  r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"
+                                  # under a torch.func transform, a dirty input's in-place op lands
+                                  # on the shifted input, a tensor the transform captured
+                                  r"|attempted to call in-place operation \(aten::\w+\.\w+\) that would mutate "
+                                  r"a captured Tensor"
+                                  # under vmap, a shifted input of another rank meets its batch dim's move
+                                  r"|number of dimensions in the tensor input does not match the length of "
+                                  r"the desired ordering of dimensions"
+                                  # or the in-place op of a dirty input lands on a shifted leaf (or leaf view)
+                                  r"|a (view of a )?leaf Variable that requires grad is being used in an in-place operation"),
+        damage=error_at("forward", "forward_ad"),
+        damages="the error at forward (at forward_ad under func.jvp+dynamo)",
         workaround=_all_plain,
     ),
     KnownIssue(
@@ -1082,14 +1177,15 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "iterates it, so an int, float, bool or None raises \"TypeError: '<type>' object is not iterable\" "
                "and a string is split into one output per character; returning (value,) compiles"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_single_constant_output.py",
         trigger=lambda spec: bool(_single_constant_outputs(spec)),
+        path_triggers={"func+dynamo": lambda spec: bool(_single_constant_outputs(spec, any_tensor_input=True))},
         witness=_constant_iterated,
         damage=lambda spec, m: error_at("forward")(spec, m) or (
-            m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs(spec)}),
+            m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs_on(m.path)(spec)}),
         damages="the error at forward (or the constant output, split into characters)",
-        workaround=_returned_as_tuples(_single_constant_outputs),
+        workaround=_returned_as_tuples(lambda spec: _single_constant_outputs(spec, any_tensor_input=True)),
     ),
     KnownIssue(
         id="inductor-complex-empty-view-dtype",
@@ -1242,13 +1338,15 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "result (`return a.mul_(2)`, which is `a`) gets the graph break 'mark_dirty input not "
                "returned' when an input requires grad; `a.mul_(2); return a` compiles"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_mark_dirty_inplace_result.py",
         trigger=lambda spec: bool(_dirty_sites_with_grad(spec)),
+        # a torch.func transform differentiates (or batches) every leaf, whatever requires_grad says
+        path_triggers={"func+dynamo": lambda spec: bool(_dirty_sites(spec))},
         witness=raised("forward", r"mark_dirty input not returned"),
         damage=error_at("forward"),
         damages="the error at forward",
-        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_sites_with_grad),
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_sites),  # every path's sites
     ),
     KnownIssue(
         id="dynamo-function-closure-object",
@@ -1256,9 +1354,12 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "enclosing scope fails, when an input requires grad, with the graph break 'Unexpected "
                "type in sourceless builder', whose own hint calls it a Dynamo bug"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_closure_object.py",
         trigger=_generic_function_with_grad_input,
+        # a torch.func transform differentiates (or batches) every leaf it is given, whatever
+        # requires_grad says (harness/paths/func.py): any tensor input
+        path_triggers={"func+dynamo": _generic_function_with_tensor_input},
         witness=raised("forward", r"Unexpected type in sourceless builder"),
         damage=error_at("forward"),
         damages="the error at forward",
@@ -1285,7 +1386,10 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "defined instead, its documented alias: NotImplementedError 'You must implement either the "
                "backward or vjp method' where eager autograd runs the vjp"),
         first=(2, 13, 0), last=None,
-        paths=("func.grad", "func.vjp", "func.jacrev", "func.vmap_grad", "func.grad_vmap"),  # backward mode
+        # backward mode; under torch.compile after Dynamo's graph break ("Unsupported custom vjp"
+        # or "... jvp"), whose eager fallback runs torch.func as eager does
+        paths=tuple(f"func.{t}{c}" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")
+                    for c in ("", "+dynamo")),
         reproducer="func_function_vjp_ignored.py",
         trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(spec),
         witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
@@ -1300,13 +1404,14 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "vmapify_autograd_function's forward (torch/_functorch/autograd_function.py) ends with "
                "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap"),
         first=(2, 13, 0), last=None,
-        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its forward)
-        paths=("func.vmap", "func.vmap_grad", "func.grad_vmap", "func.jacfwd"),
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
+        # forward); under torch.compile when Dynamo falls back to eager torch.func
+        paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
         reproducer="func_vmap_single_constant_output.py",
         trigger=lambda spec: bool(_single_constant_outputs_vmapped(spec)),
         # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
-        path_triggers={"func.jacfwd": lambda spec: _eager_backward_runs(spec)
-                       and bool(_single_constant_outputs_vmapped(spec))},
+        path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec)
+                       and bool(_single_constant_outputs_vmapped(spec)) for c in ("", "+dynamo")},
         witness=raised("forward", r"Value after \* must be an iterable", TypeError),
         damage=error_at("forward"),
         damages="the error at forward",
@@ -1318,12 +1423,14 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "out of bounds for dimension 0 with size 0\" at `flat_aux = [value[0] for value in flat_aux]` "
                "(torch/_functorch/eager_transforms.py); jacrev with aux and jacfwd without aux work"),
         first=(2, 13, 0), last=None,
-        paths=("func.jacfwd",),  # harness/paths/func.py returns the outputs as jacfwd's aux
+        paths=("func.jacfwd", "func.jacfwd+dynamo"),  # harness/paths/func.py returns the outputs as jacfwd's aux
         reproducer="func_jacfwd_aux_empty_input.py",
         trigger=lambda spec: 0 in spec.shape and _eager_backward_runs(spec),
-        witness=raised("backward", r"index 0 is out of bounds for dimension 0 with size 0", IndexError),
-        damage=error_at("backward"),
-        damages="the error at backward (the Jacobian; the forward is still compared)",
+        # at forward under torch.compile: Dynamo raises it while tracing the whole transform,
+        # before any of it ran (the path's phase update is a traced side effect, never applied)
+        witness=raised(("backward", "forward"), r"index 0 is out of bounds for dimension 0 with size 0", IndexError),
+        damage=error_at("backward", "forward"),
+        damages="the error at backward (the Jacobian; the forward is still compared); under torch.compile at forward",
         workaround=_unchanged,
     ),
     KnownIssue(
@@ -1340,6 +1447,83 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",
         workaround=_saving_no_fresh_tensors,
+    ),
+    KnownIssue(
+        id="func-vmap-mark-dirty",
+        title=("torch.func.vmap over a custom Function with generate_vmap_rule=True that marks an input dirty "
+               "raises \"Some elements marked as dirty during the forward method were not returned as output\": "
+               "vmapify_autograd_function (torch/_functorch/autograd_function.py) runs the user's setup_context "
+               "on inputs re-wrapped as new BatchedTensors, so ctx.mark_dirty marks a wrapper, not the returned "
+               "tensor; eager and torch.func.grad run it"),
+        first=(2, 13, 0), last=None,
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
+        # forward); under torch.compile when Dynamo falls back to eager torch.func
+        paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
+        reproducer="func_vmap_mark_dirty.py",
+        trigger=lambda spec: bool(_dirty_outputs_vmapped(spec)),
+        # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
+        path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec) and bool(_dirty_outputs_vmapped(spec))
+                       for c in ("", "+dynamo")},
+        witness=raised("forward", r"Some elements marked as dirty during the forward method were not returned",
+                       RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-grad-vmap-wrong-shape-gradient",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True whose backward returns "
+               "a wrongly shaped gradient raises \"size {[3]} is not expandable to size {[4]}\" from reductify's "
+               "sum_to_size (vmapify_autograd_function, torch/_functorch/autograd_function.py) instead of autograd's "
+               "\"Function ... returned an invalid gradient at index 0\" (eager, grad, vmap(grad)); an error-message "
+               "divergence, no value is affected"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
+        reproducer="func_grad_vmap_wrong_shape_gradient.py",
+        trigger=_wrong_shape_gradient_vmapped,
+        witness=raised("backward", r"is not expandable to size", RuntimeError),
+        damage=error_at("backward"),
+        damages="the error at backward (its message; the forward is still compared)",
+        workaround=_without_errors(lambda n, fn: fn.vmap and fn.error == "grad_shape"),
+    ),
+    KnownIssue(
+        id="func-dynamo-custom-rules-dropped",
+        title=("torch.compile of a torch.func transform over a custom Function inlines the Function's forward and "
+               "drops its own rules: the transform differentiates (or batches) the inlined ops, never calling the "
+               "custom backward, jvp or vmap, and ignoring ctx.mark_non_differentiable, with no error or graph "
+               "break even under fullgraph=True (pytorch/pytorch#193279 backward, #192985 jvp): a backward whose "
+               "results autograd would reject raises nothing, and a non-differentiable output gets a tangent and "
+               "passes gradients"),
+        first=(2, 13, 0), last=None,
+        paths=("func+dynamo",),
+        reproducer="func_dynamo_custom_rules_dropped.py",
+        # the generated rules are the true derivatives, so the drop shows only where a backward
+        # would raise (the spec's deliberate invalid results) or through a non-differentiable output
+        trigger=_rules_drop_visible,
+        witness=_rules_dropped,
+        damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward" or _through_unmarked_outputs(spec, m),
+        damages=("the error at backward (not raised: the backward is not called); tangents of non-differentiable "
+                 "outputs and of what is computed from them, gradients of the leaves they are computed from"),
+        workaround=_nothing_marked_or_raised,
+    ),
+    KnownIssue(
+        id="func-jvp-zero-dim-scalar-tangent-dtype",
+        title=("torch.func.jvp of a 0-dim float32 tensor times a Python float (`x * 0.5`) returns a float64 "
+               "tangent (eager forward AD: float32): under the transform the scalar, wrapped as a 0-dim float64 "
+               "tensor, is not treated as a wrapped number in type promotion"),
+        first=(2, 13, 0), last=None,
+        # reached where the transform differentiates a generated forward itself: under torch.compile,
+        # which drops the Function's own jvp (func-dynamo-custom-rules-dropped)
+        paths=("func.jvp+dynamo", "func.jacfwd+dynamo"),
+        reproducer="func_jvp_zero_dim_scalar_tangent_dtype.py",
+        trigger=lambda spec: spec.forward_ad and _scalar_terms_below_float64(spec),
+        # func.jacfwd runs forward AD where eager runs a backward (harness/paths/func.py)
+        path_triggers={"func.jacfwd+dynamo": lambda spec: _eager_backward_runs(spec)
+                       and _scalar_terms_below_float64(spec)},
+        witness=lambda spec, result, ms: result.status != "error" and any(_float64_derivative(spec, m) for m in ms),
+        damage=_float64_derivative,
+        damages="the dtype of tangents (func.jvp) or of gradients from forward-mode Jacobians (func.jacfwd)",
+        workaround=lambda spec: dataclasses.replace(spec, dtype="float64"),
     ),
 )
 

@@ -59,6 +59,15 @@ BOOLEANS = st.booleans()
 COEFF_CHOICE = st.sampled_from(COEFFS)
 CONST_LISTS = st.lists(CONSTS, max_size=3)
 STYLE_CHOICE = st.sampled_from(STYLES)
+#: torch.func refuses a graph with any old-style Function (harness/paths/func.py, OLD_STYLE), and
+#: STYLE_CHOICE draws "old" (its first, simplest choice) for about 2 in 3 Functions: about 85% of
+#: graphs have one. Drawn when a func path runs: setup_context first (what Hypothesis favours
+#: and shrinks to) and 7 of 8 choices, so most graphs reach the transforms, and old-style ones
+#: still come (the other paths keep the whole space).
+STYLE_CHOICE_FAVOURING_SETUP_CONTEXT = st.sampled_from(("setup_context",) * 7 + ("old",))
+#: and generate_vmap_rule for 3 in 4 of those Functions (the vmap paths, jacrev and jacfwd refuse a
+#: Function without a vmap rule; func.vmap.user adds its own)
+VMAP_CHOICE_FAVOURED = st.sampled_from((True, True, True, False))
 SAVE_LISTS = st.lists(st.sampled_from(SAVE_KINDS), max_size=3)
 NEEDS_INPUT_GRAD_CHOICE = st.sampled_from(NEEDS_INPUT_GRAD_MODES)
 UNUSED_GRAD_CHOICE = st.sampled_from(UNUSED_GRAD_MODES)
@@ -201,7 +210,9 @@ def function_specs(draw: st.DrawFn, values: tuple[str, ...] = ("x0",), *, min_in
 
 def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, max_inputs: int,
                    max_outputs: int, jvp: bool | None, double_backward: bool, shape: tuple[int, ...],
-                   ops: tuple[str, ...] = OPS, masks: Sequence[str] = ()) -> FunctionSpec:
+                   ops: tuple[str, ...] = OPS, masks: Sequence[str] = (),
+                   style_choice: st.SearchStrategy[str] = STYLE_CHOICE,
+                   vmap_choice: st.SearchStrategy[bool] = BOOLEANS) -> FunctionSpec:
     """function_specs' body, called directly by graphs() (a composite is a new strategy per call)."""
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_outputs < 1:
@@ -222,7 +233,7 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
             # (at any tensor slot: a view not at the first one hits eager-dirty-view-not-first-input)
             viewable = len(outputs) == 1
             args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and draw(BOOLEANS))
-    style = draw(STYLE_CHOICE)
+    style = draw(style_choice)
     save = set(draw(SAVE_LISTS))
     has_nonlinear = any(t.op != "linear" for o in outputs for t in o.terms)
     with_jvp = draw(BOOLEANS) if jvp is None else jvp
@@ -261,7 +272,7 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
         unused_grad=draw(UNUSED_GRAD_CHOICE),
         once_differentiable=False if double_backward else draw(BOOLEANS),
         jvp=with_jvp,
-        vmap=style == "setup_context" and draw(BOOLEANS),
+        vmap=style == "setup_context" and draw(vmap_choice),
         ctx_state=draw(BOOLEANS),
         error=error,
         code=draw(CODE_CHOICE),  # about half plain: Dynamo sees both styles
@@ -275,7 +286,8 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
 @st.composite
 def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, min_inputs: int = 0,
            max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] | None = None,
-           max_elements: int | None = None, mixed_device: bool = False) -> GraphSpec:
+           max_elements: int | None = None, mixed_device: bool = False,
+           favour_torch_func: bool = False) -> GraphSpec:
     """DAGs of custom Functions by construction: each Function reads leaves and the
     outputs of Functions drawn before it.
 
@@ -284,7 +296,11 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     which Functions read as masks (OutputSpec.mask).
 
     mixed_device: for CUDA runs, graphs of shape () may keep leaves on the CPU (CPU scalar
-    tensors beside CUDA ones; LeafSpec.on_cpu). Off by default, so CPU runs draw as before."""
+    tensors beside CUDA ones; LeafSpec.on_cpu). Off by default, so CPU runs draw as before.
+    favour_torch_func: for campaigns that run torch.func paths, which refuse old-style
+    Functions (and, for vmap, Functions without a vmap rule): 7 in 8 Functions in setup_context
+    style, 3 in 4 of them with generate_vmap_rule; old style and no rule stay reachable. Off by
+    default, so other runs draw as before."""
     _check_bounds("functions", min_functions, max_functions)
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
@@ -312,7 +328,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
         functions.append(_function_spec(
             draw, values, min_inputs=min_inputs, max_inputs=max_inputs, max_outputs=4,
             jvp=True if forward_ad else None, double_backward=backward == "double", shape=shape,
-            ops=ops, masks=masks))
+            ops=ops, masks=masks,
+            style_choice=STYLE_CHOICE_FAVOURING_SETUP_CONTEXT if favour_torch_func else STYLE_CHOICE,
+            vmap_choice=VMAP_CHOICE_FAVOURED if favour_torch_func else BOOLEANS))
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions))
     refs = [r for r in spec.value_refs() if r not in masks]  # hooks go on float values
     whole_leaves = [f"x{i}" for i, leaf in enumerate(leaves) if not leaf.views and leaf.dtype is None]

@@ -172,6 +172,23 @@ CASES = {
     "func-grad-vmap-saved-output-and-forward": ("func.grad_vmap", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs", "outputs"), style="setup_context", vmap=True, jvp=True),
         fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
+    "func-vmap-mark-dirty": ("func.vmap_grad", graph(
+        fn(Arg("x0", clone=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0), lin(1)), style="setup_context",
+           vmap=True),
+        fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
+    "func-grad-vmap-wrong-shape-gradient": ("func.grad_vmap", graph(
+        fn(X1, X0, outputs=(SIN1,), save=("inputs",), style="setup_context", vmap=True, error="grad_shape"),
+        fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
+    # no scaled-gradient case: the bug drops every custom backward on the path, the scaled one
+    # too (a fault the bug itself hides, not the mask); a wrong value of the path still fails
+    "func-dynamo-custom-rules-dropped": ("func.grad+dynamo", graph(
+        fn(X0, Arg(const=2), outputs=(lin(0),), style="setup_context", code="plain", error="grad_count"),
+        fn(X1, outputs=(lin(0),), style="setup_context", code="plain")), None, None),
+    # no scaled-gradient or wrong-jvp case: reached only where torch.compile drops the Functions' rules
+    "func-jvp-zero-dim-scalar-tangent-dtype": ("func.jvp+dynamo", GraphSpec(
+        shape=(), dtype="float32", leaves=(LeafSpec(), LeafSpec()), forward_ad=True, functions=(
+            fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context", code="plain", jvp=True),
+            fn(X1, outputs=(lin(0),), style="setup_context", code="plain", jvp=True))), None, None),
 }
 
 #: cases whose tensors are all empty: no value fault can be seen beside the issue (and none hidden)

@@ -146,8 +146,18 @@ def names() -> list[str]:
 
 
 def parse(text: str) -> list[Path]:
-    """'eager,owned' -> paths; an unknown name lists the valid ones."""
-    return [get(n.strip()) for n in text.split(",") if n.strip()]
+    """'eager,owned' -> paths; an unknown name lists the valid ones. An opt-in family's name
+    selects all of its paths: "func" every "func.<transform>", "func+dynamo" every
+    "func.<transform>+dynamo"."""
+    selected: list[Path] = []
+    for name in (n.strip() for n in text.split(",")):
+        family, _, suffix = name.partition("+")
+        if family in OPT_IN_FAMILIES and name not in _BUILTIN:
+            selected += [get(n) for n in names() if n.partition(".")[0] == family
+                         and n.partition("+")[2] == suffix and n != family]
+        elif name:
+            selected.append(get(name))
+    return selected
 
 
 #: families left out of the default selection (campaigns and tests without --paths): the 18

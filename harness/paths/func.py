@@ -76,9 +76,16 @@ DATA_BRANCH = "vmap: data-dependent Python control flow in a forward the generat
 #: torch/_functorch/eager_transforms.py, error_if_complex ("jacrev and jacfwd don't support
 #: complex functions"): "jacfwd: Expected all inputs to be real but received complex tensor"
 COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex function"
-#: not a torch limit: the spec's tensor hook doubles a gradient in eager (harness/run.py), and
-#: a transform of the graph function has no tensor of eager's graph to hook
-TENSOR_HOOK = "tensor hook: it changes eager's gradient; the transformed function runs no hooks"
+#: The spec's tensor hook doubles a gradient (harness/run.py); the graph function registers it
+#: inside the transform (GraphFunction.outputs), where grad, vjp, jacrev and vmap(grad) run it.
+#: Two transforms cannot: Tensor.register_hook "Registers a backward hook" (torch/_tensor.py),
+#: and jacfwd computes by forward-mode AD (torch/_functorch/eager_transforms.py, jacfwd: "using
+#: forward-mode autodiff"), which runs no backward; and inside grad(vmap) a vmapped tensor does
+#: not require grad, so no hook can be registered on it ("cannot register a hook on a tensor
+#: that doesn't require gradient"; pytorch/pytorch#158610 "vmap will always disable gradient
+#: calculation", pytorch/functorch#638 "backward hooks aren't called when using vmap", open).
+TENSOR_HOOK_FORWARD_MODE = "tensor hook: a backward hook, which jacfwd's forward-mode AD never runs"
+TENSOR_HOOK_UNDER_VMAP = "tensor hook: inside grad(vmap) no tensor requires grad, so none can be hooked"
 #: not a torch limit: eager raises in a backward (the spec's deliberate error, or torch's
 #: version-counter error for a saved output modified in place, oracles/math.py
 #: version_error_expected), which a forward-mode transform (jvp, jacfwd) never runs, so
@@ -111,6 +118,13 @@ def differentiated_leaves(spec: GraphSpec) -> list[int]:
     return [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
 
 
+def chosen_leaves(spec: GraphSpec) -> list[int]:
+    """The leaves whose gradients eager computes: a partial backward's `grad_leaves`, else every
+    leaf that requires grad (run._backward). The transforms differentiate every leaf that
+    requires grad, as eager's forward tracks them all, and report the chosen ones."""
+    return list(spec.grad_leaves) or differentiated_leaves(spec)
+
+
 def loss_refs(spec: GraphSpec) -> list[str]:
     """The outputs in eager's loss: those that require grad (run._loss)."""
     flow = Dataflow(spec)
@@ -131,9 +145,9 @@ def gradient_roles(spec: GraphSpec, transform: Transform) -> list[tuple[str, str
     if transform.derivative != "grad" or not has_backward(spec):
         return []
     prefix = "grad" if spec.backward in ("backward", "retain") else "agrad"
-    roles = [("backward", f"{prefix}:x{i}") for i in differentiated_leaves(spec)]
+    roles = [("backward", f"{prefix}:x{i}") for i in chosen_leaves(spec)]
     if spec.backward == "double" and transform.double:
-        roles += [("double_backward", f"dgrad:x{i}") for i in differentiated_leaves(spec)]
+        roles += [("double_backward", f"dgrad:x{i}") for i in chosen_leaves(spec)]
     return roles
 
 
@@ -209,7 +223,8 @@ def with_user_vmap(cls: type[GeneratedFunction], batch_size: int) -> type[Genera
 class GraphFunction:
     """The graph forward as a function of the leaves, for torch.func."""
 
-    def __init__(self, built: BuiltGraph, functions: Sequence[type[GeneratedFunction]]) -> None:
+    def __init__(self, built: BuiltGraph, functions: Sequence[type[GeneratedFunction]],
+                 hooks: bool = False) -> None:
         self.built = built
         self.spec = built.spec
         self.functions = tuple(functions)
@@ -220,6 +235,15 @@ class GraphFunction:
         #: outputs the forward modifies in place (eager's forward AD runs a forward without
         #: them, run._forward_ad: func.jvp applies them to its outputs only, not its tangents)
         self.mutated = tuple(built.spec.mutated_outputs)
+        #: with `hooks` (a gradient transform), the values the spec's tensor hooks double the
+        #: gradient of: those that require grad in eager (run._install_hooks; from the spec, not
+        #: from `requires_grad` inside the transform, which torch.compile reports False for a
+        #: differentiated input, docs/func.md). Under `trace` eager hooks fresh views of the
+        #: leaves, made after the traced forward (run._traced_forward), which no gradient
+        #: reaches: so no leaf view here either.
+        requires_grad = Dataflow(built.spec).requires_grad
+        self.hooked = tuple(h.target for h in built.spec.hooks if hooks and h.kind == "tensor"
+                            and requires_grad[h.target] and not (built.spec.trace and h.target.startswith("x")))
 
     def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
         return self.functions[n].apply(*args)
@@ -228,6 +252,8 @@ class GraphFunction:
         values = forward(self.built, self.apply, leaves, self.consts)
         for ref in self.mutated:  # the user's in-place update after the forward, as run.py
             values[ref].mul_(2.0)
+        for ref in self.hooked:  # as run.py registers them: after that update
+            values[ref].register_hook(lambda g: None if g is None else g * 2)
         return tuple(values[r] for r in self.refs)
 
 
@@ -254,7 +280,7 @@ def _replace(values: list, indices: Sequence[int], new: Sequence) -> list:
 def graph_function(built: BuiltGraph, transform: Transform) -> GraphFunction:
     functions = [with_user_vmap(cls, BATCH) for cls in built.functions] if transform.user_vmap \
         else list(built.functions)
-    return GraphFunction(built, functions)
+    return GraphFunction(built, functions, hooks=bool(gradient_roles(built.spec, transform)))
 
 
 def observe(graph: GraphFunction, transform: Transform, result: RunResult,
@@ -269,6 +295,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     leaves = _sample_leaves(built) if transform.batched else _plain_leaves(built)
     observed = has_backward(spec)
     wrt = differentiated_leaves(spec) if observed else list(range(len(leaves)))
+    chosen = [wrt.index(i) for i in chosen_leaves(spec)] if observed else []  # positions in wrt
     in_loss = set(loss_refs(spec))
     argnums = tuple(range(len(wrt)))
 
@@ -320,11 +347,11 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
             *leaves)
         outs = tuple(o * 2.0 if r in spec.mutated_outputs else o for r, o in zip(graph.refs, outs))
     elif name == "grad" and spec.backward == "double" and observed:
-        w2 = built.weights(len(wrt), offset=2_000_003)  # eager's second-order loss (run._backward)
+        w2 = built.weights(len(chosen), offset=2_000_003)  # eager's second-order loss (run._backward)
 
         def first_order(*diff: torch.Tensor) -> tuple[torch.Tensor, tuple]:
             g, outs = grad_of_loss(leaves)(*diff)
-            return sum(weighted_sum(gi, wi) for gi, wi in zip(g, w2)), (g, outs)
+            return sum(weighted_sum(g[k], wi) for k, wi in zip(chosen, w2)), (g, outs)
 
         second, (grads, outs) = compile_fn(tf.grad(first_order, argnums=argnums, has_aux=True))(
             *diff_of(leaves))
@@ -369,8 +396,10 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
         result.put("forward", f"out:{ref}", sample(o))
     for ref, value in graph.consts.items():
         result.put("forward", f"const:{ref}", value)
-    if observed:
-        for (checkpoint, role), g in zip(gradient_roles(spec, transform), [*grads, *second]):
+    roles = gradient_roles(spec, transform)
+    if roles:
+        picked = [grads[k] for k in chosen] + ([second[k] for k in chosen] if second else [])
+        for (checkpoint, role), g in zip(roles, picked):
             result.put(checkpoint, role, sample(g))
     for (checkpoint, role), t in zip(tangent_roles(spec, transform), tangents):
         result.put(checkpoint, role, t)
@@ -430,7 +459,10 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     if transform.forward_mode and not all(fn.jvp for fn in spec.functions):
         return NO_JVP
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
-        return TENSOR_HOOK
+        if transform.forward_mode:
+            return TENSOR_HOOK_FORWARD_MODE
+        if transform.name == "grad_vmap":
+            return TENSOR_HOOK_UNDER_VMAP
     backward_error = any(fn.error for fn in spec.functions) or version_error_expected(spec)
     if transform.forward_mode and has_backward(spec) and backward_error and (
             tangent_roles(spec, transform) or gradient_roles(spec, transform)):
@@ -440,6 +472,10 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
 
 class FuncPath:
     exact_vs_eager = False  # batched kernels and Jacobian contractions round differently
+    #: torch.func refuses old-style Functions (OLD_STYLE) and vmap Functions without a rule
+    #: (NO_VMAP_RULE): a campaign running this path draws most Functions in setup_context style
+    #: with generate_vmap_rule (harness.campaign.favours_torch_func)
+    runs_torch_func = True
     #: a transform keeps no per-apply checkpoints or tensor metadata of eager's
     lifetimes_vs_eager = False
 

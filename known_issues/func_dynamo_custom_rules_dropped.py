@@ -1,0 +1,129 @@
+"""torch.compile of a function that calls a torch.func transform (grad, vjp, jacrev, jvp, jacfwd,
+vmap) on a custom autograd.Function silently drops the Function's own rules: Dynamo inlines its
+forward as plain code and the transform differentiates (or batches) the inlined ops, so the
+custom backward, jvp and vmap staticmethods are never called, and ctx.mark_non_differentiable
+is ignored. No error, no graph break, even with fullgraph=True; eager torch.func honours them. A
+backward that would raise (an invalid gradient) therefore raises nothing either, a
+non-differentiable output gets a tangent and passes a gradient, and an output saved for backward
+and then modified in place raises no version-counter error.
+
+Upstream: pytorch/pytorch#193279 (backward, under torch.func.grad) and #192985 (jvp, under
+torch.func.jvp), "Dynamo silently drops custom backward/jvp of autograd.Function".
+
+Exit status 1 and "REPRODUCED" when the bug is present; 0 when fixed.
+"""
+import torch
+from torch.func import grad, jvp
+
+
+class SinWithOwnRules(torch.autograd.Function):
+    """sin, with a backward and a jvp that deliberately are not its derivative (100 * g), so
+    that a rule which is not called shows."""
+
+    @staticmethod
+    def forward(x):
+        return x.sin()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 100
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 100
+
+
+class MarkedNonDifferentiable(torch.autograd.Function):
+    """(sin(x) marked non-differentiable, 2 * x)."""
+
+    @staticmethod
+    def forward(x):
+        return x.sin(), x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[0])
+
+    @staticmethod
+    def backward(ctx, g_marked, g):
+        return g * 2
+
+    @staticmethod
+    def jvp(ctx, t):
+        return None, t * 2
+
+
+class DoubleSavingOutput(torch.autograd.Function):
+    """2 * x, saving its output for backward."""
+
+    @staticmethod
+    def forward(x):
+        return x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.saved_tensors  # raises when the saved output was modified in place
+        return g * 2
+
+
+def loss(x):
+    return SinWithOwnRules.apply(x).sum()
+
+
+def loss_after_modifying_the_saved_output(x):
+    y = DoubleSavingOutput.apply(x)
+    y.mul_(2)
+    return y.sum()
+
+
+def marked_tangent(x):
+    return jvp(lambda x: MarkedNonDifferentiable.apply(x)[0], (x,), (torch.ones_like(x),))[1]
+
+
+def tangent(x):
+    return jvp(SinWithOwnRules.apply, (x,), (torch.ones_like(x),))[1]
+
+
+def main() -> int:
+    x = torch.randn(3)
+    own = torch.full((3,), 100.0)
+    assert torch.equal(grad(loss)(x), own) and torch.equal(tangent(x), own)  # eager torch.func
+    dropped = []
+    for name, f in (("grad", grad(loss)), ("jvp", tangent)):
+        got = torch.compile(f, backend="eager", fullgraph=True)(x)
+        if not torch.equal(got, own):
+            assert torch.allclose(got, x.cos()), got  # the derivative of the inlined forward
+            dropped.append(name)
+    assert torch.equal(marked_tangent(x), torch.zeros(3))  # eager: the marked output has no tangent
+    got = torch.compile(marked_tangent, backend="eager", fullgraph=True)(x)
+    if not torch.equal(got, torch.zeros(3)):
+        assert torch.allclose(got, x.cos()), got
+        dropped.append("jvp of a non-differentiable output")
+    try:
+        grad(loss_after_modifying_the_saved_output)(x)
+        raise AssertionError("eager torch.func raised no version-counter error")
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e), e
+    try:
+        torch.compile(grad(loss_after_modifying_the_saved_output), backend="eager", fullgraph=True)(x)
+        dropped.append("grad of a Function whose saved output was modified in place (no version-counter error)")
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e), e
+    if dropped:
+        print(f"REPRODUCED: under torch.compile, torch.func.{', torch.func.'.join(dropped)} ignore the "
+              f"Function's own rules (gave the derivative of the inlined forward)")
+        return 1
+    print(f"not reproduced (fixed in torch {torch.__version__}?)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
