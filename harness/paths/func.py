@@ -238,12 +238,10 @@ class GraphFunction:
         #: with `hooks` (a gradient transform), the values the spec's tensor hooks double the
         #: gradient of: those that require grad in eager (run._install_hooks; from the spec, not
         #: from `requires_grad` inside the transform, which torch.compile reports False for a
-        #: differentiated input, docs/func.md). Under `trace` eager hooks fresh views of the
-        #: leaves, made after the traced forward (run._traced_forward), which no gradient
-        #: reaches: so no leaf view here either.
+        #: differentiated input, docs/func.md).
         requires_grad = Dataflow(built.spec).requires_grad
         self.hooked = tuple(h.target for h in built.spec.hooks if hooks and h.kind == "tensor"
-                            and requires_grad[h.target] and not (built.spec.trace and h.target.startswith("x")))
+                            and requires_grad[h.target])
 
     def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
         return self.functions[n].apply(*args)
