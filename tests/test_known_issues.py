@@ -42,3 +42,31 @@ def test_known_rates_prints_each_entrys_share(capsys):
     lines = capsys.readouterr().out.splitlines()
     for issue in KNOWN_ISSUES:
         assert any(line.split()[1:2] == [issue.id] and line.split()[0].endswith("%") for line in lines), issue.id
+
+
+def test_campaign_gradcheck_steps_around_known_issues_its_own_backward_triggers():
+    """gradcheck runs a backward over every leaf even for a spec without one (backward="none"):
+    the known issues are judged on the spec as gradcheck runs it. This spec hits
+    eager-dirty-view-not-first-input's INTERNAL ASSERT under a raw gradcheck (an audit campaign's
+    worker died on it); the campaign's gradcheck checks its workaround instead."""
+    from harness.oracles.math import gradcheck_graph, gradcheck_verdict
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec
+
+    spec = GraphSpec(shape=(3,), leaves=(LeafSpec(False), LeafSpec()), backward="none", functions=(
+        FunctionSpec(args=(Arg("x0"), Arg("x1", clone=True, view=True)),
+                     outputs=(OutputSpec("dirty", slot=1, coeff=2.0),), tuple_output=False),))
+    with pytest.raises(RuntimeError, match="INTERNAL ASSERT"):
+        gradcheck_graph(spec)
+    assert gradcheck_verdict(spec) == ("ok", "")
+
+
+def test_an_error_inside_the_campaign_gradcheck_is_a_failure_not_a_crash(monkeypatch):
+    from harness.oracles import math
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+    def broken(spec, device="cpu"):
+        raise RuntimeError("an engine error")
+    monkeypatch.setattr(math, "gradcheck_graph", broken)
+    spec = GraphSpec(shape=(2,), leaves=(LeafSpec(),), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),), tuple_output=False),))
+    assert math.gradcheck_verdict(spec) == ("failed", "gradcheck raised RuntimeError: an engine error")
