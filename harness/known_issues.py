@@ -248,7 +248,10 @@ def _none_into_a_base_with_grad(spec: GraphSpec) -> bool:
 #: which fails when one of the two values requires grad and the other does not, and in whether
 #: it executes (line 157)
 _EDGE_ZERO_ASSERT = (r"(fn_edge\.is_valid\(\) == this_edge\.is_valid\(\)|it->second\.should_execute\(\) == "
-                     r"task_should_compute_output\(0\)) INTERNAL ASSERT FAILED")
+                     r"task_should_compute_output\(0\)) INTERNAL ASSERT FAILED"
+                     # the gradient sent down the wrong edge leaves a node waiting for one that never
+                     # comes, and the engine ends the backward with nodes not ready (engine.cpp)
+                     r"|^could not compute gradients for some functions$")
 
 
 def _misrouted_gradient_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
