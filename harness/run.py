@@ -93,6 +93,10 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
         if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
             raise RuntimeError(f"Function {n} returned {type(out).__name__} of the wrong arity")
         for k, o in enumerate(outs):
+            if isinstance(o, torch.Tensor) != (fn.outputs[k].kind != "const"):
+                # an observation of the path (the runner must not fail later on a missing value)
+                raise RuntimeError(f"Function {n} returned {type(o).__name__} for its output {k}, "
+                                   f"a {'constant' if fn.outputs[k].kind == 'const' else 'tensor'} in its spec")
             if isinstance(o, torch.Tensor):
                 values[f"f{n}.{k}"] = o
             elif consts is not None:

@@ -98,12 +98,20 @@ def main() -> int:
     assert torch.equal(grad(loss)(x), own) and torch.equal(tangent(x), own)  # eager torch.func
     dropped = []
     for name, f in (("grad", grad(loss)), ("jvp", tangent)):
-        got = torch.compile(f, backend="eager", fullgraph=True)(x)
+        try:
+            got = torch.compile(f, backend="eager", fullgraph=True)(x)
+        except torch._dynamo.exc.Unsupported as e:  # refused, as documented (2.15.0): nothing dropped
+            print(f"{name}: torch.compile refuses it ({str(e).splitlines()[0]})")
+            continue
         if not torch.equal(got, own):
             assert torch.allclose(got, x.cos()), got  # the derivative of the inlined forward
             dropped.append(name)
     assert torch.equal(marked_tangent(x), torch.zeros(3))  # eager: the marked output has no tangent
-    got = torch.compile(marked_tangent, backend="eager", fullgraph=True)(x)
+    try:
+        got = torch.compile(marked_tangent, backend="eager", fullgraph=True)(x)
+    except torch._dynamo.exc.Unsupported as e:
+        print(f"jvp of a non-differentiable output: torch.compile refuses it ({str(e).splitlines()[0]})")
+        got = torch.zeros(3)
     if not torch.equal(got, torch.zeros(3)):
         assert torch.allclose(got, x.cos()), got
         dropped.append("jvp of a non-differentiable output")
@@ -115,6 +123,8 @@ def main() -> int:
     try:
         torch.compile(grad(loss_after_modifying_the_saved_output), backend="eager", fullgraph=True)(x)
         dropped.append("grad of a Function whose saved output was modified in place (no version-counter error)")
+    except torch._dynamo.exc.Unsupported as e:
+        print(f"saved output modified in place: torch.compile refuses it ({str(e).splitlines()[0]})")
     except RuntimeError as e:
         assert "modified by an inplace operation" in str(e), e
     if dropped:

@@ -90,3 +90,18 @@ def test_comparator_catches_a_perturbed_native_result(name):
     grads = native.tensors["backward"]
     grads["grad:x0"], grads["grad:x1"] = grads["grad:x1"], grads["grad:x0"]
     assert {m.role for m in compare(eager, native, EXACT)} == {"grad:x0", "grad:x1"}
+
+
+def test_a_constant_where_the_spec_has_a_tensor_output_is_the_paths_error():
+    """A path whose Function returns a non-tensor where the spec's output is a tensor (Dynamo's
+    shifted varargs did, on 2.14.1) gets an error at forward, not a runner crash later on the
+    missing value (an audit campaign's worker died on that KeyError)."""
+    from harness.run import run_graph
+
+    spec = GraphSpec(shape=(2,), leaves=(LeafSpec(),), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),), tuple_output=False),
+        FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),), tuple_output=False)))
+    built = build.build(spec)
+    result = run_graph(built, lambda n, cls, args: 3 if n == 0 else cls.apply(*args), "constant-returning")
+    assert result.status == "error" and result.error_checkpoint == "forward"
+    assert str(result.error) == "Function 0 returned int for its output 0, a tensor in its spec"
