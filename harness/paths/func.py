@@ -359,7 +359,9 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
         def pulled_back(*diff: torch.Tensor) -> tuple[tuple, tuple]:
             outs, vjp_fn = tf.vjp(lambda *d: outputs(leaves, d), *diff)
             graph.phase = "backward"
-            cotangents = tuple(w if r in in_loss else torch.zeros_like(o)
+            # eager's loss Re(sum(o * w)) sends conj(w) to each output (run.weighted_sum):
+            # the same cotangent here (conj is a no-op for real weights)
+            cotangents = tuple(w.conj() if r in in_loss else torch.zeros_like(o)
                                for r, w, o in zip(graph.refs, weights, outs))
             return vjp_fn(cotangents), outs
         grads, outs = compile_fn(pulled_back)(*diff_of(leaves))

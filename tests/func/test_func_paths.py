@@ -194,3 +194,15 @@ def test_a_partial_backward_is_compared_on_the_chosen_leaves(name: str, backward
     assert {r for r in roles if "grad:" in r} == ({"grad:x1"} if backward == "backward" else
                                                   {"agrad:x1"} | ({"dgrad:x1"} if backward == "double" and name == "func.grad"
                                                                   else set()))
+
+
+@pytest.mark.parametrize("name", ["func.grad", "func.vjp"])
+def test_a_complex_graph_agrees_on_the_backward_transforms(name: str) -> None:
+    """Eager's loss Re(sum(y * w)) sends conj(w) to y; func.vjp's cotangent must be the same
+    (it was w, and every complex graph failed on func.vjp once the dtypes axis came in)."""
+    spec = GraphSpec(shape=(3,), dtype="complex128", leaves=(LeafSpec(), LeafSpec()), functions=(
+        FunctionSpec(args=(Arg("x0"), Arg("x1")), style="setup_context", save=("inputs",),
+                     outputs=(OutputSpec(terms=(Term(0, "square", 1.5), Term(1, "linear", -2.0))),),
+                     tuple_output=False),))
+    verdict = check(spec, [paths.get(name)])
+    assert verdict.outcomes[name].status == "ok", verdict.report()
