@@ -105,3 +105,26 @@ def test_a_constant_where_the_spec_has_a_tensor_output_is_the_paths_error():
     result = run_graph(built, lambda n, cls, args: 3 if n == 0 else cls.apply(*args), "constant-returning")
     assert result.status == "error" and result.error_checkpoint == "forward"
     assert str(result.error) == "Function 0 returned int for its output 0, a tensor in its spec"
+
+
+def test_a_forward_ad_level_left_open_by_a_path_is_closed_and_reported_on_it():
+    """A 2.14.1 campaign's worker died: func.jvp+dynamo left a forward-AD level open in torch's
+    C++ state (invisible to torch.autograd.forward_ad._current_level), and the math oracle run
+    after it raised "Nested forward mode AD is not supported"."""
+    class Leaking:
+        name = "leaking"
+
+        def unsupported(self, spec):
+            return None
+
+        def run(self, built):
+            result = paths.get("eager").run(built)
+            torch._C._enter_dual_level()  # as compiled code did, without the Python bookkeeping
+            return result
+
+    spec = GraphSpec(shape=(2,), leaves=(LeafSpec(),), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),), tuple_output=False),))
+    result = paths.run_path(Leaking(), build.build(spec))
+    assert result.status == "error" and str(result.error) == "the path left 1 forward-AD dual level(s) open"
+    with torch.autograd.forward_ad.dual_level():  # nothing is left open
+        pass

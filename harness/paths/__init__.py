@@ -11,6 +11,8 @@ import importlib
 import os
 from typing import Callable, Protocol
 
+import torch
+
 from harness.build import BuiltGraph
 from harness.run import RunResult
 from harness.spec import GraphSpec
@@ -175,7 +177,34 @@ def run_path(path: Path, built: BuiltGraph) -> RunResult:
     reason = path.unsupported(built.spec)
     if reason is not None:
         return RunResult(path.name, status="unsupported", reason=reason)
-    return path.run(built)
+    result = path.run(built)
+    leaked = _close_leaked_dual_levels()
+    if leaked and result.status != "error":
+        # torch left forward AD on: what ran after it (the next path, the oracles) would fail
+        # with "Nested forward mode AD is not supported". Closed here, and reported on this path.
+        result.status, result.error_checkpoint = "error", "forward_ad"
+        result.error = RuntimeError(f"the path left {leaked} forward-AD dual level(s) open")
+    return result
+
+
+def _close_leaked_dual_levels() -> int:
+    """Exit a forward-AD level still open after a path ran; 1 if there was one, else 0.
+
+    torch supports one level at a time (entering a second raises "Nested forward mode AD is
+    not supported"), and a level left open by compiled code can be invisible to the Python
+    bookkeeping (torch.autograd.forward_ad._current_level), so this probes the C++ side."""
+    import torch.autograd.forward_ad as fwAD
+
+    try:
+        level = torch._C._enter_dual_level()
+    except RuntimeError as e:
+        if "Nested forward mode AD is not supported" not in str(e):
+            raise
+        torch._C._exit_dual_level(level=0)
+        fwAD._current_level = -1
+        return 1
+    torch._C._exit_dual_level(level=level)
+    return 0
 
 
 __all__ = ["Path", "PathFamily", "SelectedVariantPath", "UnknownPathError", "available_names", "get", "names", "parse", "register", "register_family",
