@@ -26,8 +26,8 @@ from typing import Callable
 import torch
 
 from harness.dataflow import Dataflow, differentiable
-from harness.oracles.math import version_error_expected
 from harness.oracles.compare import Mismatch
+from harness.oracles.math import version_error_expected
 from harness.run import RunResult
 from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
 

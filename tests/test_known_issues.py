@@ -4,9 +4,8 @@ bug gets noticed (and its entry narrowed)."""
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from strategies import graphs
-
 from harness.known_issues import KNOWN_ISSUES, REPRODUCERS, reproduce
+from strategies import graphs
 
 
 @pytest.mark.parametrize("issue", KNOWN_ISSUES, ids=lambda k: k.id)

@@ -202,7 +202,7 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
         gradcheck_graph(known_issues.workaround(as_run, hit), device)
     except GradcheckError as e:
         return "failed", str(e).splitlines()[0]
-    except Exception as e:  # torch raised inside gradcheck: a finding, never a crash of the campaign
+    except Exception as e:  # noqa: BLE001 -- torch raised inside gradcheck: a finding, never a crash of the campaign
         return "failed", f"gradcheck raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return "ok", ""
 
