@@ -160,14 +160,24 @@ def _vjp_as_backward(spec: GraphSpec) -> GraphSpec:
 # --- in-place updates of views ------------------------------------------------------------
 
 
+def _dirty_views(spec: GraphSpec) -> dict[int, int]:
+    """Functions whose backward runs that modify in place an input that is a view: {function:
+    that view's slot}. torch wraps their node in a CopySlices (custom_function.cpp,
+    _process_backward_mode_ad), which takes the Function's gradient number 0 as the view's and
+    copies it into the view's base (functions/tensor.cpp, CopySlices::apply)."""
+    found = {}
+    for n, fn in enumerate(spec.functions):
+        for o in fn.outputs:
+            if o.kind == "dirty" and fn.args[o.slot].view and _backward_runs(spec, n):
+                found[n] = o.slot
+    return found
+
+
 def _wrong_shape_into_dirty_view(spec: GraphSpec) -> set[int]:
-    """Functions with a deliberately wrong-shaped gradient (harness/build.py `_break`: the
-    first tensor argument's) that modify in place an input that is a view, whose backward
-    runs: torch calls them through a CopySlices node, which copies their gradient number 0 into
-    the base's slice, whichever input is the view (eager-dirty-view-not-first-input)."""
-    return {n for n, fn in enumerate(spec.functions)
-            if fn.error == "grad_shape" and _backward_runs(spec, n)
-            and any(o.kind == "dirty" and fn.args[o.slot].view for o in fn.outputs)}
+    """Those Functions with a deliberately wrong-shaped gradient (harness/build.py `_break`: the
+    first tensor argument's): CopySlices copies their gradient number 0 into the base's slice
+    unchecked, whichever input is the view (eager-dirty-view-not-first-input)."""
+    return {n for n in _dirty_views(spec) if spec.functions[n].error == "grad_shape"}
 
 
 def _gradient_record_of(spec: GraphSpec, values: frozenset[str], m: Mismatch) -> bool:
@@ -185,17 +195,9 @@ def _gradient_record_of(spec: GraphSpec, values: frozenset[str], m: Mismatch) ->
 
 
 def _dirty_views_not_first(spec: GraphSpec) -> dict[int, int]:
-    """Functions that modify in place an input that is a view, at another slot than their first
-    tensor input, and whose backward runs: {function: that view's slot}. torch wraps their node
-    in a CopySlices (custom_function.cpp, _process_backward_mode_ad), which takes the
-    Function's gradient number 0, the first tensor input's, as the view's and sends it into the
-    view's base, in place of the first input's edge (functions/tensor.cpp, CopySlices::apply)."""
-    found = {}
-    for n, fn in enumerate(spec.functions):
-        for o in fn.outputs:
-            if o.kind == "dirty" and fn.args[o.slot].view and o.slot != fn.tensor_slots[0] and _backward_runs(spec, n):
-                found[n] = o.slot
-    return found
+    """Those Functions whose view is not their first tensor input: CopySlices sends the first
+    input's gradient (number 0) into the view's base, in place of the first input's edge."""
+    return {n: slot for n, slot in _dirty_views(spec).items() if slot != spec.functions[n].tensor_slots[0]}
 
 
 def _misrouted_gradients(spec: GraphSpec) -> frozenset[str]:
