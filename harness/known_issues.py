@@ -27,7 +27,7 @@ import torch
 
 from harness.dataflow import Dataflow, differentiable
 from harness.oracles.compare import Mismatch
-from harness.oracles.math import version_error_expected
+from harness.oracles.math import saved_mutated_outputs, version_error_expected
 from harness.run import RunResult
 from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
 
@@ -549,9 +549,7 @@ def _saved_mutated_outputs(spec: GraphSpec) -> set[str]:
     """Outputs modified in place after the forward that their own Function saved (as outputs),
     where that Function's backward runs. The generated backward unpacks them and reads only
     their shape (harness/build.py), so a traced backward needs none of their data."""
-    mutated = set(spec.mutated_outputs)
-    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions) if "outputs" in fn.save and _backward_runs(spec, n)
-            for k in fn.tensor_outputs} & mutated
+    return saved_mutated_outputs(spec, as_inputs=False)
 
 
 def _version_error_missing(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:

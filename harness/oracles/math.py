@@ -71,24 +71,29 @@ def completed(result: RunResult) -> RunResult:
     )
 
 
-def version_error_expected(spec: GraphSpec) -> bool:
-    """Must the backward raise torch's version-counter error? Yes when an output modified
-    in place after the forward (`mutated_outputs`) was saved (as an output, or as the input
-    of a later Function) by a Function whose backward runs: torch checks each saved tensor's
-    version when the backward unpacks it, and the generated backward always unpacks."""
+def saved_mutated_outputs(spec: GraphSpec, *, as_inputs: bool = True) -> set[str]:
+    """Outputs modified in place after the forward (`mutated_outputs`) that a Function whose
+    backward runs saved: as its own outputs, and (`as_inputs`) as the inputs of its nonlinear
+    terms (build._setup saves those)."""
     if not spec.mutated_outputs or spec.backward == "none":
-        return False
+        return set()
     flow = Dataflow(spec)
-    mutated = set(spec.mutated_outputs)
+    saved: set[str | None] = set()
     for n, fn in enumerate(spec.functions):
-        saved: set[str | None] = set()
+        if not flow.backward_runs(n):
+            continue
         if "outputs" in fn.save:
             saved |= {f"f{n}.{k}" for k in fn.tensor_outputs}
-        if "inputs" in fn.save:  # build._setup saves the inputs of nonlinear terms
+        if as_inputs and "inputs" in fn.save:
             saved |= {fn.args[s].ref for s in fn.nonlinear_slots if not fn.args[s].clone}
-        if saved & mutated and flow.backward_runs(n):
-            return True
-    return False
+    return saved & set(spec.mutated_outputs)
+
+
+def version_error_expected(spec: GraphSpec) -> bool:
+    """Must the backward raise torch's version-counter error? Yes when an output modified in
+    place after the forward was saved by a Function whose backward runs: torch checks each saved
+    tensor's version when the backward unpacks it, and the generated backward always unpacks."""
+    return bool(saved_mutated_outputs(spec))
 
 
 def error_is_expected(spec: GraphSpec, result: RunResult) -> bool:
@@ -208,4 +213,4 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
 
 
 __all__ = ["EXPECTED_ERRORS", "VERSION_ERROR", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
-           "gradcheck_reason", "gradcheck_verdict", "math_applier", "math_applier_for", "run_math", "version_error_expected"]
+           "gradcheck_reason", "gradcheck_verdict", "math_applier", "math_applier_for", "run_math", "saved_mutated_outputs", "version_error_expected"]
