@@ -114,13 +114,15 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
             # a path that observes only part of a run (func) narrows the references to that part
             seen = getattr(path, "observed", lambda spec, reference: reference)
             math_seen, eager_seen = seen(spec, math), seen(spec, eager)
-            mismatches = (_against_math(spec, no_meta(math_seen), no_meta(result), tol) + _lifetime_rules(spec, result)
-                          + metadata_mismatches(spec, math_seen, result))
+            runs_backward = getattr(path, "runs_backward", lambda spec: True)(spec)
+            mismatches = (_against_math(spec, no_meta(math_seen), no_meta(result), tol, runs_backward)
+                          + _lifetime_rules(spec, result) + metadata_mismatches(spec, math_seen, result))
             if path.name != "eager":
-                # where a known torch issue damages eager itself, eager is no reference: the
-                # path is judged there by the math oracle alone (a path sharing the bug agrees
-                # with eager anyway)
-                mismatches += [m for m in _against_eager(no_meta(eager_seen), no_meta(result),
+                # roles eager never reached (it raised in a phase the path does not run), and
+                # roles a known torch issue damages in eager itself, have no eager reference:
+                # the math oracle alone judges them (a path sharing the bug agrees with eager anyway)
+                unreached = getattr(path, "unreached", lambda spec, reference: set())(spec, eager)
+                mismatches += [m for m in _against_eager(no_meta(eager_seen), _without_roles(no_meta(result), unreached),
                                                          EXACT if path.exact_vs_eager else tol,
                                                          lifetimes=getattr(path, "lifetimes_vs_eager", True))
                                if not known_issues.explained(spec, eager_issues, m)]
@@ -177,12 +179,14 @@ def _summary(m: Mismatch) -> str:
     return f"differs from {m.against} at {m.checkpoint}"
 
 
-def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tolerances) -> list[Mismatch]:
+def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tolerances,
+                  runs_backward: bool = True) -> list[Mismatch]:
+    """runs_backward=False: the path computes no gradient by a backward (func.jvp, func.jacfwd,
+    func.vmap), so torch's version-counter error is not expected of it."""
     if result.status == "error" and not error_is_expected(spec, result):
         return [Mismatch(result.path, "math", result.error_checkpoint, "error",
                          f"raised {result.describe_error()}")]
-    # (a path that observes no backward, as func.jvp or func.vmap, never reaches the check)
-    if result.status != "error" and version_error_expected(spec) and "backward" in math.tensors:
+    if result.status != "error" and runs_backward and version_error_expected(spec) and "backward" in math.tensors:
         return [Mismatch(result.path, "math", "backward", "error",
                          "ran without torch's version-counter error, but a saved tensor was modified in place")]
     if result.status == "error":  # the deliberate error: what ran before it must still agree
@@ -194,6 +198,13 @@ def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tole
 def math_like(math: RunResult, result: RunResult) -> RunResult:
     """The math result cut at the checkpoint where `result` stopped."""
     return replace(math, status=result.status, error_checkpoint=result.error_checkpoint, error=result.error)
+
+
+def _without_roles(result: RunResult, roles: set[tuple[str, str]]) -> RunResult:
+    if not roles:
+        return result
+    return replace(result, tensors={c: {r: t for r, t in v.items() if (c, r) not in roles}
+                                    for c, v in result.tensors.items()})
 
 
 def _without_probes(result: RunResult) -> RunResult:

@@ -375,6 +375,26 @@ def _single_constant_outputs_vmapped(spec: GraphSpec) -> set[int]:
             if fn.vmap and not fn.tuple_output and fn.outputs[0].kind == "const"}
 
 
+_vmap_unpack_error = raised("forward", r"Value after \* must be an iterable", TypeError)
+
+
+def _constant_unpacked_by_vmap(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """`return *outputs, out_dims` unpacked such a value: a number, bool or None raises "Value
+    after * must be an iterable"; a string of two or more characters unpacks into them, and the
+    caller reads the first as the output (the rest as out_dims): 'tag' comes back as 't'."""
+    if _vmap_unpack_error(spec, result, mismatches):
+        return True
+    return any(m in _unpacked_strings(spec) for m in ((m.role, m.detail) for m in mismatches
+                                                         if m.checkpoint == "forward"))
+
+
+def _unpacked_strings(spec: GraphSpec) -> set[tuple[str, str]]:
+    """(role, mismatch detail) of each single string output as vmap returns it: its first character."""
+    strings = ((n, spec.functions[n].outputs[0].value) for n in _single_constant_outputs_vmapped(spec))
+    return {(f"const:f{n}.0", f"expected {value!r}, got {value[0]!r}") for n, value in strings
+            if isinstance(value, str) and len(value) > 1}
+
+
 def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
     """Functions with generate_vmap_rule and a jvp (harness/build.py saves the inputs of its
     nonlinear terms for forward AD) that save their output or an intermediate for backward,
@@ -1407,7 +1427,8 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         title=("torch.func.vmap over a custom Function with generate_vmap_rule=True whose forward returns one "
                "non-tensor value (not a tuple) raises \"TypeError: Value after * must be an iterable\": "
                "vmapify_autograd_function's forward (torch/_functorch/autograd_function.py) ends with "
-               "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap"),
+               "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap. "
+               "A string is iterable: it is unpacked into its characters and comes back as its first one, silently"),
         first=(2, 13, 0), last=None,
         # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
         # forward); under torch.compile when Dynamo falls back to eager torch.func
@@ -1417,9 +1438,10 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
         path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec)
                        and bool(_single_constant_outputs_vmapped(spec)) for c in ("", "+dynamo")},
-        witness=raised("forward", r"Value after \* must be an iterable", TypeError),
-        damage=error_at("forward"),
-        damages="the error at forward",
+        witness=_constant_unpacked_by_vmap,
+        damage=lambda spec, m: error_at("forward")(spec, m) or (
+            m.checkpoint == "forward" and (m.role, m.detail) in _unpacked_strings(spec)),
+        damages="the error at forward; for a string value, that constant at forward (its first character)",
         workaround=_returned_as_tuples(_single_constant_outputs_vmapped),
     ),
     KnownIssue(

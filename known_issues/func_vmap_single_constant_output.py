@@ -3,7 +3,8 @@ returns ONE non-tensor value (not a tuple) raises "TypeError: Value after * must
 iterable, not int": vmapify_autograd_function's generated forward
 (torch/_functorch/autograd_function.py) ends with `return *outputs, out_dims`, which handles a
 Tensor or a tuple only. Eager returns the value; the same Function returning `(x * 2, 2)`
-runs under vmap.
+runs under vmap. A string is iterable, so it is unpacked instead: 'tag' comes back from vmap
+(and jacfwd, which vmaps) as 't', silently.
 
 Exit status 1 and "REPRODUCED" when the bug is present; 0 when fixed.
 """
@@ -33,9 +34,19 @@ class PairWithTwo(Two):
         return x * 2, 2
 
 
+class Tag(Two):
+    @staticmethod
+    def forward(x):
+        return "tag"  # one non-tensor output that is iterable
+
+
 def main() -> int:
     assert Two.apply(torch.randn(3)) == 2  # eager
     assert vmap(lambda x: PairWithTwo.apply(x)[0])(torch.randn(2, 3)).shape == (2, 3)  # a tuple works
+    tags = []
+    vmap(lambda x: tags.append(Tag.apply(x)) or x)(torch.randn(2, 3))
+    if tags != ["tag"]:
+        print(f"REPRODUCED: a Function returning 'tag' returned {tags[0]!r} under vmap")
     try:
         vmap(lambda x: (x * Two.apply(x)))(torch.randn(2, 3))
     except TypeError as e:
@@ -43,6 +54,8 @@ def main() -> int:
             print(f"REPRODUCED: TypeError: {e}")
             return 1
         raise
+    if tags != ["tag"]:
+        return 1
     print(f"not reproduced (fixed in torch {torch.__version__}?)")
     return 0
 

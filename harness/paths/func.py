@@ -41,9 +41,8 @@ import torch
 
 from harness.build import BuiltGraph, GeneratedFunction, make_function
 from harness.dataflow import Dataflow
-from harness.oracles.math import version_error_expected
 from harness.paths import register
-from harness.run import RunResult, _leaf_tangents, forward, function_output_refs, weighted_sum
+from harness.run import CHECKPOINTS, RunResult, _leaf_tangents, forward, function_output_refs, weighted_sum
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
@@ -86,14 +85,6 @@ COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex 
 #: calculation", pytorch/functorch#638 "backward hooks aren't called when using vmap", open).
 TENSOR_HOOK_FORWARD_MODE = "tensor hook: a backward hook, which jacfwd's forward-mode AD never runs"
 TENSOR_HOOK_UNDER_VMAP = "tensor hook: inside grad(vmap) no tensor requires grad, so none can be hooked"
-#: not a torch limit: eager raises in a backward (the spec's deliberate error, or torch's
-#: version-counter error for a saved output modified in place, oracles/math.py
-#: version_error_expected), which a forward-mode transform (jvp, jacfwd) never runs, so
-#: there is no reference for what it observes from then on (eager's gradients, or its
-#: tangents: eager runs forward AD last)
-NO_REFERENCE = "no eager reference: eager stops at a backward error, which forward mode never runs"
-
-
 @dataclasses.dataclass(frozen=True)
 class Transform:
     """One way of computing eager's observations with torch.func."""
@@ -166,6 +157,27 @@ def observed_roles(spec: GraphSpec, transform: Transform) -> set[tuple[str, str]
     return set(outputs + consts + gradient_roles(spec, transform) + tangent_roles(spec, transform))
 
 
+def runs_phase(transform: Transform, checkpoint: str) -> bool:
+    """Does the transform run eager's phase `checkpoint` (where eager's errors are raised)?
+    Gradients by a backward, except jacfwd's (forward mode); forward AD in jvp and jacfwd."""
+    if checkpoint in ("backward", "double_backward"):
+        return transform.derivative == "grad" and not transform.forward_mode
+    if checkpoint == "forward_ad":
+        return transform.forward_mode
+    return True
+
+
+def unreached(spec: GraphSpec, transform: Transform, reference: RunResult) -> set[tuple[str, str]]:
+    """The roles the path observes that `reference` never computed: it raised in a phase the
+    transform does not run (eager's backward error, the spec's deliberate one or torch's
+    version-counter error, under jvp or jacfwd), so its later checkpoints never ran (eager
+    runs forward AD last). The math oracle, which never raises there, judges them alone."""
+    if reference.status != "error" or runs_phase(transform, reference.error_checkpoint):
+        return set()
+    stopped = CHECKPOINTS.index(reference.error_checkpoint)
+    return {(c, r) for c, r in observed_roles(spec, transform) if CHECKPOINTS.index(c) >= stopped}
+
+
 def narrowed(spec: GraphSpec, transform: Transform, reference: RunResult) -> RunResult:
     """The part of a reference run (eager's or the math oracle's) that the path observes, as
     it observes it: a gradient or tangent eager leaves None is a zero tensor under torch.func
@@ -173,10 +185,10 @@ def narrowed(spec: GraphSpec, transform: Transform, reference: RunResult) -> Run
     for an input the outputs do not depend on, and jvp's `safe_unpack_dual` gives
     `torch.zeros_like(primal)` to an output without a tangent)."""
     keep = observed_roles(spec, transform)
-    if reference.status == "error" and reference.error_checkpoint not in {c for c, _ in keep}:
-        # eager raised in a phase this path does not run (a deliberate backward error under
-        # jvp or vmap; `limitation` rules out a later phase the path observes): what ran
-        # before it is the reference
+    if reference.status == "error" and not runs_phase(transform, reference.error_checkpoint):
+        # eager raised in a phase this path does not run (a backward error under jvp, jacfwd
+        # or vmap): what ran before it is the reference, and what it never reached is
+        # `unreached`
         reference = dataclasses.replace(reference, status="ok", error=None, error_checkpoint="")
     leaves = {f"x{i}": leaf for i, leaf in enumerate(spec.leaves)}
     tensors: dict[str, dict[str, torch.Tensor | None]] = {}
@@ -463,10 +475,6 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
             return TENSOR_HOOK_FORWARD_MODE
         if transform.name == "grad_vmap":
             return TENSOR_HOOK_UNDER_VMAP
-    backward_error = any(fn.error for fn in spec.functions) or version_error_expected(spec)
-    if transform.forward_mode and has_backward(spec) and backward_error and (
-            tangent_roles(spec, transform) or gradient_roles(spec, transform)):
-        return NO_REFERENCE
     return None
 
 
@@ -496,6 +504,14 @@ class FuncPath:
 
     def observed(self, spec: GraphSpec, reference: RunResult) -> RunResult:
         return narrowed(spec, self.transform, reference)
+
+    def unreached(self, spec: GraphSpec, reference: RunResult) -> set[tuple[str, str]]:
+        return unreached(spec, self.transform, reference)
+
+    def runs_backward(self, spec: GraphSpec) -> bool:
+        """jvp and jacfwd compute by forward-mode AD, vmap computes no derivative: none of
+        them unpacks a saved tensor, so none raises torch's version-counter error."""
+        return runs_phase(self.transform, "backward")
 
     def _run(self, built: BuiltGraph, compile_fn: Callable[[Callable], Callable]) -> RunResult:
         result = RunResult(self.name)

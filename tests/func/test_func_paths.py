@@ -206,3 +206,40 @@ def test_a_complex_graph_agrees_on_the_backward_transforms(name: str) -> None:
                      tuple_output=False),))
     verdict = check(spec, [paths.get(name)])
     assert verdict.outcomes[name].status == "ok", verdict.report()
+
+
+# --- forward mode past eager's backward error ------------------------------------------------
+
+#: SPEC whose backward raises: the deliberate wrong gradient count, or torch's version-counter
+#: error for its saved output modified in place after the forward
+BACKWARD_ERRORS = {
+    "deliberate": _with(error="grad_count"),
+    "version counter": dataclasses.replace(_with(save=("inputs", "outputs")), mutated_outputs=("f0.0",)),
+}
+
+
+@pytest.mark.parametrize("error", sorted(BACKWARD_ERRORS))
+@pytest.mark.parametrize("name", ["func.jvp", "func.jacfwd"])
+def test_forward_mode_past_eagers_backward_error_is_judged_by_math(name: str, error: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """eager raises in its backward, before its gradients and its forward AD (it runs last);
+    jvp and jacfwd run no backward, so their tangents and forward-mode gradients are checked
+    against the math oracle alone, their outputs against eager too."""
+    spec = BACKWARD_ERRORS[error]
+    eager = check(spec, [paths.get("eager")], lifetimes=False).outcomes["eager"]
+    assert eager.status == "ok" and eager.result.status == "error", eager  # the expected error
+    outcome = check(spec, [paths.get(name)], lifetimes=False).outcomes[name]
+    assert outcome.status == "ok", outcome
+    checkpoint = "forward_ad" if name == "func.jvp" else "backward"
+    assert outcome.result.tensors[checkpoint], outcome.result.tensors  # observed, so compared
+    observe = func.observe
+
+    def wrong(graph, transform, result, compile_fn=lambda f: f):
+        observe(graph, transform, result, compile_fn)
+        roles = result.tensors[checkpoint]
+        role = sorted(roles)[0]
+        roles[role] = roles[role] * 1.5
+
+    monkeypatch.setattr(func, "observe", wrong)
+    outcome = check(spec, [paths.get(name)], lifetimes=False).outcomes[name]
+    assert outcome.status == "failed" and {m.against for m in outcome.mismatches} == {"math"}, outcome
