@@ -66,6 +66,10 @@ class KnownIssue:
     #: paths (or families) on which the bug needs another structure than `trigger`'s, with
     #: that trigger (func.jacfwd gives tangents to fewer leaves than eager's forward AD)
     path_triggers: dict[str, Trigger] = dataclasses.field(default_factory=dict)
+    #: the bug kills the process (a segfault) at this checkpoint: where its trigger holds, the
+    #: path does not run the example at all (`avoided_crash`); its reproducer, run in a
+    #: subprocess by the tests, is the witness that the crash is still there
+    crashes_at: str | None = None
 
     def affects_installed_torch(self) -> bool:
         v = torch_release()
@@ -83,6 +87,33 @@ class KnownIssue:
         """The bug happened on this path: its structure is there and its witness is seen."""
         return (self.affects_path(result.path) and self.affects_installed_torch()
                 and self.triggered(spec, result.path) and self.witness(spec, result, mismatches))
+
+
+class AvoidedCrash(RuntimeError):
+    """The error a path reports instead of running an example that would crash the process."""
+
+    def __init__(self, issue: KnownIssue) -> None:
+        super().__init__(f"not run: it would crash the process (known torch issue {issue.id}, "
+                         f"known_issues/{issue.reproducer})")
+        self.issue = issue.id
+
+
+def avoided_crash(spec: GraphSpec, path: str) -> RunResult | None:
+    """The result of a path that must not run `spec` because a known crash would kill the
+    process: an AvoidedCrash at the crash's checkpoint (what ran before it is not compared),
+    which the entry's witness (`crash_avoided`) recognises. None: run it."""
+    for k in KNOWN_ISSUES:
+        if (k.crashes_at and k.affects_path(path) and k.affects_installed_torch()
+                and k.triggered(spec, path)):
+            return RunResult(path, status="error", error=AvoidedCrash(k), error_checkpoint=k.crashes_at)
+    return None
+
+
+def crash_avoided(issue_id: str) -> Witness:
+    """The witness of a crash entry: the path reported that it avoided this entry's crash
+    (harness.paths.run_path)."""
+    return lambda spec, result, mismatches: (result.status == "error" and isinstance(result.error, AvoidedCrash)
+                                             and result.error.issue == issue_id)
 
 
 def path_family(path: str) -> str:
@@ -366,6 +397,21 @@ def _eager_backward_runs(spec: GraphSpec) -> bool:
     from harness.paths.func import has_backward  # the path module imports this one's users
 
     return has_backward(spec)
+
+
+def _retained_without_gradient(spec: GraphSpec) -> set[str]:
+    """Non-leaf values with retain_grad() that Functions whose backward runs read, none of
+    which sends them a gradient (every edge into them carries None)."""
+    if spec.backward == "none":
+        return set()
+    flow = Dataflow(spec)
+    return {h.target for h in spec.hooks if h.kind == "retain_grad" and not _is_whole_leaf(h.target)
+            and any(flow.backward_runs(n) for n, _ in flow.edges_into(h.target))
+            and not flow.receives_gradient(h.target)}
+
+
+def _is_whole_leaf(ref: str) -> bool:
+    return ref.startswith("x") and "[" not in ref
 
 
 def _single_constant_outputs_vmapped(spec: GraphSpec) -> set[int]:
@@ -1009,6 +1055,23 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("backward"),
         damages="the error at backward",
         workaround=_without_errors(lambda n, fn: fn.error == "grad_count"),
+    ),
+    KnownIssue(
+        id="ca-retain-grad-none-gradient-segfault",
+        title=("Compiled autograd: retain_grad() on a non-leaf tensor (a view of a leaf) whose every incoming "
+               "gradient is None (a custom Function's backward returns None for it) segfaults in the backward: "
+               "call_cpp_tensor_pre_hooks calls VariableHooks::retain_grad's hook on the undefined gradient; "
+               "eager skips it"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_retain_grad_none_gradient_segfault.py",
+        trigger=lambda spec: bool(_retained_without_gradient(spec)),
+        witness=crash_avoided("ca-retain-grad-none-gradient-segfault"),
+        damage=error_at("backward"),
+        damages="the whole run (not run: it would crash the process)",
+        workaround=lambda spec: dataclasses.replace(spec, hooks=tuple(
+            h for h in spec.hooks if not (h.kind == "retain_grad" and h.target in _retained_without_gradient(spec)))),
+        crashes_at="backward",
     ),
     KnownIssue(
         id="ca-invalid-gradient-message",

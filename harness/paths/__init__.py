@@ -174,9 +174,14 @@ def available_names(opt_in: bool = False) -> list[str]:
 
 
 def run_path(path: Path, built: BuiltGraph) -> RunResult:
+    from harness.known_issues import avoided_crash
+
     reason = path.unsupported(built.spec)
     if reason is not None:
         return RunResult(path.name, status="unsupported", reason=reason)
+    avoided = avoided_crash(built.spec, path.name)
+    if avoided is not None:
+        return avoided
     result = path.run(built)
     leaked = _close_leaked_dual_levels()
     if leaked and result.status != "error":
