@@ -5,10 +5,13 @@ Everything a campaign learns is a record (harness/records.py), and its counts ar
 from records only (`CampaignResult.add_record`), live or from the log.
 
 Shrinking starts from the example that failed, not from scratch. When an example shows a
-cause not seen before, the fuzz test raises, so Hypothesis saves that example's choice
-sequence in the example database under the cause's own key (`CauseDatabase`). At the end,
-one test per cause runs with `phases=[Phase.reuse, Phase.shrink]` over that key: Hypothesis
-replays the saved example and shrinks it, keeping its best in the database as it goes.
+cause not seen before (a path's mismatch, or gradcheck's failure), the fuzz test raises, so
+Hypothesis saves that example's choice sequence in the example database under the cause's own
+key (`CauseDatabase`). A worker that dies on an example (a crash or hang) cannot save it: it
+sends the example's choice sequence before checking it, and shrinking saves that under the
+cause's key. At the end, one test per cause runs with `phases=[Phase.reuse, Phase.shrink]`
+over that key: Hypothesis replays the saved example and shrinks it, keeping its best in the
+database as it goes; a crash's candidates each run in a forked child (`shows`).
 
 The budget covers everything: once there are causes to shrink, fuzzing stops at
 (1 - SHRINK_SHARE) of it and shrinking and the reproducers share the rest, each cause
@@ -18,6 +21,7 @@ smallest failing example seen so far); with nothing to shrink, fuzzing goes on t
 
 from __future__ import annotations
 
+import base64
 import collections
 import gc
 import hashlib
@@ -119,6 +123,10 @@ class Failure:
     size_before: int = 0  # records.spec_size of the first example that showed it
     shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved"
     replay: str = ""  # on resume: "still fails" or "fixed"
+    #: a crash or hang: the choice sequence of the example the worker died on (sent before it
+    #: began), which shrinking saves under the cause's key; the other causes are saved by the
+    #: fuzz test itself
+    choices: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -126,14 +134,19 @@ class Failure:
 
     @property
     def shrinkable(self) -> bool:
-        """Failures of a path check: Hypothesis saved their example and can replay it (a worker
-        crash or hang, and gradcheck, are reported as found)."""
-        return bool(self.paths) and not self.signature.startswith((GRADCHECK_CAUSE, "crash", "hang"))
+        """Hypothesis can replay its example: a path check's failure or gradcheck's (saved by the
+        fuzz test), or a worker's crash or hang whose choice sequence the worker sent."""
+        return not self.in_child or self.choices is not None
 
-    def offer(self, spec: GraphSpec, report: str) -> None:
+    @property
+    def in_child(self) -> bool:
+        """A crash or hang of a worker: each candidate runs in a child process (`_in_child`)."""
+        return self.signature.startswith(("crash", "hang"))
+
+    def offer(self, spec: GraphSpec, report: str, choices: bytes | None = None) -> None:
         """Another example with this cause: kept when it is smaller."""
         if _smaller(spec, self.spec):
-            self.spec, self.report = spec, report
+            self.spec, self.report, self.choices = spec, report, choices or self.choices
 
 
 def _smaller(a: GraphSpec, b: GraphSpec) -> bool:
@@ -217,15 +230,16 @@ class CampaignResult:
 
     def _add_failure(self, cause: str, record: Record, paths: set[str]) -> None:
         spec = GraphSpec.from_json(record["spec"])
+        choices = base64.b64decode(record["choices"]) if record.get("choices") else None
         if cause in self.failures:
             f = self.failures[cause]
             f.count += 1
             f.paths |= paths
             if not f.shrink:  # a shrunk reproducer is final
-                f.offer(spec, record["report"])
+                f.offer(spec, record["report"], choices)
         else:
             self.failures[cause] = Failure(cause, spec, record["report"], 1, record.get("reproducer"), paths,
-                                           size_before=spec_size(spec))
+                                           size_before=spec_size(spec), choices=choices)
 
     def _close_session(self) -> None:
         self._closed = (self.seconds, self.fuzz_seconds)
@@ -347,7 +361,7 @@ class CampaignResult:
 
 def shrink_note(f: Failure) -> str:
     if not f.shrinkable:
-        return "the smallest example seen; not shrunk: no replayable example (crash, hang or gradcheck)"
+        return "the smallest example seen; not shrunk: the worker sent no choice sequence"
     return {"complete": "shrunk", "time cap": "shrunk until its time cap",
             "not reproduced": "not shrunk: the saved example no longer fails",
             "not saved": "not shrunk: no saved example in the database"}.get(f.shrink, "not shrunk: out of budget")
@@ -372,11 +386,31 @@ def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str]
                       "generate_ms": round(generate_ms, 3), "check_ms": round(check_ms, 3),
                       "features": features(spec)}
     if gradcheck[0] == "failed":
-        record["gradcheck_cause"] = f"{GRADCHECK_CAUSE}: {_numbers_out(gradcheck[1])}"
+        record["gradcheck_cause"] = gradcheck_cause(gradcheck)
     if verdict.failed or gradcheck[0] == "failed":  # what a failure group needs to show and replay it
         record["spec"] = spec.to_json()
         record["report"] = verdict.report() if verdict.failed else f"gradcheck failed: {gradcheck[1]}"
     return record
+
+
+def gradcheck_cause(gradcheck: tuple[str, str]) -> str | None:
+    """The cause of a failed gradcheck (gradcheck_verdict's result), numbers left out."""
+    return f"{GRADCHECK_CAUSE}: {_numbers_out(gradcheck[1])}" if gradcheck[0] == "failed" else None
+
+
+def crash_cause(what: str, path_names: Iterable[str]) -> str:
+    """The cause of a worker's death on an example: "crash (signal SIGSEGV)", "hang (no
+    progress for 300 s)", "crash (exit code 3)"; the paths it was checking."""
+    return f"{what} while checking paths {','.join(path_names)}"
+
+
+def current_choices() -> bytes:
+    """The choice sequence of the example the running Hypothesis test is on (what the example
+    database stores), so that a parent can shrink the example a worker died on."""
+    from hypothesis.control import current_build_context
+    from hypothesis.database import choices_to_bytes
+
+    return choices_to_bytes(current_build_context().data.choices)
 
 
 def _numbers_out(text: str) -> str:
@@ -510,7 +544,9 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
         on_record(record)
         last_end[0] = time.perf_counter()
         causes = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"}
-        failed[0] = bool(causes) or record["gradcheck"] == "failed"
+        if record["gradcheck"] == "failed":
+            causes.add(record["gradcheck_cause"])
+        failed[0] = bool(causes)
         new = causes - known
         if new:
             known.update(new)
@@ -541,11 +577,11 @@ def replay(failure: Failure, paths: list[ExecPath], device: str, database: Examp
     """Run a cause's saved example again: "still fails", "fixed" or "not saved".
     favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
     def again(spec: GraphSpec) -> None:
-        if failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes)):
+        if shows(failure, spec, paths, device, lifetimes):
             raise _Found
 
     favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
-    test = _graph_test(again, device, favour, database=CauseDatabase(database, [failure.signature], unshrunk=True),
+    test = _graph_test(again, device, favour, database=_saved(failure, database, unshrunk=True),
                        phases=[Phase.reuse], report_multiple_bugs=False)
     try:
         test()
@@ -577,13 +613,13 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
     def same_cause(spec: GraphSpec) -> None:
         if time.perf_counter() > until:
             raise _TimeUp
-        if failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes)):
+        if shows(failure, spec, paths, device, lifetimes, until=until):
             if _smaller(spec, best[0]):
                 best[0] = spec
             raise _Found
 
     favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
-    test = _graph_test(same_cause, device, favour, database=CauseDatabase(database, [failure.signature]),
+    test = _graph_test(same_cause, device, favour, database=_saved(failure, database),
                        phases=[Phase.reuse, Phase.shrink], report_multiple_bugs=False)
     try:
         test()
@@ -594,6 +630,75 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
     except unittest.SkipTest:
         return best[0], "not saved"
     return best[0], "not reproduced"
+
+
+def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool, *,
+          until: float | None = None) -> bool:
+    """Does `spec` show the failure's cause: the paths' check, gradcheck, or (in a child
+    process, which may die) the worker's crash or hang."""
+    if failure.signature.startswith(GRADCHECK_CAUSE):
+        return gradcheck_cause(gradcheck_verdict(spec, device)) == failure.signature
+    if failure.in_child:
+        return _in_child(failure, spec, paths, device, lifetimes, until) == failure.signature
+    return failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes))
+
+
+#: "hang (no progress for 300 s)": how long a candidate may run before it counts as that hang
+_HANG = re.compile(r"^hang \(no progress for (\d+) s\)")
+
+
+def _in_child(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool,
+              until: float | None) -> str | None:
+    """Check `spec` in a forked child (this process has torch imported and warm): the crash
+    cause it dies with, a hang cause if it runs past the failure's hang time (or `until`), or
+    None when it checks the example and exits."""
+    import os
+    import signal
+
+    hang = _HANG.match(failure.signature)
+    deadline = time.perf_counter() + (float(hang[1]) if hang else 600.0)
+    pid = os.fork()
+    if pid == 0:  # the child: check, and leave without running any of the parent's exit code
+        code = 0
+        try:
+            torch.set_num_threads(1)  # OpenMP's pool is the parent's; these graphs are tiny
+            check(spec, paths, device, lifetimes=lifetimes)
+        except BaseException:  # noqa: BLE001 -- an exception is no crash; the exit code says so
+            code = 70
+        os._exit(code)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.perf_counter() > deadline or (until is not None and time.perf_counter() > until):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return failure.signature if hang and time.perf_counter() > deadline else None
+        time.sleep(0.01)
+    if os.WIFSIGNALED(status):
+        what = f"crash (signal {signal.Signals(os.WTERMSIG(status)).name})"
+    elif os.WEXITSTATUS(status) not in (0, 70):
+        what = f"crash (exit code {os.WEXITSTATUS(status)})"
+    else:
+        return None
+    return crash_cause(what, failure.signature.partition(" while checking paths ")[2].split(","))
+
+
+def _saved(failure: Failure, database: ExampleDatabase, *, unshrunk: bool = False) -> CauseDatabase:
+    """The database under the failure's cause; a crash's choice sequence saved there first
+    (the worker died before Hypothesis could save it)."""
+    db = CauseDatabase(database, [failure.signature], unshrunk=unshrunk)
+    if failure.choices is not None:
+        db.save(_graph_test_key(), failure.choices)
+    return db
+
+
+def _graph_test_key() -> bytes:
+    """The example-database key of every test _graph_test makes (Hypothesis' digest of the test
+    function, which is the same inner function for all of them)."""
+    from hypothesis.internal.reflection import function_digest
+
+    return function_digest(_graph_test(lambda spec: None, "cpu", False).hypothesis.inner_test)
 
 
 def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
@@ -626,11 +731,19 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
                            favour_torch_func=favours_torch_func(paths))
-        verdict = check(spec, failing, device, lifetimes=lifetimes)
-        destination = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
-        write_reproducer(spec, [p.name for p in failing], device, verdict.report(), destination, verdict=verdict)
+        destination: Path | None = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
+        if failure.in_child:  # checked here, the example would kill this process
+            report = failure.report
+            write_reproducer(spec, [p.name for p in failing], device,
+                             f"The campaign worker ended with {report} on this spec (shrunk).", destination)
+        elif failure.signature.startswith(GRADCHECK_CAUSE):  # a reproducer script checks paths, not gradcheck
+            report, destination = f"gradcheck failed: {gradcheck_verdict(spec, device)[1]}", None
+        else:
+            verdict = check(spec, failing, device, lifetimes=lifetimes)
+            report = verdict.report()
+            write_reproducer(spec, [p.name for p in failing], device, report, destination, verdict=verdict)
         on_record({"kind": "shrunk", "t": now(), "cause": failure.signature, "result": how,
-                   "spec": spec.to_json(), "report": verdict.report(), "reproducer": str(destination),
+                   "spec": spec.to_json(), "report": report, "reproducer": destination and str(destination),
                    "size_before": failure.size_before, "size_after": spec_size(spec)})
 
 

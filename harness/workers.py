@@ -17,6 +17,7 @@ workers fuzz on to the end.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import queue
@@ -36,6 +37,8 @@ from harness.campaign import (
     Failure,
     OnRecord,
     Record,
+    crash_cause,
+    current_choices,
     to_shrink,
     write_unshrunk_reproducers,
 )
@@ -56,6 +59,7 @@ class _Worker:
     process: subprocess.Popen
     last_seen: float
     current: str | None = None  # the spec of the example it is on (JSON), from its "begin"
+    current_choices: str | None = None  # and its choice sequence (base64), to shrink it if the worker dies
     closed: bool = False  # its pipe reached its end: every line it sent is handled
     lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
 
@@ -190,7 +194,7 @@ def _drain(w: _Worker, record: OnRecord, *, to_the_end: bool = False) -> None:
         w.last_seen = time.perf_counter()
         rec = json.loads(line)
         if rec["kind"] == "begin":
-            w.current = rec["spec"]
+            w.current, w.current_choices = rec["spec"], rec.get("choices")
         else:
             if rec["kind"] == "example":
                 w.current = None
@@ -199,7 +203,7 @@ def _drain(w: _Worker, record: OnRecord, *, to_the_end: bool = False) -> None:
 
 def _failure_config(f: Failure) -> dict[str, Any]:
     return {"cause": f.signature, "spec": f.spec.to_json(), "report": f.report, "paths": sorted(f.paths),
-            "size_before": f.size_before}
+            "size_before": f.size_before, "choices": base64.b64encode(f.choices).decode() if f.choices else None}
 
 
 def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out_dir: Path, scratch: Path,
@@ -211,17 +215,18 @@ def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out
         raise RuntimeError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
                            f"Run `python -m harness fuzz --workers 0` to see the error in this process.")
     spec = GraphSpec.from_json(w.current)
-    cause = f"{what} while checking paths {','.join(path_names)}"
+    cause = crash_cause(what, path_names)
     destination = out_dir / f"crash_{w.name}.py"
     write_reproducer(spec, path_names, device, f"The campaign worker ended with {what} on this spec.",
                      destination)
     record({"kind": "crash", "t": now(), "worker": w.name, "cause": cause, "spec": w.current,
-            "report": what, "paths": path_names, "reproducer": str(destination)})
+            "choices": w.current_choices, "report": what, "paths": path_names, "reproducer": str(destination)})
 
 
 def _failures(configs: list[dict[str, Any]]) -> list[Failure]:
     return [Failure(f["cause"], GraphSpec.from_json(f["spec"]), f["report"], paths=set(f["paths"]),
-                    size_before=f["size_before"]) for f in configs]
+                    size_before=f["size_before"], choices=base64.b64decode(f["choices"]) if f.get("choices") else None)
+            for f in configs]
 
 
 def _worker_main(config: dict[str, Any]) -> int:
@@ -251,7 +256,9 @@ def _worker_main(config: dict[str, Any]) -> int:
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=send,
          known=set(config["known"]), max_examples=config["max_examples"], worker=config["name"],
-         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}), should_stop=lambda: stop[0])
+         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json(),
+                                       "choices": base64.b64encode(current_choices()).decode()}),
+         should_stop=lambda: stop[0])
     return 0
 
 

@@ -16,8 +16,12 @@ CAP_S = 15.0
 
 def fuzz_until_found(seeded, database, result):
     """The campaign's own fuzz loop, until the seeded bug shows."""
+    return fuzz_until_found_by([seeded], database, result)
+
+
+def fuzz_until_found_by(paths, database, result):
     known: set[str] = set()
-    fuzz([seeded], until=time.perf_counter() + 180, device="cpu", database=database, lifetimes=False,
+    fuzz(paths, until=time.perf_counter() + 180, device="cpu", database=database, lifetimes=False,
          on_record=result.add_record, known=known, until_failure=True)
     assert known == set(result.failures)  # the example was saved under its cause
     return list(result.failures.values())
@@ -53,3 +57,24 @@ def test_a_rare_failure_is_shrunk_from_its_own_example_within_its_time_cap(tmp_p
     assert (tmp_path / done["reproducer"].split("/")[-1]).exists()
     result.add_record(done)
     assert result.failures[failure.signature].size == done["size_after"]
+
+
+def test_a_gradcheck_failure_is_shrunk_from_its_own_example(tmp_path):
+    """A seeded formula fault (selfeval's wrong_backward: one gradient 1.5 times too large),
+    seen by gradcheck alone (no path is checked): its cause is saved and shrunk like a path's."""
+    from harness import selfeval
+    from harness.oracles.math import gradcheck_verdict
+
+    database = InMemoryExampleDatabase()
+    result = CampaignResult([], "cpu")
+    with selfeval.installed("wrong_backward"):
+        (failure,) = fuzz_until_found_by([], database, result)
+        assert failure.signature.startswith("gradcheck: ") and failure.shrinkable
+        records = []
+        shrink_failures([failure], [], "cpu", database, False, until=time.perf_counter() + CAP_S,
+                        out_dir=tmp_path, on_record=records.append)
+        (done,) = records
+        assert done["result"] in ("complete", "time cap") and done["size_after"] < done["size_before"], done
+        assert done["report"].startswith("gradcheck failed: ") and done["reproducer"] is None
+        from harness.spec import GraphSpec
+        assert gradcheck_verdict(GraphSpec.from_json(done["spec"]))[0] == "failed"
