@@ -98,6 +98,10 @@ class SelectedVariantPath:
     def lifetimes_vs_eager(self) -> bool:
         return getattr(self.resolved(), "lifetimes_vs_eager", True)
 
+    @property
+    def needs_backward(self) -> bool:
+        return getattr(self.resolved(), "needs_backward", False)
+
     def available(self) -> str | None:
         try:
             return self.resolved().available()

@@ -243,6 +243,8 @@ def captures() -> int:
 
 class CompiledPath:
     exact_vs_eager = False  # compiled kernels may round differently
+    #: checks nothing of an example without a backward (a campaign of such paths skips them)
+    needs_backward = True
 
     def __init__(self, mode: str, name: str | None = None) -> None:
         self.mode = mode
