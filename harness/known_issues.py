@@ -599,13 +599,16 @@ def _without_those_prehooks(spec: GraphSpec) -> GraphSpec:
 
 
 def _double_backward_through_unpacked_saved_tensors(spec: GraphSpec) -> bool:
+    """A double backward through saved tensors that saved-tensor hooks unpack: the spec's
+    (detaching) hooks, or a non-reentrant checkpoint region's (which recompute, detached)."""
     flow = Dataflow(spec)
-    return (spec.backward == "double" and any(h.kind == "saved_tensors" for h in spec.hooks)
+    return (spec.backward == "double" and (any(h.kind == "saved_tensors" for h in spec.hooks) or spec.checkpoint)
             and any(fn.nonlinear_slots and fn.save and flow.node_exists(n) for n, fn in enumerate(spec.functions)))
 
 
 def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
-    return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if h.kind != "saved_tensors"))
+    return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if h.kind != "saved_tensors"),
+                               checkpoint=False)
 
 
 # --- Dynamo --------------------------------------------------------------------------------
@@ -1107,7 +1110,8 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         id="ca-unpack-hook-create-graph",
         title=("Compiled autograd with create_graph=True ignores the autograd identity of saved "
                "tensors whose pack hook detached them (eager restores it on unpack): second-order "
-               "gradients through saved tensors are silently lost"),
+               "gradients through saved tensors are silently lost; so under a non-reentrant checkpoint, "
+               "whose hooks recompute them detached"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_unpack_hook_create_graph.py",

@@ -127,6 +127,10 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "tuple_output": {f.tuple_output for f in fns}, "error": {f.error or "none" for f in fns},
         "mask": {leaf.dtype for leaf in spec.leaves if leaf.dtype} & {
             spec.leaves[int(f.args[s].ref[1:])].dtype for f in fns for s in f.mask_slots} or {"none"},
+        "backward_method": {f.backward_method for f in fns}, "untraceable": {f.untraceable for f in fns},
+        "nested": {f.nested for f in fns}, "dirty_view": {any(a.view for a in f.args) for f in fns},
+        "partial_backward": {bool(spec.grad_leaves)}, "mutated_outputs": {bool(spec.mutated_outputs)},
+        "checkpoint": {spec.checkpoint},
     }
     found: dict[str, Any] = {axis: sorted(values, key=str) for axis, values in axes.items()}
     found["inputs"] = [len(f.tensor_slots) for f in fns]

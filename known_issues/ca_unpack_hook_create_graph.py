@@ -7,7 +7,9 @@ autograd identity when it unpacks it (SavedVariable::unpack), so create_graph=Tr
 gives first-order gradients that are differentiable. Compiled autograd uses the unpack
 hook's result as is: the first-order gradient silently does not require grad, and the
 second-order gradient through the saved tensor is lost (None, or wrong when other paths
-contribute). Affects built-in ops as well as custom Functions.
+contribute). Affects built-in ops as well as custom Functions. A non-reentrant
+torch.utils.checkpoint region saves through such hooks too (its unpack recomputes the
+forward, detached), so the same second-order gradient is lost there.
 
 Exit status 1 and "REPRODUCED" when the bug is present (with the captured graph run as
 is); 0 when fixed. Other compilers are reported for information.
@@ -36,11 +38,14 @@ def compiler(mode):
     return lambda gm: torch.compile(gm, backend=mode, fullgraph=True)
 
 
-def second_order(ctx):
+def second_order(ctx, checkpointed=False):
     torch._dynamo.reset()
     x = torch.tensor(3.0, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
-        y = Square.apply(x)
+    if checkpointed:
+        y = torch.utils.checkpoint.checkpoint(Square.apply, x, use_reentrant=False)
+    else:
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+            y = Square.apply(x)
     with ctx:
         (g,) = torch.autograd.grad(y, [x], create_graph=True)
         if not g.requires_grad:
@@ -50,14 +55,18 @@ def second_order(ctx):
 
 
 def reproduces(mode):
-    eager = second_order(torch.autograd.set_grad_enabled(True))
-    compiled = second_order(compiled_autograd._enable(compiler(mode)))
-    assert eager == 2.0, eager
-    if compiled != eager:
-        print(f"{mode}: REPRODUCED: d2(x*x)/dx2 = {compiled} under compiled autograd, {eager} in eager")
-        return True
-    print(f"{mode}: not reproduced (fixed in torch {torch.__version__}?)")
-    return False
+    found = False
+    for checkpointed in (False, True):
+        where = "under checkpoint" if checkpointed else "with a detaching pack hook"
+        eager = second_order(torch.autograd.set_grad_enabled(True), checkpointed)
+        compiled = second_order(compiled_autograd._enable(compiler(mode)), checkpointed)
+        assert eager == 2.0, eager
+        if compiled != eager:
+            print(f"{mode}: REPRODUCED {where}: d2(x*x)/dx2 = {compiled} under compiled autograd, {eager} in eager")
+            found = True
+        else:
+            print(f"{mode}: not reproduced {where} (fixed in torch {torch.__version__}?)")
+    return found
 
 
 if __name__ == "__main__":

@@ -344,11 +344,7 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     traceable = not any(o.kind in ("dirty", "const") for fn in functions for o in fn.outputs)
     trace = traceable and draw(BOOLEANS) and draw(BOOLEANS)
     mutated_outputs = _mutated_outputs(draw, functions, hooks)
-    # not with double backward for now: compiled autograd loses second-order gradients through
-    # checkpoint's saved-tensor hooks, as through ours (ca-unpack-hook-create-graph; its
-    # trigger does not name checkpoint yet)
-    checkpoint = (not trace and not mutated_outputs and backward != "double"
-                  and draw(BOOLEANS) and draw(BOOLEANS))
+    checkpoint = not trace and not mutated_outputs and draw(BOOLEANS) and draw(BOOLEANS)
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(SEEDS),
