@@ -68,6 +68,10 @@ STYLE_CHOICE_FAVOURING_SETUP_CONTEXT = st.sampled_from(("setup_context",) * 7 + 
 #: and generate_vmap_rule for 3 in 4 of those Functions (the vmap paths, jacrev and jacfwd refuse a
 #: Function without a vmap rule; func.vmap.user adds its own)
 VMAP_CHOICE_FAVOURED = st.sampled_from((True, True, True, False))
+#: and a jvp for 3 in 4 Functions of a graph without forward AD (func.jvp and func.jacfwd refuse a
+#: graph with a Function without one; jacfwd also needs every vmap rule, so at 1 in 2 it checked
+#: about 1 in 5 graphs)
+JVP_CHOICE_FAVOURED = VMAP_CHOICE_FAVOURED
 SAVE_LISTS = st.lists(st.sampled_from(SAVE_KINDS), max_size=3)
 NEEDS_INPUT_GRAD_CHOICE = st.sampled_from(NEEDS_INPUT_GRAD_MODES)
 UNUSED_GRAD_CHOICE = st.sampled_from(UNUSED_GRAD_MODES)
@@ -212,7 +216,8 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
                    max_outputs: int, jvp: bool | None, double_backward: bool, shape: tuple[int, ...],
                    ops: tuple[str, ...] = OPS, masks: Sequence[str] = (),
                    style_choice: st.SearchStrategy[str] = STYLE_CHOICE,
-                   vmap_choice: st.SearchStrategy[bool] = BOOLEANS) -> FunctionSpec:
+                   vmap_choice: st.SearchStrategy[bool] = BOOLEANS,
+                   jvp_choice: st.SearchStrategy[bool] = BOOLEANS) -> FunctionSpec:
     """function_specs' body, called directly by graphs() (a composite is a new strategy per call)."""
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_outputs < 1:
@@ -236,7 +241,7 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
     style = draw(style_choice)
     save = set(draw(SAVE_LISTS))
     has_nonlinear = any(t.op != "linear" for o in outputs for t in o.terms)
-    with_jvp = draw(BOOLEANS) if jvp is None else jvp
+    with_jvp = draw(jvp_choice) if jvp is None else jvp
     if style == "setup_context" and any(o.kind == "input" for o in outputs):
         # torch cannot save an input returned as-is under setup_context; make it a view
         # instead when the derivative needs saved inputs.
@@ -298,9 +303,10 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     mixed_device: for CUDA runs, graphs of shape () may keep leaves on the CPU (CPU scalar
     tensors beside CUDA ones; LeafSpec.on_cpu). Off by default, so CPU runs draw as before.
     favour_torch_func: for campaigns that run torch.func paths, which refuse old-style
-    Functions (and, for vmap, Functions without a vmap rule): 7 in 8 Functions in setup_context
-    style, 3 in 4 of them with generate_vmap_rule; old style and no rule stay reachable. Off by
-    default, so other runs draw as before."""
+    Functions (and, for vmap, Functions without a vmap rule; for jvp and jacfwd, without a jvp):
+    7 in 8 Functions in setup_context style, 3 in 4 of them with generate_vmap_rule, 3 in 4 with
+    a jvp; old style, no rule and no jvp stay reachable. Off by default, so other runs draw as
+    before."""
     _check_bounds("functions", min_functions, max_functions)
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
@@ -330,7 +336,8 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
             jvp=True if forward_ad else None, double_backward=backward == "double", shape=shape,
             ops=ops, masks=masks,
             style_choice=STYLE_CHOICE_FAVOURING_SETUP_CONTEXT if favour_torch_func else STYLE_CHOICE,
-            vmap_choice=VMAP_CHOICE_FAVOURED if favour_torch_func else BOOLEANS))
+            vmap_choice=VMAP_CHOICE_FAVOURED if favour_torch_func else BOOLEANS,
+            jvp_choice=JVP_CHOICE_FAVOURED if favour_torch_func else BOOLEANS))
     spec = GraphSpec(shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions))
     refs = [r for r in spec.value_refs() if r not in masks]  # hooks go on float values
     whole_leaves = [f"x{i}" for i, leaf in enumerate(leaves) if not leaf.views and leaf.dtype is None]
