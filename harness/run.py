@@ -301,6 +301,7 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
             tracker.node_requires_grad[n] = any(v.requires_grad for r, v in values.items()
                                                 if r.startswith(f"f{n}."))
             tracker.record(f"apply:f{n}", held)
+    side_effects_before = _side_effects(built)
     with _checkpoint(result, "forward"), torch.enable_grad(), _saved_tensor_hooks(built):
         if compile_forward is not None:
             values = _compiled_forward(built, applier, leaves, consts, compile_forward)
@@ -312,6 +313,10 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
         result.put("forward", f"out:{ref}", values[ref])
         result.put("forward", f"requires_grad:{ref}", values[ref].requires_grad)
     _record_output_metadata(built, values, leaves, result)
+    if any(fn.untraceable == "side_effect" for fn in spec.functions):
+        after = _side_effects(built)
+        result.put(META + "forward", "side_effects",
+                   tuple(sorted(i for n, calls in after.items() for i in calls[len(side_effects_before[n]):])))
     for ref, value in consts.items():
         result.put("forward", f"const:{ref}", value)
     leaf_refs = {f"x{i}": t for i, t in enumerate(leaves)}
@@ -361,6 +366,21 @@ def _break_documented_grad_cycles(built: BuiltGraph, values: dict[str, torch.Ten
 #: checkpoint prefix of metadata observations (strides, aliasing, versions, autograd flags),
 #: compared per path by harness.oracles.metadata
 META = "meta:"
+
+
+def _side_effects(built: BuiltGraph) -> dict[str, list[int]]:
+    """What the forwards with untraceable="side_effect" appended so far, by list: generic
+    Functions to build.FORWARD_CALLS (one shared list), plain ones each to the `forward_calls`
+    list its own source defines (in the namespace its class was made in)."""
+    lists: dict[str, list[int]] = {}
+    for n, (fn, cls) in enumerate(zip(built.spec.functions, built.functions)):
+        if fn.untraceable == "side_effect":
+            calls = cls.forward.__globals__.get("forward_calls")
+            if isinstance(calls, list):
+                lists[f"f{n}"] = list(calls)
+            else:
+                lists["generic"] = list(build_module.FORWARD_CALLS)
+    return lists
 
 
 def _record_output_metadata(built: BuiltGraph, values: dict[str, torch.Tensor],

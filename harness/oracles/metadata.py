@@ -8,6 +8,10 @@ The runner records, as plain values under `meta:<checkpoint>` (harness/run.py):
   version:<ref>         `_version` right after the forward (a dirty output was bumped by `mul_`)
   grad_fn:<ref>         whether the output has a grad_fn; is_leaf:<ref> its `is_leaf`
   grad_is_none:x<i>     a leaf that does not require grad still has `.grad` None after backward
+  side_effects          the Function indices that forwards with untraceable="side_effect"
+                        appended to their module-level list during the forward (sorted): under
+                        torch.compile Dynamo replays the side effect instead of breaking, and
+                        must replay exactly eager's
 (`requires_grad:<ref>` is recorded with the forward values and compared everywhere already.)
 
 What torch promises, per path family, and so what is compared exactly:
@@ -65,7 +69,7 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         return lambda checkpoint, role: (checkpoint == META + "forward" or role.startswith(
             _LEAF_GRAD_LAYOUT + ("stride:tangent:",)))
     if family == "dynamo":
-        forward = () if spec.trace else ("alias:",) + _AUTOGRAD_FLAGS
+        forward = ("side_effects",) + (() if spec.trace else ("alias:",) + _AUTOGRAD_FLAGS)
         # A dirty input that is a view (Arg.view) is a view of a clone made inside the compiled
         # forward; AOT Autograd returns a custom Function's view of a graph intermediate as a
         # plain output by design (torch/_functorch/_aot_autograd/schemas.py, OutputType
