@@ -46,12 +46,11 @@ from collections import Counter
 from typing import Any, Callable, Sequence
 
 import torch
-import torch.autograd.forward_ad as fwAD
 
-from harness.build import BuiltGraph, GeneratedFunction, build
+from harness.build import Applier, BuiltGraph, GeneratedFunction, oracle_functions
 from harness.oracles.compare import Tolerance
 from harness.oracles.math import OracleError, math_applier_for
-from harness.run import RunResult, _leaf_tangents, run_graph
+from harness.run import RunResult, run_graph
 from harness.spec import GraphSpec, OutputSpec, Term
 
 #: accuracy of sin, cos, tanh in eager libm/SLEEF and in compiled kernels, in ulps
@@ -102,19 +101,29 @@ def error_bounds(built: BuiltGraph) -> Tolerances:
     eps = rounding_bound(built.dtype)
     tiny = torch.finfo(built.dtype).tiny
     largest = torch.finfo(built.dtype).max
-    plain, scaled = (_run_twin(built, eta) for eta in (0.0, ETA))
+    twin = _twin_spec(spec)
+    plain = rerun_in_float64(built, twin, _majorant)
+    scaled = rerun_in_float64(built, twin, _majorant, _output_scales(spec, ETA))
     total_roundings = sum(_output_roundings(spec, o) for fn in spec.functions for o in fn.outputs)
     bounds: dict[tuple[str, str], torch.Tensor | None] = {}
+    present: list[tuple[str, str]] = []
     for checkpoint, roles in plain.tensors.items():
         for role, a in roles.items():
-            a_eta = scaled.tensors[checkpoint][role]
-            if a is None or a_eta is None:
+            if a is None or scaled.tensors[checkpoint][role] is None:
                 bounds[checkpoint, role] = None
-                continue
-            d = (a_eta - a) / ETA
-            bound = 2 * eps * (d + SLACK * a) + total_roundings * tiny
-            bound = torch.where(torch.isfinite(bound) & (a_eta <= largest), bound, OVERFLOW)
-            bounds[checkpoint, role] = bound.cpu()
+            else:
+                present.append((checkpoint, role))
+    if not present:
+        return Tolerances(bounds)
+    # every role's elements in one tensor: the same elementwise arithmetic, a few kernels per example
+    a = torch.cat([plain.tensors[c][r].reshape(-1) for c, r in present])
+    a_eta = torch.cat([scaled.tensors[c][r].reshape(-1) for c, r in present])
+    d = (a_eta - a) / ETA
+    bound = 2 * eps * (d + SLACK * a) + total_roundings * tiny
+    bound = torch.where(torch.isfinite(bound) & (a_eta <= largest), bound, OVERFLOW).cpu()
+    sizes = [plain.tensors[c][r].numel() for c, r in present]
+    for (c, r), part in zip(present, bound.split(sizes)):
+        bounds[c, r] = part.view(plain.tensors[c][r].shape)
     return Tolerances(bounds)
 
 
@@ -140,38 +149,45 @@ def _output_roundings(spec: GraphSpec, out: OutputSpec) -> int:
     return 0  # const
 
 
-def _twin_output(spec: GraphSpec, out: OutputSpec, eta: float) -> OutputSpec:
-    scale = 1 + _output_roundings(spec, out) * eta
+def _twin_output(spec: GraphSpec, out: OutputSpec) -> OutputSpec:
     curvature = spec.backward == "double"
     if out.kind == "compute":
         terms: list[Term] = []
         for t in out.terms:
-            c = abs(t.coeff) * scale
+            c = abs(t.coeff)
             if t.op == "square":
                 terms.append(Term(t.slot, "square", c))
             else:
                 terms.append(Term(t.slot, "linear", c))
                 if t.op != "linear" and curvature:
                     terms.append(Term(t.slot, "square", 2 * c))
-        return dataclasses.replace(out, terms=tuple(terms), bias=abs(out.bias) * scale)
+        return dataclasses.replace(out, terms=tuple(terms), bias=abs(out.bias))
     if out.kind == "dirty":
-        return dataclasses.replace(out, coeff=abs(out.coeff) * scale)
+        return dataclasses.replace(out, coeff=abs(out.coeff))
     if out.kind in ("input", "view"):  # computed in the twin, so that it can carry the scale
-        return OutputSpec("compute", terms=(Term(out.slot, "linear", scale),))
+        return OutputSpec("compute", terms=(Term(out.slot, "linear"),))
     return out
 
 
-def _twin_spec(spec: GraphSpec, eta: float) -> GraphSpec:
+def _twin_spec(spec: GraphSpec) -> GraphSpec:
+    """The twin's graph: majorants of the ops, |coefficients|, in float64 (the scale by
+    1 + k eta is applied to the outputs by the rerun: `_output_scales`)."""
     functions = tuple(
-        dataclasses.replace(fn, outputs=tuple(_twin_output(spec, o, eta) for o in fn.outputs),
+        dataclasses.replace(fn, outputs=tuple(_twin_output(spec, o) for o in fn.outputs),
                             style="old", vmap=False, save=("inputs",), error=None)
         for fn in spec.functions)
     return dataclasses.replace(spec, dtype="float64", functions=functions, trace=False)
 
 
+def _output_scales(spec: GraphSpec, eta: float) -> list[tuple[float, ...]]:
+    """1 + k eta per output of each Function, k its rounding count."""
+    return [tuple(1 + _output_roundings(spec, o) * eta for o in fn.outputs) for fn in spec.functions]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Float64Graph(BuiltGraph):
-    """A float64 rerun of `real`: its leaves and loss weights, passed through `inputs`."""
+    """A float64 rerun of `real`: its leaves, loss weights and forward-AD tangents, passed
+    through `inputs`."""
 
     real: BuiltGraph
     inputs: Callable[[torch.Tensor], torch.Tensor]
@@ -183,6 +199,11 @@ class _Float64Graph(BuiltGraph):
     def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
         return [self.rerun_input(w) for w in self.real.weights(count, offset)]
 
+    def leaf_tangents(self, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+        """The real graph's tangents (a float32 graph's differ from those drawn in float64)."""
+        return [None if t is None else self.rerun_input(t)
+                for t in self.real.leaf_tangents(self.real.make_leaves())]
+
     def rerun_input(self, t: torch.Tensor) -> torch.Tensor:
         """`inputs(t)` in the rerun's dtype (float64, or complex128 for complex values); an
         int64 / bool mask as float64 (build._masked casts it to the dtype anyway)."""
@@ -193,46 +214,41 @@ class _Float64Graph(BuiltGraph):
 
 
 def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
-                     inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> RunResult:
+                     inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t,
+                     output_scales: Sequence[tuple[float, ...]] | None = None) -> RunResult:
     """Run `spec` (float64 or complex128, the structure of real.spec) by the math oracle on
-    the real graph's leaves, loss weights and forward-AD tangents, each passed through `inputs`."""
-    f64 = _Float64Graph(spec, build(spec, real.device).functions, real.device, real, inputs)
-    leaf_tangents = [None if t is None else f64.rerun_input(t) for t in _leaf_tangents(real, real.make_leaves())]
-
+    the real graph's leaves, loss weights and forward-AD tangents, each passed through `inputs`.
+    output_scales (per Function, per output): factors each tensor output is multiplied by."""
+    f64 = _Float64Graph(spec, oracle_functions(spec, real.device), real.device, real, inputs)
     math = math_applier_for(spec)  # reads clones of what is modified in place after the forward
-
-    def apply(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-        return math(n, cls, [_with_leaf_tangent(a, arg.ref, leaf_tangents)
-                             for a, arg in zip(args, spec.functions[n].args)])
-
+    apply = math if output_scales is None else _scaled(math, spec, output_scales)
     result = run_graph(f64, apply, "float64", lifetimes=False)
     if result.status == "error":
         raise OracleError(f"the float64 rerun raised {result.describe_error()}") from result.error
     return result
 
 
+def _scaled(apply: Applier, spec: GraphSpec, output_scales: Sequence[tuple[float, ...]]) -> Applier:
+    """`apply`, with Function n's output k times output_scales[n][k]: the same as scaling the
+    output's coefficients and bias, for its value and for every gradient and tangent through it
+    (the product's derivative is the scale). By the Scalar overload of mul: see build._computed."""
+    def scaled(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
+        out = apply(n, cls, args)
+        fn = spec.functions[n]
+        outs = [o if not isinstance(o, torch.Tensor) or scale == 1 else torch.ops.aten.mul.Scalar(o, scale)
+                for o, scale in zip(out if fn.tuple_output else (out,), output_scales[n])]
+        return tuple(outs) if fn.tuple_output else outs[0]
+    return scaled
+
+
 def _run_twin(real: BuiltGraph, eta: float) -> RunResult:
-    return rerun_in_float64(real, _twin_spec(real.spec, eta), _majorant)
+    return rerun_in_float64(real, _twin_spec(real.spec), _majorant, _output_scales(real.spec, eta))
 
 
 def _majorant(t: torch.Tensor) -> torch.Tensor:
     """What the twin reads for an input: |t|; for an int64 mask at least 1, so that the twin
     of a masked output still bounds what is masked (where that overflows, inf * 0 = nan)."""
     return t.abs() if t.is_floating_point() or t.is_complex() else t.abs().clamp_min(1)
-
-
-def _with_leaf_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Tensor | None]) -> Any:
-    """Under forward AD, a leaf (or leaf view) argument carries the real graph's tangent:
-    run_graph draws float64 tangents for the rerun, which differ from a float32 graph's."""
-    if ref is None or not ref.startswith("x") or not isinstance(value, torch.Tensor):
-        return value
-    primal, tangent = fwAD.unpack_dual(value)
-    if tangent is None:
-        return value
-    leaf, _, view = ref[1:].partition("[")
-    real = leaf_tangents[int(leaf)]
-    # a copy per argument: a dirty output updates its (cloned) argument's tangent in place
-    return fwAD.make_dual(primal, (real[int(view[:-1])] if view else real).clone())
 
 
 __all__ = ["COMPLEX_PRODUCT_FACTOR", "LIBRARY_ULPS", "OVERFLOW", "ROUNDINGS", "Tolerances", "error_bounds",
