@@ -71,9 +71,10 @@ def _computed(out: OutputSpec, args: Sequence[Any], shape, dtype, device, differ
             term = t.coeff * value
         else:
             term = torch.ops.aten.mul.Scalar(value, t.coeff)
-            if (y is None and term.shape == shape and term.dtype == dtype and term.device == device
-                    and term.is_contiguous()):
-                # full(bias) + term, exactly (+ commutes), and contiguous as that sum is
+            if (y is None and term.shape[term.dim() - len(shape):] == shape and term.dtype == dtype
+                    and term.device == device and term.is_contiguous()):
+                # full(bias) + term, exactly (+ commutes), and contiguous as that sum is; full
+                # broadcasts to the term's shape (harness.oracles.bounds' twin has a leading 2)
                 y = torch.ops.aten.add.Scalar(term, out.bias)
                 continue
         y = (torch.full(shape, out.bias, dtype=dtype, device=device) if y is None else y) + term

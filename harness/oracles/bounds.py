@@ -29,6 +29,12 @@ above in units of eps, errors inherited from earlier ops included and amplified 
 ops amplify them (a square doubles a relative error). D is a forward difference, which never
 underestimates: A is a polynomial in eta with non-negative coefficients, so convex.
 
+Both values of eta (0 and ETA) run at once, in one rerun (`_twin`): every twin tensor has a
+leading dimension of 2 (after the view index of a leaf with views), the same inputs in both
+halves, and each Function output's half 1 is multiplied by its 1 + k eta after the oracle made
+it. Scaling the output is scaling its coefficients and bias (the derivative of the product is
+the scale): the same A in exact arithmetic, and in float64 within ~1e-11 of it relatively.
+
 Bound per element: 2 eps (D + SLACK A) + k_total tiny. Twice, because both sides of a
 comparison round; SLACK covers the few roundings outside Functions (a retained second backward
 adds to .grad); tiny (smallest normal number) covers underflow and flush-to-zero.
@@ -51,7 +57,7 @@ from harness.build import Applier, BuiltGraph, GeneratedFunction, oracle_functio
 from harness.oracles.compare import Tolerance
 from harness.oracles.math import OracleError, math_applier_for
 from harness.run import RunResult, run_graph
-from harness.spec import GraphSpec, OutputSpec, Term
+from harness.spec import GraphSpec, LeafSpec, OutputSpec, Term
 
 #: accuracy of sin, cos, tanh in eager libm/SLEEF and in compiled kernels, in ulps
 LIBRARY_ULPS = 4
@@ -101,29 +107,20 @@ def error_bounds(built: BuiltGraph) -> Tolerances:
     eps = rounding_bound(built.dtype)
     tiny = torch.finfo(built.dtype).tiny
     largest = torch.finfo(built.dtype).max
-    twin = _twin_spec(spec)
-    plain = rerun_in_float64(built, twin, _majorant)
-    scaled = rerun_in_float64(built, twin, _majorant, _output_scales(spec, ETA))
     total_roundings = sum(_output_roundings(spec, o) for fn in spec.functions for o in fn.outputs)
-    bounds: dict[tuple[str, str], torch.Tensor | None] = {}
-    present: list[tuple[str, str]] = []
-    for checkpoint, roles in plain.tensors.items():
-        for role, a in roles.items():
-            if a is None or scaled.tensors[checkpoint][role] is None:
-                bounds[checkpoint, role] = None
-            else:
-                present.append((checkpoint, role))
+    twin = _twin(built)
+    bounds: dict[tuple[str, str], torch.Tensor | None] = {key: None for key, pair in twin.items() if pair is None}
+    present = [(key, pair) for key, pair in twin.items() if pair is not None]
     if not present:
         return Tolerances(bounds)
     # every role's elements in one tensor: the same elementwise arithmetic, a few kernels per example
-    a = torch.cat([plain.tensors[c][r].reshape(-1) for c, r in present])
-    a_eta = torch.cat([scaled.tensors[c][r].reshape(-1) for c, r in present])
+    a = torch.cat([plain.reshape(-1) for _, (plain, _) in present])
+    a_eta = torch.cat([scaled.reshape(-1) for _, (_, scaled) in present])
     d = (a_eta - a) / ETA
     bound = 2 * eps * (d + SLACK * a) + total_roundings * tiny
     bound = torch.where(torch.isfinite(bound) & (a_eta <= largest), bound, OVERFLOW).cpu()
-    sizes = [plain.tensors[c][r].numel() for c, r in present]
-    for (c, r), part in zip(present, bound.split(sizes)):
-        bounds[c, r] = part.view(plain.tensors[c][r].shape)
+    for (key, (plain, _)), part in zip(present, bound.split([plain.numel() for _, (plain, _) in present])):
+        bounds[key] = part.view(plain.shape)
     return Tolerances(bounds)
 
 
@@ -214,35 +211,80 @@ class _Float64Graph(BuiltGraph):
 
 
 def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
-                     inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t,
-                     output_scales: Sequence[tuple[float, ...]] | None = None) -> RunResult:
+                     inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> RunResult:
     """Run `spec` (float64 or complex128, the structure of real.spec) by the math oracle on
-    the real graph's leaves, loss weights and forward-AD tangents, each passed through `inputs`.
-    output_scales (per Function, per output): factors each tensor output is multiplied by."""
+    the real graph's leaves, loss weights and forward-AD tangents, each passed through `inputs`."""
     f64 = _Float64Graph(spec, oracle_functions(spec, real.device), real.device, real, inputs)
-    math = math_applier_for(spec)  # reads clones of what is modified in place after the forward
-    apply = math if output_scales is None else _scaled(math, spec, output_scales)
-    result = run_graph(f64, apply, "float64", lifetimes=False)
+    return _rerun(f64, math_applier_for(spec))  # (reads clones of what is modified in place after the forward)
+
+
+def _rerun(graph: BuiltGraph, apply: Applier) -> RunResult:
+    result = run_graph(graph, apply, "float64", lifetimes=False)
     if result.status == "error":
         raise OracleError(f"the float64 rerun raised {result.describe_error()}") from result.error
     return result
 
 
-def _scaled(apply: Applier, spec: GraphSpec, output_scales: Sequence[tuple[float, ...]]) -> Applier:
-    """`apply`, with Function n's output k times output_scales[n][k]: the same as scaling the
-    output's coefficients and bias, for its value and for every gradient and tangent through it
-    (the product's derivative is the scale). By the Scalar overload of mul: see build._computed."""
-    def scaled(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-        out = apply(n, cls, args)
-        fn = spec.functions[n]
-        outs = [o if not isinstance(o, torch.Tensor) or scale == 1 else torch.ops.aten.mul.Scalar(o, scale)
-                for o, scale in zip(out if fn.tuple_output else (out,), output_scales[n])]
+@dataclasses.dataclass(frozen=True)
+class _TwinGraph(_Float64Graph):
+    """The twin's rerun, eta = 0 and eta = ETA at once: every input twice, along a new dimension
+    of 2 before the graph's shape (a leaf with views: (views, 2, *shape), so that its views are
+    (2, *shape) like every other value)."""
+
+    def make_leaves(self, generator_offset: int = 0) -> list[torch.Tensor]:
+        return [self._twice(leaf.detach(), spec).requires_grad_(leaf.requires_grad)
+                for leaf, spec in zip(super().make_leaves(generator_offset), self.spec.leaves)]
+
+    def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
+        return [self._twice(w) for w in super().weights(count, offset)]
+
+    def leaf_tangents(self, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+        return [None if t is None else self._twice(t, spec)
+                for t, spec in zip(super().leaf_tangents(leaves), self.spec.leaves)]
+
+    @staticmethod
+    def _twice(t: torch.Tensor, leaf: LeafSpec | None = None) -> torch.Tensor:
+        return torch.stack([t, t], dim=1 if leaf is not None and leaf.views else 0)
+
+
+def _twin(real: BuiltGraph) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor] | None]:
+    """(A at eta = 0, A at eta = ETA) per (checkpoint, role) of the absolute-value twin of
+    `real`; None where the oracle has no tensor (a None gradient)."""
+    spec = real.spec
+    twin_spec = _twin_spec(spec)
+    graph = _TwinGraph(twin_spec, oracle_functions(twin_spec, real.device), real.device, real, _majorant)
+    math = math_applier_for(twin_spec)
+    scales = _output_scales(spec, ETA)
+    ndim = len(spec.shape)
+
+    def apply(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
+        out = math(n, cls, args)
+        fn = twin_spec.functions[n]
+        outs = [o if not isinstance(o, torch.Tensor) else _scale_second_half(o, ndim, scale)
+                for o, scale in zip(out if fn.tuple_output else (out,), scales[n])]
         return tuple(outs) if fn.tuple_output else outs[0]
-    return scaled
+
+    pairs: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor] | None] = {}
+    for checkpoint, roles in _rerun(graph, apply).tensors.items():
+        for role, t in roles.items():
+            if t is None:
+                pairs[checkpoint, role] = None
+                continue
+            # the dimension of 2: first, or second where a leaf with views leads with them
+            halves = t.unbind(t.dim() - ndim - 1)
+            if len(halves) != 2 or t.dim() - ndim not in (1, 2):
+                raise OracleError(f"the twin's {checkpoint} {role} has shape {tuple(t.shape)}, not (2, *{spec.shape})")
+            pairs[checkpoint, role] = (halves[0], halves[1])
+    return pairs
 
 
-def _run_twin(real: BuiltGraph, eta: float) -> RunResult:
-    return rerun_in_float64(real, _twin_spec(real.spec), _majorant, _output_scales(real.spec, eta))
+def _scale_second_half(t: torch.Tensor, ndim: int, scale: float) -> torch.Tensor:
+    """[t[0], scale * t[1]] of a twin value (2, *shape); a value (*shape) that the oracle made
+    from constants alone (no terms) is the same in both halves. By Scalar overloads, select and
+    stack, which forward AD differentiates in C++ (see build._computed)."""
+    if t.dim() == ndim:
+        t = t.expand(2, *t.shape)
+    return torch.stack([t[0], torch.ops.aten.mul.Scalar(t[1], scale)])
 
 
 def _majorant(t: torch.Tensor) -> torch.Tensor:
