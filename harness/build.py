@@ -370,14 +370,16 @@ def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
 
     `read` (default: `args`): what the computed outputs read instead of the arguments.
     """
-    grad_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    # each tensor once: an argument read at many slots (the 23-26 band reads a few values over
+    # and over) needs one zero, not one per slot
+    grad_inputs = list({id(a): a for a in args if isinstance(a, torch.Tensor) and a.requires_grad}.values())
     anchor = None
     if grad_inputs and torch.is_grad_enabled():
         # The sum of an empty slice: exactly 0, with exactly-zero gradients and tangents even where
         # a value is not finite (0 * a.sum() would make nan of an inf). And no multiply by a number:
         # under forward AD that takes ~0.2-2 ms a call (the zero tangent goes through torch._refs).
         for a in grad_inputs:
-            zero = a.reshape(-1)[:0].sum()
+            zero = a.unsqueeze(0)[:0].sum()  # (a view at any shape and layout; reshape may copy)
             anchor = zero if anchor is None else anchor + zero
     outputs: list[Any] = []
     for out, y in zip(spec.outputs, _raw_outputs(spec, args, shape, dtype, device, read, differentiated=True)):
