@@ -229,8 +229,9 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
         elif out.kind == "dirty":
             add(out.slot, g * out.coeff)
     result: list[Any] = []
+    masks = spec.mask_slots  # (a property that sorts: once, not per argument)
     for slot, arg in enumerate(spec.args):
-        if arg.ref is None or slot in spec.mask_slots or (spec.needs_input_grad != "ignore" and not needs[slot]):
+        if arg.ref is None or slot in masks or (spec.needs_input_grad != "ignore" and not needs[slot]):
             result.append(None)  # a mask is an int64 / bool input: it has no gradient
         elif slot in acc:
             result.append(acc[slot])
