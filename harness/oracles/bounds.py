@@ -242,9 +242,10 @@ class _TwinGraph(_Float64Graph):
         return [None if t is None else self._twice(t, spec)
                 for t, spec in zip(super().leaf_tangents(leaves), self.spec.leaves)]
 
-    @staticmethod
-    def _twice(t: torch.Tensor, leaf: LeafSpec | None = None) -> torch.Tensor:
-        return torch.stack([t, t], dim=1 if leaf is not None and leaf.views else 0)
+    def _twice(self, t: torch.Tensor, leaf: LeafSpec | None = None) -> torch.Tensor:
+        """t in both halves, on the graph's device: a CPU scalar leaf beside CUDA ones
+        (LeafSpec.on_cpu) is no scalar once it has the dimension of 2."""
+        return torch.stack([t, t], dim=1 if leaf is not None and leaf.views else 0).to(self.device)
 
 
 def _twin(real: BuiltGraph) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor] | None]:
