@@ -55,10 +55,31 @@ def _derivative(name: str, x: torch.Tensor) -> torch.Tensor:
     raise AssertionError(f"no derivative tensor for op {name!r}")
 
 
-def _computed(out: OutputSpec, args: Sequence[Any], shape, dtype, device) -> torch.Tensor:
-    y = torch.full(shape, out.bias, dtype=dtype, device=device)
+def _computed(out: OutputSpec, args: Sequence[Any], shape, dtype, device, differentiated: bool = False
+              ) -> torch.Tensor:
+    """bias + sum of coeff * op(argument), term by term.
+
+    differentiated: for the math oracle, whose ops autograd and forward AD differentiate. The
+    values are the same bit for bit, from the Scalar overloads of mul and add: Python's `c * x`
+    and `full + x` call the Tensor overloads, whose forward-AD formulas take the tangent-less
+    constant for a ZeroTensor that torch handles in Python (torch._refs, ~0.1-0.2 ms a call
+    where the Scalar overloads take ~3 us)."""
+    y = None
     for t in out.terms:
-        y = y + t.coeff * _op(t.op, args[t.slot])
+        value = _op(t.op, args[t.slot])
+        if not differentiated:
+            term = t.coeff * value
+        else:
+            term = torch.ops.aten.mul.Scalar(value, t.coeff)
+            if (y is None and term.shape[term.dim() - len(shape):] == shape and term.dtype == dtype
+                    and term.device == device and term.is_contiguous()):
+                # full(bias) + term, exactly (+ commutes), and contiguous as that sum is; full
+                # broadcasts to the term's shape (harness.oracles.bounds' twin has a leading 2)
+                y = torch.ops.aten.add.Scalar(term, out.bias)
+                continue
+        y = (torch.full(shape, out.bias, dtype=dtype, device=device) if y is None else y) + term
+    if y is None:
+        y = torch.full(shape, out.bias, dtype=dtype, device=device)
     return _masked(out, y, args)
 
 
@@ -70,21 +91,25 @@ def _masked(out: OutputSpec, y: torch.Tensor, args: Sequence[Any]) -> torch.Tens
 
 
 def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
-                 read: Sequence[Any] | None = None, computed: Sequence[torch.Tensor] | None = None) -> list[Any]:
+                 read: Sequence[Any] | None = None, computed: Sequence[torch.Tensor] | None = None,
+                 differentiated: bool = False) -> list[Any]:
     """The forward's values, in output order; dirty inputs are updated in place. Computed
-    outputs read `read` (default: `args`), or are `computed` already (in output order)."""
+    outputs read `read` (default: `args`), or are `computed` already (in output order).
+    differentiated: the math oracle's ops (see _computed)."""
     read = args if read is None else read
     made = iter(computed) if computed is not None else None
     results: list[Any] = []
     for out in spec.outputs:
         if out.kind == "compute":
-            results.append(next(made) if made is not None else _computed(out, read, shape, dtype, device))
+            results.append(next(made) if made is not None else
+                           _computed(out, read, shape, dtype, device, differentiated))
         elif out.kind == "input":
             results.append(args[out.slot])
         elif out.kind == "view":
             results.append(args[out.slot].view_as(args[out.slot]))
         elif out.kind == "dirty":
-            results.append(args[out.slot].mul_(out.coeff))
+            scale = torch.ops.aten.mul_.Scalar if differentiated else torch.Tensor.mul_
+            results.append(scale(args[out.slot], out.coeff))
         else:
             results.append(out.value)
     return results
@@ -204,8 +229,9 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
         elif out.kind == "dirty":
             add(out.slot, g * out.coeff)
     result: list[Any] = []
+    masks = spec.mask_slots  # (a property that sorts: once, not per argument)
     for slot, arg in enumerate(spec.args):
-        if arg.ref is None or slot in spec.mask_slots or (spec.needs_input_grad != "ignore" and not needs[slot]):
+        if arg.ref is None or slot in masks or (spec.needs_input_grad != "ignore" and not needs[slot]):
             result.append(None)  # a mask is an int64 / bool input: it has no gradient
         elif slot in acc:
             result.append(acc[slot])
@@ -345,17 +371,19 @@ def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
 
     `read` (default: `args`): what the computed outputs read instead of the arguments.
     """
-    grad_inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    # each tensor once: an argument read at many slots (the 23-26 band reads a few values over
+    # and over) needs one zero, not one per slot
+    grad_inputs = list({id(a): a for a in args if isinstance(a, torch.Tensor) and a.requires_grad}.values())
     anchor = None
     if grad_inputs and torch.is_grad_enabled():
         # The sum of an empty slice: exactly 0, with exactly-zero gradients and tangents even where
         # a value is not finite (0 * a.sum() would make nan of an inf). And no multiply by a number:
         # under forward AD that takes ~0.2-2 ms a call (the zero tangent goes through torch._refs).
         for a in grad_inputs:
-            zero = a.reshape(-1)[:0].sum()
+            zero = a.unsqueeze(0)[:0].sum()  # (a view at any shape and layout; reshape may copy)
             anchor = zero if anchor is None else anchor + zero
     outputs: list[Any] = []
-    for out, y in zip(spec.outputs, _raw_outputs(spec, args, shape, dtype, device, read)):
+    for out, y in zip(spec.outputs, _raw_outputs(spec, args, shape, dtype, device, read, differentiated=True)):
         if out.kind == "const":
             outputs.append(y)
         elif out.non_differentiable:
@@ -396,6 +424,15 @@ class BuiltGraph:
         gen = torch.Generator().manual_seed(self.spec.seed + offset)
         return [_uniform(tuple(self.spec.shape), self.dtype, gen).to(self.device) for _ in range(count)]
 
+    def leaf_tangents(self, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+        """Deterministic forward-AD tangents, one per leaf of the graph's dtype; None for an int64 /
+        bool leaf (LeafSpec.dtype), which forward AD cannot give one ("Expected primal to be
+        floating point or complex")."""
+        gen = torch.Generator().manual_seed(self.spec.seed + 3_000_017)
+        return [None if spec.dtype is not None else
+                (torch.rand(tuple(leaf.shape), dtype=leaf.dtype, generator=gen) * 2 - 1).to(leaf.device)
+                for leaf, spec in zip(leaves, self.spec.leaves)]
+
 
 def _uniform(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
     """Values in [-1, 1) (real and imaginary parts alike); a non-float leaf (a mask) holds
@@ -429,6 +466,26 @@ def build(spec: GraphSpec, device: str | torch.device = "cpu") -> BuiltGraph:
     return BuiltGraph(spec, functions, device)
 
 
+@dataclass(frozen=True)
+class OracleFunction:
+    """What the math oracle reads of a Function (math_apply's arguments), for a graph that only
+    the oracle applies (the float64 reruns of harness.oracles.bounds): no class, no code compiled."""
+
+    spec: FunctionSpec
+    index: int
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+
+
+def oracle_functions(spec: GraphSpec, device: str | torch.device = "cpu") -> tuple[Any, ...]:
+    """build(spec).functions for the math oracle alone (see OracleFunction)."""
+    device = torch.device(device)
+    dtype = getattr(torch, spec.dtype)
+    return tuple(OracleFunction(fn, n, tuple(spec.shape), dtype, device) for n, fn in enumerate(spec.functions))
+
+
 Applier = Callable[[int, type[GeneratedFunction], Sequence[Any]], Any]
 
-__all__ = ["Applier", "BuiltGraph", "GeneratedFunction", "build", "make_function", "math_apply"]
+__all__ = ["Applier", "BuiltGraph", "GeneratedFunction", "OracleFunction", "build", "make_function", "math_apply",
+           "oracle_functions"]

@@ -716,7 +716,11 @@ def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
     imports and caches torch fills on first use (seconds, under load)."""
     from harness.spec import Arg, FunctionSpec, LeafSpec, OutputSpec, Term
 
-    # with forward AD: its first scalar op imports torch._dynamo (~1 s)
+    # Forward AD's first op on a tangent-less operand goes through torch._refs, which imports
+    # torch._dynamo (~1 s). The math oracle avoids those ops (build._computed), but a mask or an
+    # output of constants alone still meets one now and then: import it here, not in an example.
+    import torch._dynamo  # noqa: F401
+
     spec = GraphSpec(leaves=(LeafSpec(),), forward_ad=True, functions=(
         FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "sin"),)),), save=("inputs",),
                      jvp=True),))

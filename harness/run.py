@@ -512,12 +512,8 @@ def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
 
 
 def _leaf_tangents(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
-    """A tangent per leaf of the graph's dtype; None for an int64 / bool leaf (LeafSpec.dtype),
-    which forward AD cannot give one ("Expected primal to be floating point or complex")."""
-    gen = torch.Generator().manual_seed(built.spec.seed + 3_000_017)
-    return [None if spec.dtype is not None else
-            (torch.rand(tuple(leaf.shape), dtype=leaf.dtype, generator=gen) * 2 - 1).to(leaf.device)
-            for leaf, spec in zip(leaves, built.spec.leaves)]
+    """The graph's forward-AD tangent per leaf (BuiltGraph.leaf_tangents)."""
+    return built.leaf_tangents(leaves)
 
 
 __all__ = ["CHECKPOINTS", "META", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes",

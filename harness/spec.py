@@ -16,7 +16,7 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 OPS = ("linear", "sin", "square", "tanh")
 NONLINEAR_OPS = ("sin", "square", "tanh")
@@ -238,12 +238,7 @@ class GraphSpec:
     # --- derived facts ---------------------------------------------------------
     def value_refs(self) -> tuple[str, ...]:
         """Every tensor value, in creation order."""
-        refs: list[str] = []
-        for i, leaf in enumerate(self.leaves):
-            refs += [f"x{i}[{j}]" for j in range(leaf.views)] if leaf.views else [f"x{i}"]
-        for n, fn in enumerate(self.functions):
-            refs += [f"f{n}.{k}" for k in fn.tensor_outputs]
-        return tuple(refs)
+        return value_refs(self.leaves, self.functions)
 
     def non_float_refs(self) -> frozenset[str]:
         """The int64 / bool leaves (LeafSpec.dtype)."""
@@ -256,6 +251,16 @@ class GraphSpec:
             for k, o in enumerate(fn.outputs)
             if o.non_differentiable
         )
+
+
+def value_refs(leaves: Sequence[LeafSpec], functions: Sequence[FunctionSpec]) -> tuple[str, ...]:
+    """GraphSpec.value_refs of a graph with these leaves and Functions (also while one is drawn)."""
+    refs: list[str] = []
+    for i, leaf in enumerate(leaves):
+        refs += [f"x{i}[{j}]" for j in range(leaf.views)] if leaf.views else [f"x{i}"]
+    for n, fn in enumerate(functions):
+        refs += [f"f{n}.{k}" for k in fn.tensor_outputs]
+    return tuple(refs)
 
 
 # --- validation -------------------------------------------------------------------

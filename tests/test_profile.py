@@ -18,7 +18,7 @@ def test_profile_writes_every_stage(tmp_path, capsys):
     # every stage of check() ran on each example
     assert all(profile["stages"][s] > 0 for s in STAGES if s != "other")
     assert abs(sum(profile["stages"].values()) - profile["ms_per_example"]) < 0.01
-    assert profile["examples_per_second"] > 0
+    assert profile["examples_per_second"] > 0 and profile["cpu_examples_per_second"] > 0
     assert set(profile["raw_ms"]) == {"eager", "owned", "borrowed"} and profile["check_over_raw"] > 1
     assert "examples/s" in capsys.readouterr().out
 

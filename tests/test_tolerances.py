@@ -136,7 +136,7 @@ def test_bounds_scale_with_the_unit_roundoff(dtype, unit_roundoff):
     """Relative to its twin value A, a graph's bound grows from float64's (complex128's) by the
     ratio of unit roundoffs, and a complex graph's is COMPLEX_PRODUCT_FACTOR times a real one's
     (a complex product rounds to ~2.83 u)."""
-    from harness.oracles.bounds import COMPLEX_PRODUCT_FACTOR, _run_twin
+    from harness.oracles.bounds import COMPLEX_PRODUCT_FACTOR, _twin
     from harness.oracles.bounds import unit_roundoff as u_of
 
     assert u_of(getattr(torch, dtype)) == unit_roundoff
@@ -148,7 +148,7 @@ def test_bounds_scale_with_the_unit_roundoff(dtype, unit_roundoff):
 
     def relative_bound(d: str) -> torch.Tensor:
         built = build(dataclasses.replace(spec, dtype=d))
-        twin = _run_twin(built, 0.0).tensors["forward"]["out:f0.0"]
+        twin = _twin(built)["forward", "out:f0.0"][0]  # A at eta = 0
         return error_bounds(built).for_role("forward", "out:f0.0").atol / twin
 
     ratio = relative_bound(dtype) / relative_bound(wide)

@@ -29,6 +29,12 @@ above in units of eps, errors inherited from earlier ops included and amplified 
 ops amplify them (a square doubles a relative error). D is a forward difference, which never
 underestimates: A is a polynomial in eta with non-negative coefficients, so convex.
 
+Both values of eta (0 and ETA) run at once, in one rerun (`_twin`): every twin tensor has a
+leading dimension of 2 (after the view index of a leaf with views), the same inputs in both
+halves, and each Function output's half 1 is multiplied by its 1 + k eta after the oracle made
+it. Scaling the output is scaling its coefficients and bias (the derivative of the product is
+the scale): the same A in exact arithmetic, and in float64 within ~1e-11 of it relatively.
+
 Bound per element: 2 eps (D + SLACK A) + k_total tiny. Twice, because both sides of a
 comparison round; SLACK covers the few roundings outside Functions (a retained second backward
 adds to .grad); tiny (smallest normal number) covers underflow and flush-to-zero.
@@ -46,13 +52,12 @@ from collections import Counter
 from typing import Any, Callable, Sequence
 
 import torch
-import torch.autograd.forward_ad as fwAD
 
-from harness.build import BuiltGraph, GeneratedFunction, build
+from harness.build import Applier, BuiltGraph, GeneratedFunction, oracle_functions
 from harness.oracles.compare import Tolerance
 from harness.oracles.math import OracleError, math_applier_for
-from harness.run import RunResult, _leaf_tangents, run_graph
-from harness.spec import GraphSpec, OutputSpec, Term
+from harness.run import RunResult, run_graph
+from harness.spec import GraphSpec, LeafSpec, OutputSpec, Term
 
 #: accuracy of sin, cos, tanh in eager libm/SLEEF and in compiled kernels, in ulps
 LIBRARY_ULPS = 4
@@ -102,19 +107,20 @@ def error_bounds(built: BuiltGraph) -> Tolerances:
     eps = rounding_bound(built.dtype)
     tiny = torch.finfo(built.dtype).tiny
     largest = torch.finfo(built.dtype).max
-    plain, scaled = (_run_twin(built, eta) for eta in (0.0, ETA))
     total_roundings = sum(_output_roundings(spec, o) for fn in spec.functions for o in fn.outputs)
-    bounds: dict[tuple[str, str], torch.Tensor | None] = {}
-    for checkpoint, roles in plain.tensors.items():
-        for role, a in roles.items():
-            a_eta = scaled.tensors[checkpoint][role]
-            if a is None or a_eta is None:
-                bounds[checkpoint, role] = None
-                continue
-            d = (a_eta - a) / ETA
-            bound = 2 * eps * (d + SLACK * a) + total_roundings * tiny
-            bound = torch.where(torch.isfinite(bound) & (a_eta <= largest), bound, OVERFLOW)
-            bounds[checkpoint, role] = bound.cpu()
+    twin = _twin(built)
+    bounds: dict[tuple[str, str], torch.Tensor | None] = {key: None for key, pair in twin.items() if pair is None}
+    present = [(key, pair) for key, pair in twin.items() if pair is not None]
+    if not present:
+        return Tolerances(bounds)
+    # every role's elements in one tensor: the same elementwise arithmetic, a few kernels per example
+    a = torch.cat([plain.reshape(-1) for _, (plain, _) in present])
+    a_eta = torch.cat([scaled.reshape(-1) for _, (_, scaled) in present])
+    d = (a_eta - a) / ETA
+    bound = 2 * eps * (d + SLACK * a) + total_roundings * tiny
+    bound = torch.where(torch.isfinite(bound) & (a_eta <= largest), bound, OVERFLOW).cpu()
+    for (key, (plain, _)), part in zip(present, bound.split([plain.numel() for _, (plain, _) in present])):
+        bounds[key] = part.view(plain.shape)
     return Tolerances(bounds)
 
 
@@ -140,38 +146,45 @@ def _output_roundings(spec: GraphSpec, out: OutputSpec) -> int:
     return 0  # const
 
 
-def _twin_output(spec: GraphSpec, out: OutputSpec, eta: float) -> OutputSpec:
-    scale = 1 + _output_roundings(spec, out) * eta
+def _twin_output(spec: GraphSpec, out: OutputSpec) -> OutputSpec:
     curvature = spec.backward == "double"
     if out.kind == "compute":
         terms: list[Term] = []
         for t in out.terms:
-            c = abs(t.coeff) * scale
+            c = abs(t.coeff)
             if t.op == "square":
                 terms.append(Term(t.slot, "square", c))
             else:
                 terms.append(Term(t.slot, "linear", c))
                 if t.op != "linear" and curvature:
                     terms.append(Term(t.slot, "square", 2 * c))
-        return dataclasses.replace(out, terms=tuple(terms), bias=abs(out.bias) * scale)
+        return dataclasses.replace(out, terms=tuple(terms), bias=abs(out.bias))
     if out.kind == "dirty":
-        return dataclasses.replace(out, coeff=abs(out.coeff) * scale)
+        return dataclasses.replace(out, coeff=abs(out.coeff))
     if out.kind in ("input", "view"):  # computed in the twin, so that it can carry the scale
-        return OutputSpec("compute", terms=(Term(out.slot, "linear", scale),))
+        return OutputSpec("compute", terms=(Term(out.slot, "linear"),))
     return out
 
 
-def _twin_spec(spec: GraphSpec, eta: float) -> GraphSpec:
+def _twin_spec(spec: GraphSpec) -> GraphSpec:
+    """The twin's graph: majorants of the ops, |coefficients|, in float64 (the scale by
+    1 + k eta is applied to the outputs by the rerun: `_output_scales`)."""
     functions = tuple(
-        dataclasses.replace(fn, outputs=tuple(_twin_output(spec, o, eta) for o in fn.outputs),
+        dataclasses.replace(fn, outputs=tuple(_twin_output(spec, o) for o in fn.outputs),
                             style="old", vmap=False, save=("inputs",), error=None)
         for fn in spec.functions)
     return dataclasses.replace(spec, dtype="float64", functions=functions, trace=False)
 
 
+def _output_scales(spec: GraphSpec, eta: float) -> list[tuple[float, ...]]:
+    """1 + k eta per output of each Function, k its rounding count."""
+    return [tuple(1 + _output_roundings(spec, o) * eta for o in fn.outputs) for fn in spec.functions]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Float64Graph(BuiltGraph):
-    """A float64 rerun of `real`: its leaves and loss weights, passed through `inputs`."""
+    """A float64 rerun of `real`: its leaves, loss weights and forward-AD tangents, passed
+    through `inputs`."""
 
     real: BuiltGraph
     inputs: Callable[[torch.Tensor], torch.Tensor]
@@ -182,6 +195,11 @@ class _Float64Graph(BuiltGraph):
 
     def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
         return [self.rerun_input(w) for w in self.real.weights(count, offset)]
+
+    def leaf_tangents(self, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+        """The real graph's tangents (a float32 graph's differ from those drawn in float64)."""
+        return [None if t is None else self.rerun_input(t)
+                for t in self.real.leaf_tangents(self.real.make_leaves())]
 
     def rerun_input(self, t: torch.Tensor) -> torch.Tensor:
         """`inputs(t)` in the rerun's dtype (float64, or complex128 for complex values); an
@@ -196,43 +214,84 @@ def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
                      inputs: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> RunResult:
     """Run `spec` (float64 or complex128, the structure of real.spec) by the math oracle on
     the real graph's leaves, loss weights and forward-AD tangents, each passed through `inputs`."""
-    f64 = _Float64Graph(spec, build(spec, real.device).functions, real.device, real, inputs)
-    leaf_tangents = [None if t is None else f64.rerun_input(t) for t in _leaf_tangents(real, real.make_leaves())]
+    f64 = _Float64Graph(spec, oracle_functions(spec, real.device), real.device, real, inputs)
+    return _rerun(f64, math_applier_for(spec))  # (reads clones of what is modified in place after the forward)
 
-    math = math_applier_for(spec)  # reads clones of what is modified in place after the forward
 
-    def apply(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-        return math(n, cls, [_with_leaf_tangent(a, arg.ref, leaf_tangents)
-                             for a, arg in zip(args, spec.functions[n].args)])
-
-    result = run_graph(f64, apply, "float64", lifetimes=False)
+def _rerun(graph: BuiltGraph, apply: Applier) -> RunResult:
+    result = run_graph(graph, apply, "float64", lifetimes=False)
     if result.status == "error":
         raise OracleError(f"the float64 rerun raised {result.describe_error()}") from result.error
     return result
 
 
-def _run_twin(real: BuiltGraph, eta: float) -> RunResult:
-    return rerun_in_float64(real, _twin_spec(real.spec, eta), _majorant)
+@dataclasses.dataclass(frozen=True)
+class _TwinGraph(_Float64Graph):
+    """The twin's rerun, eta = 0 and eta = ETA at once: every input twice, along a new dimension
+    of 2 before the graph's shape (a leaf with views: (views, 2, *shape), so that its views are
+    (2, *shape) like every other value)."""
+
+    def make_leaves(self, generator_offset: int = 0) -> list[torch.Tensor]:
+        return [self._twice(leaf.detach(), spec).requires_grad_(leaf.requires_grad)
+                for leaf, spec in zip(super().make_leaves(generator_offset), self.spec.leaves)]
+
+    def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
+        return [self._twice(w) for w in super().weights(count, offset)]
+
+    def leaf_tangents(self, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
+        return [None if t is None else self._twice(t, spec)
+                for t, spec in zip(super().leaf_tangents(leaves), self.spec.leaves)]
+
+    def _twice(self, t: torch.Tensor, leaf: LeafSpec | None = None) -> torch.Tensor:
+        """t in both halves, on the graph's device: a CPU scalar leaf beside CUDA ones
+        (LeafSpec.on_cpu) is no scalar once it has the dimension of 2."""
+        return torch.stack([t, t], dim=1 if leaf is not None and leaf.views else 0).to(self.device)
+
+
+def _twin(real: BuiltGraph) -> dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor] | None]:
+    """(A at eta = 0, A at eta = ETA) per (checkpoint, role) of the absolute-value twin of
+    `real`; None where the oracle has no tensor (a None gradient)."""
+    spec = real.spec
+    twin_spec = _twin_spec(spec)
+    graph = _TwinGraph(twin_spec, oracle_functions(twin_spec, real.device), real.device, real, _majorant)
+    math = math_applier_for(twin_spec)
+    scales = _output_scales(spec, ETA)
+    ndim = len(spec.shape)
+
+    def apply(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
+        out = math(n, cls, args)
+        fn = twin_spec.functions[n]
+        outs = [o if not isinstance(o, torch.Tensor) else _scale_second_half(o, ndim, scale)
+                for o, scale in zip(out if fn.tuple_output else (out,), scales[n])]
+        return tuple(outs) if fn.tuple_output else outs[0]
+
+    pairs: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor] | None] = {}
+    for checkpoint, roles in _rerun(graph, apply).tensors.items():
+        for role, t in roles.items():
+            if t is None:
+                pairs[checkpoint, role] = None
+                continue
+            # the dimension of 2: first, or second where a leaf with views leads with them
+            halves = t.unbind(t.dim() - ndim - 1)
+            if len(halves) != 2 or t.dim() - ndim not in (1, 2):
+                raise OracleError(f"the twin's {checkpoint} {role} has shape {tuple(t.shape)}, not (2, *{spec.shape})")
+            pairs[checkpoint, role] = (halves[0], halves[1])
+    return pairs
+
+
+def _scale_second_half(t: torch.Tensor, ndim: int, scale: float) -> torch.Tensor:
+    """[t[0], scale * t[1]] of a twin value (2, *shape); a value (*shape) that the oracle made
+    from constants alone (no terms) is the same in both halves. By Scalar overloads, select and
+    stack, which forward AD differentiates in C++ (see build._computed)."""
+    if t.dim() == ndim:
+        t = t.expand(2, *t.shape)
+    return torch.stack([t[0], torch.ops.aten.mul.Scalar(t[1], scale)])
 
 
 def _majorant(t: torch.Tensor) -> torch.Tensor:
     """What the twin reads for an input: |t|; for an int64 mask at least 1, so that the twin
     of a masked output still bounds what is masked (where that overflows, inf * 0 = nan)."""
     return t.abs() if t.is_floating_point() or t.is_complex() else t.abs().clamp_min(1)
-
-
-def _with_leaf_tangent(value: Any, ref: str | None, leaf_tangents: list[torch.Tensor | None]) -> Any:
-    """Under forward AD, a leaf (or leaf view) argument carries the real graph's tangent:
-    run_graph draws float64 tangents for the rerun, which differ from a float32 graph's."""
-    if ref is None or not ref.startswith("x") or not isinstance(value, torch.Tensor):
-        return value
-    primal, tangent = fwAD.unpack_dual(value)
-    if tangent is None:
-        return value
-    leaf, _, view = ref[1:].partition("[")
-    real = leaf_tangents[int(leaf)]
-    # a copy per argument: a dirty output updates its (cloned) argument's tangent in place
-    return fwAD.make_dual(primal, (real[int(view[:-1])] if view else real).clone())
 
 
 __all__ = ["COMPLEX_PRODUCT_FACTOR", "LIBRARY_ULPS", "OVERFLOW", "ROUNDINGS", "Tolerances", "error_bounds",

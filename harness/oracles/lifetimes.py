@@ -96,10 +96,10 @@ class LifetimeTracker:
             self.track(role, t)
         life: dict[str, tuple] = {}
         probe: dict[str, tuple] = {}
-        for role in self.refs:
+        for role, ref in self.refs.items():
             t = held.get(role)
             # `t` is the runner's own Python object: reading it adds no TensorImpl reference
-            life[role] = (self.alive(role), None if t is None else t._use_count())
+            life[role] = (not ref.expired(), None if t is None else t._use_count())  # (alive(role), ...)
             if self.probes is not None and t is not None:
                 weak, node = self.probes
                 probe[role] = (weak(t), node(t))
@@ -132,12 +132,11 @@ class LifetimeTracker:
         self.memory_excess = (before_gc, excess() if before_gc else 0)
 
     def store(self, result: Any) -> None:
+        # (every observation is a tuple: result.put would file each under values)
         for checkpoint, roles in self.records.items():
-            for role, obs in roles.items():
-                result.put(LIFE + checkpoint, role, obs)
+            result.values.setdefault(LIFE + checkpoint, {}).update(roles)
         for checkpoint, roles in self.probe_records.items():
-            for role, obs in roles.items():
-                result.put(PROBE + checkpoint, role, obs)
+            result.values.setdefault(PROBE + checkpoint, {}).update(roles)
         result.put(LIFE + "released", "cycles", tuple(self.cycle_roles))
         result.put(LIFE + "released", "leaks", tuple(self.leaked_roles))
         if self.memory_excess is not None:

@@ -1,0 +1,118 @@
+"""compare() checks every role of a checkpoint in one elementwise pass (harness/oracles/compare.py,
+_all_within) and decides role by role only where that pass finds a difference: its mismatches must
+be exactly those of deciding every role on its own (_tensor_difference), whatever the values."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.oracles.compare import (
+    EXACT,
+    Tolerance,
+    _structural_difference,
+    _tensor_difference,
+    compare,
+)
+from harness.run import RunResult
+
+#: what an element of the actual side may be, relative to the expected one
+CHANGES = ("same", "within", "beyond", "inf", "nan", "expected inf", "expected nan", "both inf", "both nan")
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.complex64)
+
+
+@st.composite
+def _roles(draw: st.DrawFn) -> tuple[dict[str, torch.Tensor | None], dict[str, torch.Tensor | None],
+                                     dict[str, Tolerance]]:
+    """Expected and actual tensors of a few roles, with a per-element bound each, where some
+    elements differ within their bound, beyond it, or are not finite (on one side or both), and
+    some bounds are infinite (bounds.OVERFLOW: not compared)."""
+    dtype = draw(st.sampled_from(DTYPES))
+    # one kind of tolerance for every role (one pass), or a mix (decided role by role)
+    kinds = draw(st.sampled_from([("bound",), ("exact",), ("scalar",), ("bound", "exact", "scalar")]))
+    expected: dict[str, torch.Tensor | None] = {}
+    actual: dict[str, torch.Tensor | None] = {}
+    tolerances: dict[str, Tolerance] = {}
+    for r in range(draw(st.integers(1, 5))):
+        role = f"grad:x{r}"
+        if draw(st.integers(0, 9)) == 0:  # a None gradient against zeros
+            expected[role], actual[role] = None, torch.zeros(3, dtype=dtype)
+            tolerances[role] = Tolerance(exact=False, atol=0.0)
+            continue
+        n = draw(st.integers(0, 4))
+        e = torch.linspace(-1, 1, n, dtype=torch.float64).to(dtype) if n else torch.zeros(0, dtype=dtype)
+        a = e.clone()
+        bound = torch.full((n,), 1e-2, dtype=torch.float64)
+        for i in range(n):
+            change = draw(st.sampled_from(("same",) * 8 + CHANGES))  # mostly one change in a checkpoint
+            if change == "within":
+                a[i] = e[i] + 5e-3
+            elif change == "beyond":
+                a[i] = e[i] + 0.5
+            elif change == "inf":
+                a[i] = math.inf
+            elif change == "nan":
+                a[i] = math.nan
+            elif change in ("expected inf", "expected nan"):
+                e[i] = math.inf if change == "expected inf" else math.nan
+            elif change in ("both inf", "both nan"):
+                e[i] = a[i] = math.inf if change == "both inf" else math.nan
+            if draw(st.integers(0, 5)) == 0:
+                bound[i] = math.inf
+        expected[role], actual[role] = e, a
+        kind = draw(st.sampled_from(kinds))
+        tolerances[role] = {"bound": Tolerance(exact=False, atol=bound), "exact": EXACT,
+                            "scalar": Tolerance(exact=False, atol=1e-2)}[kind]
+    return expected, actual, tolerances
+
+
+class _ByRole:
+    """Tolerances per role, as harness.oracles.bounds.Tolerances gives them."""
+
+    def __init__(self, tolerances: dict[str, Tolerance]) -> None:
+        self.tolerances = tolerances
+
+    def for_role(self, checkpoint: str, role: str) -> Tolerance:
+        return self.tolerances[role]
+
+
+def _role_by_role(expected: dict, actual: dict, tolerances: dict[str, Tolerance]) -> list[tuple]:
+    """What compare must report: each role decided on its own."""
+    out = []
+    for role in sorted(expected):
+        detail = _structural_difference(expected[role], actual[role], True)
+        if detail is None and expected[role] is not None:
+            detail = _tensor_difference(expected[role], actual[role], tolerances[role])
+        if detail is not None:
+            out.append((role, detail[0]))
+    return out
+
+
+@given(_roles())
+def test_one_pass_reports_what_role_by_role_does(roles):
+    expected, actual, tolerances = roles
+    found = compare(RunResult("math", tensors={"backward": expected}), RunResult("eager", tensors={"backward": actual}),
+                    _ByRole(tolerances), none_is_zero=True)
+    assert [(m.role, m.detail) for m in found] == _role_by_role(expected, actual, tolerances)
+
+
+def test_a_wrong_element_among_many_roles_is_reported_alone():
+    """The one-pass check finds the difference; the report names its role only."""
+    e = {f"grad:x{i}": torch.linspace(-1, 1, 5) for i in range(6)}
+    a = {role: t.clone() for role, t in e.items()}
+    a["grad:x4"][2] += 1.0
+    bound = Tolerance(exact=False, atol=torch.full((5,), 1e-3, dtype=torch.float64))
+    found = compare(RunResult("math", tensors={"forward": e}), RunResult("eager", tensors={"forward": a}),
+                    _ByRole(dict.fromkeys(e, bound)))
+    assert [(m.checkpoint, m.role) for m in found] == [("forward", "grad:x4")]
+    assert "outside tolerance" in found[0].detail
+
+
+def test_values_differing_only_in_type_are_reported():
+    """The values' fast path (dict equality) must not take 1 for 1.0 or True."""
+    found = compare(RunResult("math", values={"forward": {"version:f0.0": 1, "alias:f0.0": "fresh"}}),
+                    RunResult("eager", values={"forward": {"version:f0.0": 1.0, "alias:f0.0": "fresh"}}), EXACT)
+    assert [m.role for m in found] == ["version:f0.0"]
