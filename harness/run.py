@@ -374,8 +374,9 @@ def _side_effects(built: BuiltGraph) -> dict[str, list[int]]:
     list its own source defines (in the namespace its class was made in)."""
     lists: dict[str, list[int]] = {}
     for n, (fn, cls) in enumerate(zip(built.spec.functions, built.functions)):
-        if fn.untraceable == "side_effect":
-            calls = cls.forward.__globals__.get("forward_calls")
+        forward = getattr(cls, "forward", None)  # (the error bounds' stand-ins run no forward)
+        if fn.untraceable == "side_effect" and forward is not None:
+            calls = forward.__globals__.get("forward_calls")
             if isinstance(calls, list):
                 lists[f"f{n}"] = list(calls)
             else:
