@@ -103,7 +103,10 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                     results[p.name] = path_registry.run_path(p, built)
     outcomes: dict[str, PathOutcome] = {}
     with _stage("compare"):
-        eager_issues = _eager_known_issues(spec, paths, math, eager, tol)
+        # eager judged by the math oracle: once, for eager's own outcome and its known issues
+        eager_vs_math = _against_math(spec, without_metadata(math), without_metadata(eager), tol)
+        eager_issues = (known_issues.hits(spec, eager, eager_vs_math)
+                        if eager_vs_math and any(p.name != "eager" for p in paths) else [])
         for path in paths:
             result = results[path.name]
             if result.status == "unsupported":
@@ -115,8 +118,9 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
             seen = getattr(path, "observed", lambda spec, reference: reference)
             math_seen, eager_seen = seen(spec, math), seen(spec, eager)
             runs_backward = getattr(path, "runs_backward", lambda spec: True)(spec)
-            mismatches = (_against_math(spec, no_meta(math_seen), no_meta(result), tol, runs_backward)
-                          + _lifetime_rules(spec, result) + metadata_mismatches(spec, math_seen, result))
+            vs_math = (eager_vs_math if path.name == "eager" else
+                       _against_math(spec, no_meta(math_seen), no_meta(result), tol, runs_backward))
+            mismatches = vs_math + _lifetime_rules(spec, result) + metadata_mismatches(spec, math_seen, result)
             if path.name != "eager":
                 # roles eager never reached (it raised in a phase the path does not run), and
                 # roles a known torch issue damages in eager itself, have no eager reference:
@@ -132,15 +136,6 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 mismatches += _owned_vs_borrowed(owned, result)
             outcomes[path.name] = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
     return Verdict(spec, device, outcomes)
-
-
-def _eager_known_issues(spec: GraphSpec, paths: list[Path], math: RunResult, eager: RunResult,
-                        tol: Tolerances) -> list[known_issues.KnownIssue]:
-    """The known torch issues eager itself hits on this example (judged against the math oracle)."""
-    if not any(p.name != "eager" for p in paths):
-        return []
-    mismatches = _against_math(spec, without_metadata(math), without_metadata(eager), tol)
-    return known_issues.hits(spec, eager, mismatches) if mismatches else []
 
 
 def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mismatch], device: str,
