@@ -410,6 +410,34 @@ def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
         fn.vmap and fn.error == "grad_shape" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
 
 
+def _side_effect_functions_on_transformed_tensors(spec: GraphSpec) -> set[int]:
+    """Functions with a Python side effect in their forward (`untraceable="side_effect"`) that
+    receive a tensor computed inside a backward-side transform from its inputs (a view of a
+    leaf, a clone, another Function's output), as harness/paths/func.py runs them: the leaves
+    that require grad are the transform's inputs where eager runs a backward, else every float
+    leaf (the forward under func.vjp). Torch 2.15 also fails on such an input passed as is."""
+    from harness.paths.func import differentiated_leaves
+
+    primals = ({f"x{i}" for i in differentiated_leaves(spec)} if _eager_backward_runs(spec)
+               else {f"x{i}" for i, leaf in enumerate(spec.leaves) if leaf.dtype is None})
+    computed = {f"x{i}[{j}]" for i, leaf in enumerate(spec.leaves) if f"x{i}" in primals for j in range(leaf.views)}
+    found = set()
+    for n, fn in enumerate(spec.functions):
+        received = {a.ref for a in fn.args if a.ref is not None and (a.ref in computed or a.ref in primals and (
+            a.clone or torch_release() >= (2, 15, 0)))}
+        if received:
+            computed |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+            if fn.untraceable == "side_effect":
+                found.add(n)
+    return found
+
+
+def _without_side_effects(spec: GraphSpec) -> GraphSpec:
+    """Those Functions' forwards without their side effect."""
+    found = _side_effect_functions_on_transformed_tensors(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, untraceable="none") if n in found else fn)
+
+
 def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """Eager raised autograd's documented error for a Function's invalid backward results (or
     the version-counter error for a saved output modified in place), and this path raised
@@ -1510,6 +1538,26 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages=("the error at backward (not raised: the backward is not called); tangents of non-differentiable "
                  "outputs and of what is computed from them, gradients of the leaves they are computed from"),
         workaround=_nothing_marked_or_raised,
+    ),
+    KnownIssue(
+        id="func-dynamo-side-effect-fake-tensor",
+        title=("torch.compile of torch.func.grad (vjp, jacrev, vmap(grad)) over a custom Function whose forward has "
+               "a Python side effect, applied to a tensor computed inside the transform, fails with Dynamo's internal "
+               "\"AssertionError: Expected FakeTensor, got <class 'torch.Tensor'>\" (_collect_fake_inputs, "
+               "torch/_higher_order_ops/utils.py), fullgraph or not; eager torch.func runs it"),
+        first=(2, 13, 0), last=None,
+        # not func.jvp, func.vmap, func.jacfwd (forward mode or batching only) nor grad(vmap),
+        # whose Function runs under vmap; func.grad_vmap runs vmap(vjp) where eager runs no backward
+        paths=tuple(f"func.{t}+dynamo" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")),
+        reproducer="func_dynamo_side_effect_fake_tensor.py",
+        trigger=lambda spec: bool(_side_effect_functions_on_transformed_tensors(spec)),
+        path_triggers={"func.grad_vmap+dynamo": lambda spec: not _eager_backward_runs(spec)
+                       and bool(_side_effect_functions_on_transformed_tensors(spec))},
+        # at forward: Dynamo raises it while tracing the whole transform, before any of it ran
+        witness=raised("forward", r"^Expected FakeTensor, got <class 'torch.Tensor'>", AssertionError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_without_side_effects,
     ),
     KnownIssue(
         id="func-jvp-zero-dim-scalar-tangent-dtype",
