@@ -1473,7 +1473,9 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "must not be None\" in the vmapped backward (restore_vmap -> wrap_batched, "
                "torch/_functorch/vmap.py); grad and vmap(grad) work, and dropping either save does"),
         first=(2, 13, 0), last=None,
-        paths=("func.grad_vmap",),
+        # +dynamo: where Dynamo breaks the graph (a print or side effect in a forward; on 2.13 any
+        # user jvp, "Unsupported hasattr call"), its eager fallback runs torch.func eagerly
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
         reproducer="func_grad_vmap_saved_output_and_forward.py",
         trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
         witness=raised("backward", r"flat_bdims must not be None", AssertionError),
