@@ -605,11 +605,17 @@ def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
 def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
                                              mismatches: list[Mismatch]) -> bool:
     """An output of a generic Function differs in value or in what it aliases (an error the
-    run met later, a deliberate one included, does not undo what the forward computed)."""
+    run met later, a deliberate one included, does not undo what the forward computed), or
+    an earlier Function's output that a generic Function modifying an input in place was
+    passed as is: with the inputs shifted, the in-place update lands on a neighbour of its
+    (cloned) dirty input."""
     shifted = {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots}
+    overwritten = {a.ref for n in shifted for a in spec.functions[n].args
+                   if a.ref is not None and not a.clone and any(o.kind == "dirty" for o in spec.functions[n].outputs)}
     return any(
         m.checkpoint in ("forward", "meta:forward") and m.role.startswith(("out:f", "alias:f"))
-        and int(_ref_of(m.role)[1:].split(".")[0]) in shifted for m in mismatches)
+        and (int(_ref_of(m.role)[1:].split(".")[0]) in shifted or _ref_of(m.role) in overwritten)
+        for m in mismatches)
 
 
 #: the release checks of the lifetime oracle: after the outputs, then everything, are dropped
