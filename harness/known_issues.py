@@ -438,6 +438,43 @@ def _without_side_effects(spec: GraphSpec) -> GraphSpec:
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, untraceable="none") if n in found else fn)
 
 
+def _gapped_primals(spec: GraphSpec) -> set[int]:
+    """Float leaves (func.jvp gives each a contiguous tangent, run._leaf_tangents) built with
+    gaps: layout "strided" takes every other element of the last dim (build._leaf_tensor), so
+    the leaf is not non-overlapping and dense when that dim has 2 or more elements."""
+    found = set()
+    for i, leaf in enumerate(spec.leaves):
+        shape = ((leaf.views,) if leaf.views else ()) + tuple(spec.shape)
+        if leaf.dtype is None and leaf.layout == "strided" and shape and shape[-1] > 1 and 0 not in shape:
+            found.add(i)
+    return found
+
+
+def _view_of_gapped_primal(spec: GraphSpec) -> bool:
+    """A view is taken of a gapped primal inside func.jvp: the leaf's own views, or a Function
+    output that is a view of it (under torch.compile the Function's forward is inlined), where
+    an output returned as is stands for its input."""
+    gapped = _gapped_primals(spec)
+    if any(spec.leaves[i].views for i in gapped):
+        return True
+    values = {f"x{i}" for i in gapped}
+    for n, fn in enumerate(spec.functions):
+        for k, o in enumerate(fn.outputs):
+            arg = fn.args[o.slot] if o.kind in ("view", "input") else None
+            if arg is None or arg.clone or arg.ref not in values:
+                continue
+            if o.kind == "view":
+                return True
+            values.add(f"f{n}.{k}")
+    return False
+
+
+def _gapped_primals_contiguous(spec: GraphSpec) -> GraphSpec:
+    gapped = _gapped_primals(spec)
+    return dataclasses.replace(spec, leaves=tuple(
+        dataclasses.replace(leaf, layout="contiguous") if i in gapped else leaf for i, leaf in enumerate(spec.leaves)))
+
+
 def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """Eager raised autograd's documented error for a Function's invalid backward results (or
     the version-counter error for a saved output modified in place), and this path raised
@@ -1566,6 +1603,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_without_side_effects,
+    ),
+    KnownIssue(
+        id="func-dynamo-jvp-view-of-gapped-primal",
+        title=("torch.compile (aot_eager) of torch.func.jvp taking a view of a primal that is not non-overlapping "
+               "and dense, whose tangent is contiguous, fails with \"!this_view_meta->has_fw_view() INTERNAL ASSERT "
+               "FAILED ... Expected the output of forward differentiable view operations to have the tangent have the "
+               "same layout as primal\" (autograd_meta.cpp) and leaves a forward-AD dual level open; eager jvp runs it"),
+        first=(2, 13, 0), last=None,
+        # func.jacfwd's basis tangents come through vmap and do not trip it (tried on 2.14.1)
+        paths=("func.jvp+dynamo",),
+        reproducer="func_dynamo_jvp_view_of_gapped_primal.py",
+        trigger=_view_of_gapped_primal,
+        witness=raised("forward_ad", r"tangent have the same layout as primal", RuntimeError),
+        damage=error_at("forward_ad"),
+        damages="the error at forward_ad (every output and tangent is lost with it)",
+        workaround=_gapped_primals_contiguous,
     ),
     KnownIssue(
         id="func-jvp-zero-dim-scalar-tangent-dtype",
