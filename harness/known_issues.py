@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from harness.dataflow import Dataflow, differentiable
+from harness.dataflow import Dataflow, differentiable, reads
 from harness.oracles.compare import Mismatch
 from harness.oracles.math import saved_mutated_outputs, version_error_expected
 from harness.run import RunResult
@@ -423,12 +423,12 @@ def _side_effect_functions_on_transformed_tensors(spec: GraphSpec) -> set[int]:
     computed = {f"x{i}[{j}]" for i, leaf in enumerate(spec.leaves) if f"x{i}" in primals for j in range(leaf.views)}
     found = set()
     for n, fn in enumerate(spec.functions):
-        received = {a.ref for a in fn.args if a.ref is not None and (a.ref in computed or a.ref in primals and (
-            a.clone or torch_release() >= (2, 15, 0)))}
-        if received:
+        as_is = any(a.ref in primals and not a.clone for a in fn.args)
+        received = any(a.ref in computed or a.ref in primals and a.clone for a in fn.args)
+        if fn.untraceable == "side_effect" and (received or as_is and torch_release() >= (2, 15, 0)):
+            found.add(n)
+        if received or as_is:  # the transform wraps every output of a Function applied to its tensors
             computed |= {f"f{n}.{k}" for k in fn.tensor_outputs}
-            if fn.untraceable == "side_effect":
-                found.add(n)
     return found
 
 
@@ -450,15 +450,25 @@ def _gapped_primals(spec: GraphSpec) -> set[int]:
     return found
 
 
+def _forward_reads(fn: FunctionSpec, slot: int) -> bool:
+    """Function `fn`'s forward computes with its argument at `slot` (an unread one, saved or
+    not, is never touched, and torch.compile drops it from the graph)."""
+    return (any(reads(o.kind, o, slot) for o in fn.outputs)
+            or fn.untraceable == "data_branch" and bool(fn.tensor_slots) and slot == fn.tensor_slots[0])
+
+
 def _view_of_gapped_primal(spec: GraphSpec) -> bool:
-    """A view is taken of a gapped primal inside func.jvp: the leaf's own views, or a Function
-    output that is a view of it (under torch.compile the Function's forward is inlined), where
-    an output returned as is stands for its input."""
+    """Inside func.jvp a view of a gapped primal is used: one of the leaf's own views
+    (`x<i>[<j>]`) that a Function reads or that is cloned, or a Function output that is a view
+    of the leaf (under torch.compile the Function's forward is inlined; an output returned as
+    is stands for its input). A view nothing reads is dropped from the compiled graph."""
     gapped = _gapped_primals(spec)
-    if any(spec.leaves[i].views for i in gapped):
-        return True
-    values = {f"x{i}" for i in gapped}
+    views = {f"x{i}[{j}]" for i in gapped for j in range(spec.leaves[i].views)}
+    values = {f"x{i}" for i in gapped if not spec.leaves[i].views}
     for n, fn in enumerate(spec.functions):
+        for slot, arg in enumerate(fn.args):
+            if arg.ref in views and (arg.clone or _forward_reads(fn, slot)):
+                return True
         for k, o in enumerate(fn.outputs):
             arg = fn.args[o.slot] if o.kind in ("view", "input") else None
             if arg is None or arg.clone or arg.ref not in values:
