@@ -782,6 +782,50 @@ def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
     return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
 
 
+def _outputs_that_may_lose_grad_in_a_region(spec: GraphSpec) -> frozenset[str]:
+    """Where graph breaks split the compiled forward into regions (Functions Dynamo cannot
+    trace run eagerly between them), AOT Autograd detaches each region's own inputs that get
+    no gradient inside the region. Which Functions share a region depends on Dynamo, so this
+    is the most a split can lose: the outputs of a Function each of whose inputs that require
+    grad is a non-leaf (a view of a leaf, another Function's output) that this Function sends
+    no gradient to, or an output lost in turn."""
+    flow = Dataflow(spec)
+    lost: set[str] = set()
+    for n, fn in enumerate(spec.functions):
+        inputs = [(slot, a.ref) for slot, a in enumerate(fn.args) if a.ref is not None and flow.requires_grad[a.ref]]
+        if inputs and all(ref in lost or ("[" in ref or ref.startswith("f")) and not flow.gets_gradient(n, slot)
+                          for slot, ref in inputs):
+            lost |= {f"f{n}.{k}" for k in fn.tensor_outputs if flow.requires_grad[f"f{n}.{k}"]}
+    return frozenset(lost)
+
+
+def _some_lost_requires_grad_in_a_region(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The run went through Dynamo's eager fallback (a graph break split the compiled forward),
+    and some outputs lost requires_grad, each one that a split can lose."""
+    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
+            and m.detail == "expected True, got False"}
+    return (result.status != "error" and "eager fallback" in result.note
+            and bool(lost) and lost <= _outputs_that_may_lose_grad_in_a_region(spec))
+
+
+def _flags_and_records_of_outputs_lost_in_a_region(spec: GraphSpec, m: Mismatch) -> bool:
+    """Those outputs' autograd flags, and at backward what is recorded of them (retained
+    gradients, hooks); the backward itself still runs (the other regions' outputs require grad)
+    and the leaves' gradients are unchanged: the detached inputs get none from their region."""
+    lost = _outputs_that_may_lose_grad_in_a_region(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
+    return m.checkpoint in ("backward", "meta:backward") and _ref_of(m.role.removeprefix("stride:")) in lost
+
+
+def _zeros_from_functions_losing_grad_in_a_region(spec: GraphSpec) -> GraphSpec:
+    """Those Functions return zeros instead of None for unused inputs: every input of theirs
+    then gets a gradient inside any region, and AOT keeps it."""
+    functions = {int(r[1:].split(".")[0]) for r in _outputs_that_may_lose_grad_in_a_region(spec)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in functions else fn)
+
+
 def _every_output_loses_grad(spec: GraphSpec) -> bool:
     flow = Dataflow(spec)
     return _outputs_without_grad_under_aot(spec) == {r for r, rg in flow.requires_grad.items()
@@ -1321,6 +1365,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages=("requires_grad, grad_fn and is_leaf of the outputs (forward, meta:forward); everything at "
                  "backward, which the path skipped (no output required grad)"),
         workaround=_zeros_for_detached_views,
+    ),
+    KnownIssue(
+        id="dynamo-aot-detached-region-input-drops-requires-grad",
+        title=("dynamo-aot-detached-input-drops-requires-grad in one region of a forward that graph breaks split "
+               "(a Function Dynamo cannot trace runs eagerly between them): AOT Autograd detaches that region's inputs "
+               "that get no gradient inside it, so the outputs computed from them alone lose requires_grad while the "
+               "other regions' keep it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        trigger=lambda spec: bool(_outputs_that_may_lose_grad_in_a_region(spec)),
+        witness=_some_lost_requires_grad_in_a_region,
+        damage=_flags_and_records_of_outputs_lost_in_a_region,
+        damages=("requires_grad, grad_fn and is_leaf of those outputs (forward, meta:forward); at backward, what is "
+                 "recorded of them (retained gradients, hooks)"),
+        workaround=_zeros_from_functions_losing_grad_in_a_region,
     ),
     KnownIssue(
         id="dynamo-hook-on-output-used-inside",

@@ -145,6 +145,11 @@ CASES = {
         shape=(3,), dtype="float64", leaves=(LeafSpec(views=2),), functions=(
             fn(Arg("x0[0]"), outputs=(OutputSpec("compute", bias=0.5),), code="plain"),
             fn(Arg("f0.0"), outputs=(lin(0),), code="plain"))), None, None),
+    # F0 (one tensor passed twice) breaks Dynamo's graph and runs eagerly; F1 alone in the next region
+    "dynamo-aot-detached-region-input-drops-requires-grad": ("dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()), functions=(
+            fn(X1, X1, outputs=(lin(0),), code="plain"),
+            fn(Arg("x0[0]"), outputs=(OutputSpec("compute", bias=0.5),), code="plain"))), (0, 0), None),
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
