@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from harness.dataflow import Dataflow, differentiable
+from harness.dataflow import Dataflow, differentiable, reads
 from harness.oracles.compare import Mismatch
 from harness.oracles.math import saved_mutated_outputs, version_error_expected
 from harness.run import RunResult
@@ -476,6 +476,81 @@ def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
         fn.vmap and fn.error == "grad_shape" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
 
 
+def _side_effect_functions_on_transformed_tensors(spec: GraphSpec) -> set[int]:
+    """Functions with a Python side effect in their forward (`untraceable="side_effect"`) that
+    receive a tensor computed inside a backward-side transform from its inputs (a view of a
+    leaf, a clone, another Function's output), as harness/paths/func.py runs them: the leaves
+    that require grad are the transform's inputs where eager runs a backward, else every float
+    leaf (the forward under func.vjp). Torch 2.15 also fails on such an input passed as is."""
+    from harness.paths.func import differentiated_leaves
+
+    primals = ({f"x{i}" for i in differentiated_leaves(spec)} if _eager_backward_runs(spec)
+               else {f"x{i}" for i, leaf in enumerate(spec.leaves) if leaf.dtype is None})
+    computed = {f"x{i}[{j}]" for i, leaf in enumerate(spec.leaves) if f"x{i}" in primals for j in range(leaf.views)}
+    found = set()
+    for n, fn in enumerate(spec.functions):
+        as_is = any(a.ref in primals and not a.clone for a in fn.args)
+        received = any(a.ref in computed or a.ref in primals and a.clone for a in fn.args)
+        if fn.untraceable == "side_effect" and (received or as_is and torch_release() >= (2, 15, 0)):
+            found.add(n)
+        if received or as_is:  # the transform wraps every output of a Function applied to its tensors
+            computed |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+    return found
+
+
+def _without_side_effects(spec: GraphSpec) -> GraphSpec:
+    """Those Functions' forwards without their side effect."""
+    found = _side_effect_functions_on_transformed_tensors(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, untraceable="none") if n in found else fn)
+
+
+def _gapped_primals(spec: GraphSpec) -> set[int]:
+    """Float leaves (func.jvp gives each a contiguous tangent, run._leaf_tangents) built with
+    gaps: layout "strided" takes every other element of the last dim (build._leaf_tensor), so
+    the leaf is not non-overlapping and dense when that dim has 2 or more elements."""
+    found = set()
+    for i, leaf in enumerate(spec.leaves):
+        shape = ((leaf.views,) if leaf.views else ()) + tuple(spec.shape)
+        if leaf.dtype is None and leaf.layout == "strided" and shape and shape[-1] > 1 and 0 not in shape:
+            found.add(i)
+    return found
+
+
+def _forward_reads(fn: FunctionSpec, slot: int) -> bool:
+    """Function `fn`'s forward computes with its argument at `slot` (an unread one, saved or
+    not, is never touched, and torch.compile drops it from the graph)."""
+    return (any(reads(o.kind, o, slot) for o in fn.outputs)
+            or fn.untraceable == "data_branch" and bool(fn.tensor_slots) and slot == fn.tensor_slots[0])
+
+
+def _view_of_gapped_primal(spec: GraphSpec) -> bool:
+    """Inside func.jvp a view of a gapped primal is used: one of the leaf's own views
+    (`x<i>[<j>]`) that a Function reads or that is cloned, or a Function output that is a view
+    of the leaf (under torch.compile the Function's forward is inlined; an output returned as
+    is stands for its input). A view nothing reads is dropped from the compiled graph."""
+    gapped = _gapped_primals(spec)
+    views = {f"x{i}[{j}]" for i in gapped for j in range(spec.leaves[i].views)}
+    values = {f"x{i}" for i in gapped if not spec.leaves[i].views}
+    for n, fn in enumerate(spec.functions):
+        for slot, arg in enumerate(fn.args):
+            if arg.ref in views and (arg.clone or _forward_reads(fn, slot)):
+                return True
+        for k, o in enumerate(fn.outputs):
+            arg = fn.args[o.slot] if o.kind in ("view", "input") else None
+            if arg is None or arg.clone or arg.ref not in values:
+                continue
+            if o.kind == "view":
+                return True
+            values.add(f"f{n}.{k}")
+    return False
+
+
+def _gapped_primals_contiguous(spec: GraphSpec) -> GraphSpec:
+    gapped = _gapped_primals(spec)
+    return dataclasses.replace(spec, leaves=tuple(
+        dataclasses.replace(leaf, layout="contiguous") if i in gapped else leaf for i, leaf in enumerate(spec.leaves)))
+
+
 def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """Eager raised autograd's documented error for a Function's invalid backward results (or
     the version-counter error for a saved output modified in place), and this path raised
@@ -646,11 +721,17 @@ def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
 def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
                                              mismatches: list[Mismatch]) -> bool:
     """An output of a generic Function differs in value or in what it aliases (an error the
-    run met later, a deliberate one included, does not undo what the forward computed)."""
+    run met later, a deliberate one included, does not undo what the forward computed), or
+    an earlier Function's output that a generic Function modifying an input in place was
+    passed as is: with the inputs shifted, the in-place update lands on a neighbour of its
+    (cloned) dirty input."""
     shifted = {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots}
+    overwritten = {a.ref for n in shifted for a in spec.functions[n].args
+                   if a.ref is not None and not a.clone and any(o.kind == "dirty" for o in spec.functions[n].outputs)}
     return any(
         m.checkpoint in ("forward", "meta:forward") and m.role.startswith(("out:f", "alias:f"))
-        and int(_ref_of(m.role)[1:].split(".")[0]) in shifted for m in mismatches)
+        and (int(_ref_of(m.role)[1:].split(".")[0]) in shifted or _ref_of(m.role) in overwritten)
+        for m in mismatches)
 
 
 #: the release checks of the lifetime oracle: after the outputs, then everything, are dropped
@@ -768,6 +849,50 @@ def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
         any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
         rg.update({f"f{n}.{k}": any_input and differentiable(fn, k) for k in fn.tensor_outputs})
     return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
+
+
+def _outputs_that_may_lose_grad_in_a_region(spec: GraphSpec) -> frozenset[str]:
+    """Where graph breaks split the compiled forward into regions (Functions Dynamo cannot
+    trace run eagerly between them), AOT Autograd detaches each region's own inputs that get
+    no gradient inside the region. Which Functions share a region depends on Dynamo, so this
+    is the most a split can lose: the outputs of a Function each of whose inputs that require
+    grad is a non-leaf (a view of a leaf, another Function's output) that this Function sends
+    no gradient to, or an output lost in turn."""
+    flow = Dataflow(spec)
+    lost: set[str] = set()
+    for n, fn in enumerate(spec.functions):
+        inputs = [(slot, a.ref) for slot, a in enumerate(fn.args) if a.ref is not None and flow.requires_grad[a.ref]]
+        if inputs and all(ref in lost or ("[" in ref or ref.startswith("f")) and not flow.gets_gradient(n, slot)
+                          for slot, ref in inputs):
+            lost |= {f"f{n}.{k}" for k in fn.tensor_outputs if flow.requires_grad[f"f{n}.{k}"]}
+    return frozenset(lost)
+
+
+def _some_lost_requires_grad_in_a_region(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The run went through Dynamo's eager fallback (a graph break split the compiled forward),
+    and some outputs lost requires_grad, each one that a split can lose."""
+    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
+            and m.detail == "expected True, got False"}
+    return (result.status != "error" and "eager fallback" in result.note
+            and bool(lost) and lost <= _outputs_that_may_lose_grad_in_a_region(spec))
+
+
+def _flags_and_records_of_outputs_lost_in_a_region(spec: GraphSpec, m: Mismatch) -> bool:
+    """Those outputs' autograd flags, and at backward what is recorded of them (retained
+    gradients, hooks); the backward itself still runs (the other regions' outputs require grad)
+    and the leaves' gradients are unchanged: the detached inputs get none from their region."""
+    lost = _outputs_that_may_lose_grad_in_a_region(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
+    return m.checkpoint in ("backward", "meta:backward") and _ref_of(m.role.removeprefix("stride:")) in lost
+
+
+def _zeros_from_functions_losing_grad_in_a_region(spec: GraphSpec) -> GraphSpec:
+    """Those Functions return zeros instead of None for unused inputs: every input of theirs
+    then gets a gradient inside any region, and AOT keeps it."""
+    functions = {int(r[1:].split(".")[0]) for r in _outputs_that_may_lose_grad_in_a_region(spec)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in functions else fn)
 
 
 def _every_output_loses_grad(spec: GraphSpec) -> bool:
@@ -1330,6 +1455,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         workaround=_zeros_for_detached_views,
     ),
     KnownIssue(
+        id="dynamo-aot-detached-region-input-drops-requires-grad",
+        title=("dynamo-aot-detached-input-drops-requires-grad in one region of a forward that graph breaks split "
+               "(a Function Dynamo cannot trace runs eagerly between them): AOT Autograd detaches that region's inputs "
+               "that get no gradient inside it, so the outputs computed from them alone lose requires_grad while the "
+               "other regions' keep it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        trigger=lambda spec: bool(_outputs_that_may_lose_grad_in_a_region(spec)),
+        witness=_some_lost_requires_grad_in_a_region,
+        damage=_flags_and_records_of_outputs_lost_in_a_region,
+        damages=("requires_grad, grad_fn and is_leaf of those outputs (forward, meta:forward); at backward, what is "
+                 "recorded of them (retained gradients, hooks)"),
+        workaround=_zeros_from_functions_losing_grad_in_a_region,
+    ),
+    KnownIssue(
         id="dynamo-hook-on-output-used-inside",
         title=("torch.compile with an AOT Autograd backend differentiates the compiled region as one node "
                "(pytorch/pytorch#91468, open): a hook registered on an output that the region also uses "
@@ -1538,7 +1679,9 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "must not be None\" in the vmapped backward (restore_vmap -> wrap_batched, "
                "torch/_functorch/vmap.py); grad and vmap(grad) work, and dropping either save does"),
         first=(2, 13, 0), last=None,
-        paths=("func.grad_vmap",),
+        # +dynamo: where Dynamo breaks the graph (a print or side effect in a forward; on 2.13 any
+        # user jvp, "Unsupported hasattr call"), its eager fallback runs torch.func eagerly
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
         reproducer="func_grad_vmap_saved_output_and_forward.py",
         trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
         witness=raised("backward", r"flat_bdims must not be None", AssertionError),
@@ -1603,6 +1746,42 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages=("the error at backward (not raised: the backward is not called); tangents of non-differentiable "
                  "outputs and of what is computed from them, gradients of the leaves they are computed from"),
         workaround=_nothing_marked_or_raised,
+    ),
+    KnownIssue(
+        id="func-dynamo-side-effect-fake-tensor",
+        title=("torch.compile of torch.func.grad (vjp, jacrev, vmap(grad)) over a custom Function whose forward has "
+               "a Python side effect, applied to a tensor computed inside the transform, fails with Dynamo's internal "
+               "\"AssertionError: Expected FakeTensor, got <class 'torch.Tensor'>\" (_collect_fake_inputs, "
+               "torch/_higher_order_ops/utils.py), fullgraph or not; eager torch.func runs it"),
+        first=(2, 13, 0), last=None,
+        # not func.jvp, func.vmap, func.jacfwd (forward mode or batching only) nor grad(vmap),
+        # whose Function runs under vmap; func.grad_vmap runs vmap(vjp) where eager runs no backward
+        paths=tuple(f"func.{t}+dynamo" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")),
+        reproducer="func_dynamo_side_effect_fake_tensor.py",
+        trigger=lambda spec: bool(_side_effect_functions_on_transformed_tensors(spec)),
+        path_triggers={"func.grad_vmap+dynamo": lambda spec: not _eager_backward_runs(spec)
+                       and bool(_side_effect_functions_on_transformed_tensors(spec))},
+        # at forward: Dynamo raises it while tracing the whole transform, before any of it ran
+        witness=raised("forward", r"^Expected FakeTensor, got <class 'torch.Tensor'>", AssertionError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_without_side_effects,
+    ),
+    KnownIssue(
+        id="func-dynamo-jvp-view-of-gapped-primal",
+        title=("torch.compile (aot_eager) of torch.func.jvp taking a view of a primal that is not non-overlapping "
+               "and dense, whose tangent is contiguous, fails with \"!this_view_meta->has_fw_view() INTERNAL ASSERT "
+               "FAILED ... Expected the output of forward differentiable view operations to have the tangent have the "
+               "same layout as primal\" (autograd_meta.cpp) and leaves a forward-AD dual level open; eager jvp runs it"),
+        first=(2, 13, 0), last=None,
+        # func.jacfwd's basis tangents come through vmap and do not trip it (tried on 2.14.1)
+        paths=("func.jvp+dynamo",),
+        reproducer="func_dynamo_jvp_view_of_gapped_primal.py",
+        trigger=_view_of_gapped_primal,
+        witness=raised("forward_ad", r"tangent have the same layout as primal", RuntimeError),
+        damage=error_at("forward_ad"),
+        damages="the error at forward_ad (every output and tangent is lost with it)",
+        workaround=_gapped_primals_contiguous,
     ),
     KnownIssue(
         id="func-jvp-zero-dim-scalar-tangent-dtype",

@@ -19,7 +19,7 @@ from harness import check as check_module
 from harness import paths
 from harness.build import build as real_build
 from harness.check import check
-from harness.known_issues import KNOWN_ISSUES
+from harness.known_issues import KNOWN_ISSUES, torch_release
 from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
 
@@ -41,6 +41,7 @@ def without_grad(*functions: FunctionSpec) -> GraphSpec:
 
 
 SIN1 = OutputSpec("compute", terms=(Term(1, "sin", 2.0),))
+SIN0 = OutputSpec("compute", terms=(Term(0, "sin", 2.0),))
 
 
 def fn(*args: Arg, outputs: tuple[OutputSpec, ...], **kw) -> FunctionSpec:
@@ -144,6 +145,11 @@ CASES = {
         shape=(3,), dtype="float64", leaves=(LeafSpec(views=2),), functions=(
             fn(Arg("x0[0]"), outputs=(OutputSpec("compute", bias=0.5),), code="plain"),
             fn(Arg("f0.0"), outputs=(lin(0),), code="plain"))), None, None),
+    # F0 (one tensor passed twice) breaks Dynamo's graph and runs eagerly; F1 alone in the next region
+    "dynamo-aot-detached-region-input-drops-requires-grad": ("dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()), functions=(
+            fn(X1, X1, outputs=(lin(0),), code="plain"),
+            fn(Arg("x0[0]"), outputs=(OutputSpec("compute", bias=0.5),), code="plain"))), (0, 0), None),
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
@@ -184,6 +190,17 @@ CASES = {
     "func-dynamo-custom-rules-dropped": ("func.grad+dynamo", graph(
         fn(X0, Arg(const=2), outputs=(lin(0),), style="setup_context", code="plain", error="grad_count"),
         fn(X1, outputs=(lin(0),), style="setup_context", code="plain")), None, None),
+    # no scaled-gradient case: torch.compile drops the Functions' backward on this path
+    # (func-dynamo-custom-rules-dropped); the Function with the side effect reads x0 * 2
+    "func-dynamo-side-effect-fake-tensor": ("func.grad+dynamo", graph(
+        fn(X0, outputs=(lin(0),), style="setup_context", code="plain"),
+        fn(Arg("f0.0"), X1, outputs=(lin(0), lin(1)), style="setup_context", code="plain", untraceable="side_effect")),
+        None, None),
+    # no scaled-gradient or wrong-jvp case: torch.compile drops the Functions' jvp on this path
+    "func-dynamo-jvp-view-of-gapped-primal": ("func.jvp+dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(layout="strided", views=2), LeafSpec()), forward_ad=True,
+        functions=(fn(Arg("x0[0]"), X1, outputs=(SIN0,), save=("inputs",), style="setup_context", code="plain", jvp=True),
+                   fn(X1, outputs=(lin(0),), style="setup_context", code="plain", jvp=True))), None, None),
     # no scaled-gradient or wrong-jvp case: reached only where torch.compile drops the Functions' rules
     "func-jvp-zero-dim-scalar-tangent-dtype": ("func.jvp+dynamo", GraphSpec(
         shape=(), dtype="float32", leaves=(LeafSpec(), LeafSpec()), forward_ad=True, functions=(
@@ -246,10 +263,17 @@ class OnePathWrong:
         return result
 
 
+#: cases the harness reaches only from a later torch than the entry's reproducer: torch 2.13's
+#: Dynamo compiles this jvp graph without the assert its standalone reproducer meets
+REACHED_FROM = {"func-dynamo-jvp-view-of-gapped-primal": (2, 14, 0)}
+
+
 def _outcome(issue_id: str, path=None):
     issue = next(k for k in KNOWN_ISSUES if k.id == issue_id)
     if not issue.affects_installed_torch():
         pytest.skip(f"{issue_id} affects torch {issue.first} to {issue.last or 'now'}, not {torch.__version__}")
+    if torch_release() < REACHED_FROM.get(issue_id, (0, 0, 0)):
+        pytest.skip(f"the harness reaches {issue_id} from torch {REACHED_FROM[issue_id]}, not {torch.__version__}")
     name, spec, _, _ = CASES[issue_id]
     path = path or paths.get(name)
     verdict = check(spec, [path])
