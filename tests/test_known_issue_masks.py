@@ -92,6 +92,11 @@ CASES = {
         (1, 0), None),
     "ca-invalid-gradient-message": ("compiled", graph(
         fn(X0, outputs=(lin(0),), error="grad_shape"), fn(X1, outputs=(lin(0),))), (1, 0), None),
+    # a known crash: the example is not run on the path, its workaround (no retain_grad there) is
+    "ca-retain-grad-none-gradient-segfault": ("compiled", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()),
+        hooks=(HookSpec("retain_grad", target="x0[0]"),),
+        functions=(fn(Arg("x0[0]"), Arg("x0[1]"), outputs=(lin(1),)), fn(X1, outputs=(lin(0),)))), (1, 0), None),
     "ca-prehook-unused-first-gradient": ("compiled", graph(
         fn(X0, outputs=(OutputSpec("const", value=0), lin(0))), fn(X1, outputs=(lin(0),)),
         hooks=(HookSpec("pre", "f0.1"),)), (1, 0), None),
