@@ -122,11 +122,6 @@ def _term_lists(readable: int, ops: tuple[str, ...] = OPS) -> st.SearchStrategy[
 
 
 @functools.cache
-def _permutations(tensors: int, consts: int) -> st.SearchStrategy[list[str]]:
-    return st.permutations(["t"] * tensors + ["c"] * consts)
-
-
-@functools.cache
 def _leaf_lists(ndim: int, max_leaves: int) -> st.SearchStrategy[list[LeafSpec]]:
     return st.lists(leaf_specs(ndim=ndim), min_size=1, max_size=max_leaves)
 
@@ -228,7 +223,11 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
     n_tensors = draw(tensor_input_counts(min_inputs=min_inputs, max_inputs=max_inputs)) if values else 0
     refs = [_pick(draw, values) for _ in range(n_tensors)]
     consts = draw(CONST_LISTS)
-    kinds = draw(_permutations(len(refs), len(consts)))
+    # where the constants go among the arguments: a uniform choice of positions, as a shuffle of
+    # the tensors and constants gives, in as many choices as there are constants (a shuffle took
+    # one per argument, even with no constant to place)
+    at = set(draw(_unique_index_lists(len(refs) + len(consts), len(consts), len(consts)))) if consts else set()
+    kinds = ["c" if i in at else "t" for i in range(len(refs) + len(consts))]
     refs_it, consts_it = iter(refs), iter(consts)
     args = [Arg(ref=next(refs_it)) if k == "t" else Arg(const=next(consts_it)) for k in kinds]
     tensor_slots = [i for i, a in enumerate(args) if a.ref is not None]
