@@ -18,6 +18,7 @@ torch and checks that it reproduces on the versions the entry names, so a fix is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Callable
 
 import torch
 
-from harness.dataflow import Dataflow, differentiable, reads
+from harness.dataflow import Dataflow, base_ref, differentiable, reads
 from harness.oracles.compare import Mismatch
 from harness.oracles.math import saved_mutated_outputs, version_error_expected
 from harness.run import RunResult
@@ -686,6 +687,69 @@ def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
                                checkpoint=False)
 
 
+def _second_backward_reach(spec: GraphSpec) -> tuple[frozenset[str], frozenset[int]]:
+    """(values with a gradient edge in the double backward's graph, Functions whose node it runs).
+
+    The second backward (harness/run.py: autograd.grad of the weighted first-order gradients of
+    the chosen leaves) enters the forward graph only through the saved inputs that generated
+    backwards compute nonlinear derivatives from (harness/build.py `_backward`: `g * c *
+    deriv(saved input)`), and only where that term reaches a chosen leaf's gradient. From there
+    it runs the forward graph's nodes again, like a first backward from those values: a node
+    runs when an edge reaches one of its outputs and it leads to a chosen leaf (`backward_runs`),
+    and then it has an edge into each of its inputs that requires grad (a None gradient is
+    still an edge)."""
+    flow = Dataflow(spec)
+    chosen = set(spec.grad_leaves) or {i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad}
+
+    @functools.cache
+    def reaches_chosen(ref: str) -> bool:
+        """Does a chosen leaf's first-order gradient depend on the gradient arriving at `ref`?"""
+        if not flow.requires_grad.get(ref, False):
+            return False
+        if ref.startswith("x"):
+            return int(base_ref(ref)[1:]) in chosen
+        n, k = (int(part) for part in ref[1:].split("."))
+        fn = spec.functions[n]
+        out = fn.outputs[k]
+        return any(reads(out.kind, out, s) and reaches_chosen(a.ref)
+                   for s, a in enumerate(fn.args) if a.ref is not None)
+
+    reached: set[str] = set()
+    for m, fn in enumerate(spec.functions):
+        if "inputs" not in fn.save or not flow.backward_runs(m):
+            continue  # derivatives from intermediates are saved without a graph
+        for k, out in enumerate(fn.outputs):
+            if out.kind == "compute" and flow.requires_grad.get(f"f{m}.{k}", False):
+                reached |= {fn.args[t.slot].ref for t in out.terms
+                            if t.op != "linear" and reaches_chosen(fn.args[t.slot].ref)}
+    run: set[int] = set()
+    for n in reversed(range(len(spec.functions))):  # a Function reads only earlier values
+        fn = spec.functions[n]
+        if flow.backward_runs(n) and any(f"f{n}.{k}" in reached for k in fn.tensor_outputs):
+            run.add(n)
+            reached |= {a.ref for a in fn.args if a.ref is not None and flow.requires_grad[a.ref]}
+    return frozenset(reached), frozenset(run)
+
+
+def _tensor_hooked_outputs_without_second_order_edge(spec: GraphSpec) -> frozenset[str]:
+    """Function outputs with a tensor hook whose node the double backward runs while no edge of
+    it reaches that output. (The first backward reaches every Function output that requires
+    grad: each is in the loss, harness/run.py `_loss`. Under `checkpoint` the saved inputs are
+    recomputed, so the second backward runs the recomputed nodes, which carry no hooks.)"""
+    if spec.backward != "double" or spec.checkpoint:
+        return frozenset()
+    reached, run = _second_backward_reach(spec)
+    flow = Dataflow(spec)
+    return frozenset(h.target for h in spec.hooks
+                     if h.kind == "tensor" and h.target.startswith("f") and flow.requires_grad[h.target]
+                     and int(h.target[1:].split(".")[0]) in run and h.target not in reached)
+
+
+def _without_those_tensor_hooks(spec: GraphSpec) -> GraphSpec:
+    bad = _tensor_hooked_outputs_without_second_order_edge(spec)
+    return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if not (h.kind == "tensor" and h.target in bad)))
+
+
 # --- Dynamo --------------------------------------------------------------------------------
 
 
@@ -1250,6 +1314,21 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
                 "gradients at backward, which the second backward adds to",
         workaround=_without_saved_tensors_hooks,
+    ),
+    KnownIssue(
+        id="ca-tensor-hook-unreached-output",
+        title=("Compiled autograd: a tensor hook on one output of a multi-output node (a custom Function) "
+               "that the backward runs without a gradient edge into that output is traced with None, and "
+               "reorder_tensor_pre_hook_nodes raises AttributeError \"'NoneType' object has no attribute "
+               "'op'\" (is_placeholder(None)); eager calls the hook with None"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_tensor_hook_unreached_output.py",
+        trigger=lambda spec: bool(_tensor_hooked_outputs_without_second_order_edge(spec)),
+        witness=raised("backward", r"^'NoneType' object has no attribute 'op'$", AttributeError),
+        damage=error_at("backward"),  # the path reports every compiled-autograd error at backward
+        damages="the error at backward (raised by the double backward's capture)",
+        workaround=_without_those_tensor_hooks,
     ),
     KnownIssue(
         id="ca-eager-backend-pins-inputs",

@@ -104,6 +104,11 @@ CASES = {
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
         fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
+    # the second backward enters F0 through f0.0 (F1's square reads it) and never reaches f0.1
+    "ca-tensor-hook-unreached-output": ("compiled", graph(
+        fn(X0, outputs=(lin(0), lin(0, 1.5))),
+        fn(Arg("f0.0"), outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
+        fn(X1, outputs=(lin(0),)), backward="double", hooks=(HookSpec("tensor", "f0.1"),)), (2, 0), None),
     "ca-eager-backend-pins-inputs": ("compiled:eager", graph(
         fn(X0, outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "ca-dynamo-function-ctx-cycle": ("compiled:aot_eager", graph(

@@ -114,3 +114,32 @@ def test_a_known_crash_is_not_run_and_the_rest_is_checked_on_its_workaround():
     fed = dataclasses.replace(RETAINED_WITHOUT_GRADIENT, functions=(dataclasses.replace(
         RETAINED_WITHOUT_GRADIENT.functions[0], outputs=(OutputSpec(terms=(Term(0, "linear", 1.0), Term(1, "linear", 2.0))),)),))
     assert check(fed, [paths.get("compiled")]).outcomes["compiled"].status == "ok"
+
+
+# --- ca-tensor-hook-unreached-output: the trigger's edge on real compiled-autograd runs ------
+
+#: a double backward that enters F0 only through f0.0 (F1's square reads it, from its saved input)
+ENTERS_F0_THROUGH_ITS_FIRST_OUTPUT = GraphSpec(
+    shape=(3,), dtype="float64", leaves=(LeafSpec(),), backward="double", functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),
+                                                 OutputSpec(terms=(Term(0, "linear", 1.5),)))),
+        FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec(terms=(Term(0, "square", 1.5),)),),
+                     save=("inputs",), tuple_output=False)))
+
+
+@pytest.mark.parametrize("hooked, checkpoint, raises", [
+    ("f0.1", False, True),  # F0's node runs in the second backward, no edge reaches f0.1
+    ("f0.0", False, False),  # the edge the second backward enters by
+    ("f0.1", True, False),  # the second backward runs the checkpoint's recomputed nodes, not hooked
+], ids=["unreached", "reached", "checkpoint"])
+def test_ca_tensor_hook_unreached_output_trigger_matches_the_real_error(hooked, checkpoint, raises):
+    from harness.build import build
+
+    issue = next(k for k in KNOWN_ISSUES if k.id == "ca-tensor-hook-unreached-output")
+    spec = dataclasses.replace(ENTERS_F0_THROUGH_ITS_FIRST_OUTPUT, hooks=(HookSpec("tensor", hooked),),
+                               checkpoint=checkpoint)
+    assert issue.triggered(spec, "compiled") == raises
+    result = paths.get("compiled").run(build(spec))
+    if issue.affects_installed_torch():
+        assert issue.witness(spec, result, []) == raises, result.describe_error()
+    assert result.status == ("error" if raises and issue.affects_installed_torch() else "ok"), result.describe_error()
