@@ -11,7 +11,8 @@ The runner records, as plain values under `meta:<checkpoint>` (harness/run.py):
   side_effects          the Function indices that forwards with untraceable="side_effect"
                         appended to their module-level list during the forward (sorted): under
                         torch.compile Dynamo replays the side effect instead of breaking, and
-                        must replay exactly eager's
+                        must replay exactly eager's (not under torch.jit.trace, whose
+                        check_trace runs the Python forward again)
 (`requires_grad:<ref>` is recorded with the forward values and compared everywhere already.)
 
 What torch promises, per path family, and so what is compared exactly:
@@ -69,7 +70,7 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         return lambda checkpoint, role: (checkpoint == META + "forward" or role.startswith(
             _LEAF_GRAD_LAYOUT + ("stride:tangent:",)))
     if family == "dynamo":
-        forward = ("side_effects",) + (() if spec.trace else ("alias:",) + _AUTOGRAD_FLAGS)
+        forward = () if spec.trace else ("side_effects", "alias:") + _AUTOGRAD_FLAGS
         # A dirty input that is a view (Arg.view) is a view of a clone made inside the compiled
         # forward; AOT Autograd returns a custom Function's view of a graph intermediate as a
         # plain output by design (torch/_functorch/_aot_autograd/schemas.py, OutputType
