@@ -11,8 +11,9 @@ The runner records, as plain values under `meta:<checkpoint>` (harness/run.py):
   side_effects          the Function indices that forwards with untraceable="side_effect"
                         appended to their module-level list during the forward (sorted): under
                         torch.compile Dynamo replays the side effect instead of breaking, and
-                        must replay exactly eager's (not under torch.jit.trace, whose
-                        check_trace runs the Python forward again)
+                        must replay exactly eager's (not under torch.jit.trace: eager's
+                        forward runs once while tracing and once more as the trace's PythonOp,
+                        where torch.compile runs it once)
 (`requires_grad:<ref>` is recorded with the forward values and compared everywhere already.)
 
 What torch promises, per path family, and so what is compared exactly:
