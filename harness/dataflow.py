@@ -42,11 +42,16 @@ class Dataflow:
     def requires_grad(self) -> dict[str, bool]:
         """Every tensor value: does it require grad? A custom Function's differentiable
         outputs require grad when any tensor input does (non-differentiable ones never)."""
+        return self.requires_grad_from({i for i, leaf in enumerate(self.spec.leaves) if leaf.requires_grad})
+
+    def requires_grad_from(self, leaves: set[int]) -> dict[str, bool]:
+        """requires_grad of every tensor value when only these leaves are differentiated (a
+        torch.func transform's argnums)."""
         rg: dict[str, bool] = {}
         for i, leaf in enumerate(self.spec.leaves):
             for j in range(leaf.views):
-                rg[f"x{i}[{j}]"] = leaf.requires_grad
-            rg[f"x{i}"] = leaf.requires_grad
+                rg[f"x{i}[{j}]"] = i in leaves
+            rg[f"x{i}"] = i in leaves
         for n, fn in enumerate(self.spec.functions):
             any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
             for k in fn.tensor_outputs:

@@ -1704,10 +1704,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         paths=tuple(f"func.{t}{c}" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")
                     for c in ("", "+dynamo")),
         reproducer="func_function_vjp_ignored.py",
-        # the transforms differentiate every leaf that requires grad (harness/paths/func.py), so a
-        # partial backward's grad_leaves prune nothing there: a Function whose backward eager skips
-        # still has it called
-        trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(dataclasses.replace(spec, grad_leaves=())),
+        trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(spec),
         witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",

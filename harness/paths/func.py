@@ -111,8 +111,11 @@ def differentiated_leaves(spec: GraphSpec) -> list[int]:
 
 def chosen_leaves(spec: GraphSpec) -> list[int]:
     """The leaves whose gradients eager computes: a partial backward's `grad_leaves`, else every
-    leaf that requires grad (run._backward). The transforms differentiate every leaf that
-    requires grad, as eager's forward tracks them all, and report the chosen ones."""
+    leaf that requires grad (run._backward). The gradient transforms differentiate these
+    (argnums): torch.func's form of `autograd.grad(inputs=...)`, whose engine then runs the
+    backward of the same Functions as eager's partial backward (GraphTask::init_to_execute);
+    the other leaves are constants of the function, so a Function that reads only them has no
+    backward node under the transform."""
     return list(spec.grad_leaves) or differentiated_leaves(spec)
 
 
@@ -251,7 +254,9 @@ class GraphFunction:
         #: gradient of: those that require grad in eager (run._install_hooks; from the spec, not
         #: from `requires_grad` inside the transform, which torch.compile reports False for a
         #: differentiated input, docs/func.md).
-        requires_grad = Dataflow(built.spec).requires_grad
+        # (and that the transform differentiates: a hook can only be registered on a value that
+        # depends on the chosen leaves; eager's partial backward never calls the others)
+        requires_grad = Dataflow(built.spec).requires_grad_from(set(chosen_leaves(built.spec)))
         self.hooked = tuple(h.target for h in built.spec.hooks if hooks and h.kind == "tensor"
                             and requires_grad[h.target])
 
@@ -304,7 +309,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     weights = built.weights(len(graph.refs))
     leaves = _sample_leaves(built) if transform.batched else _plain_leaves(built)
     observed = has_backward(spec)
-    wrt = differentiated_leaves(spec) if observed else list(range(len(leaves)))
+    wrt = chosen_leaves(spec) if observed else list(range(len(leaves)))
     chosen = [wrt.index(i) for i in chosen_leaves(spec)] if observed else []  # positions in wrt
     in_loss = set(loss_refs(spec))
     argnums = tuple(range(len(wrt)))
