@@ -650,7 +650,10 @@ def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str,
         return gradcheck_cause(gradcheck_verdict(spec, device)) == failure.signature
     if failure.in_child:
         return _in_child(failure, spec, paths, device, lifetimes, until) == failure.signature
-    return failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes))
+    try:
+        return failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes))
+    except Exception:  # noqa: BLE001 -- a candidate whose check raises (the oracle itself, say) shows another problem, not this cause
+        return False
 
 
 #: "hang (no progress for 300 s)": how long a candidate may run before it counts as that hang

@@ -88,7 +88,7 @@ FAULTS: tuple[Fault, ...] = (
     _fault(compilers, "aot_backward_miscompiled", ("dynamo",)),
     # torch.func paths come from another branch (harness/paths/func*); until they are
     # registered, a campaign cannot see this one and selfeval reports it as not run
-    _fault(compilers, "func_transform_output_scaled", ("func",)),
+    _fault(compilers, "func_transform_output_scaled", ("func.grad", "func.vmap", "func.jvp")),
     _fault(lifetimes, "leak_input"),
     _fault(lifetimes, "ctx_cycle"),
     _fault(lifetimes, "drop_saved"),
