@@ -507,12 +507,15 @@ def _without_side_effects(spec: GraphSpec) -> GraphSpec:
 
 def _gapped_primals(spec: GraphSpec) -> set[int]:
     """Float leaves (func.jvp gives each a contiguous tangent, run._leaf_tangents) built with
-    gaps: layout "strided" takes every other element of the last dim (build._leaf_tensor), so
-    the leaf is not non-overlapping and dense when that dim has 2 or more elements."""
+    gaps: layout "strided" takes every other element of the last dim of a tensor twice as wide
+    (build._leaf_tensor), so the leaf's storage holds elements it does not use, whatever its
+    shape: a last dim of 1 too (shape (1,), stride (2,) trips it on 2.13.0, 2.14.1, 2.15.0,
+    while a transposed or as_strided leaf over exactly its own elements does not). Not an
+    empty leaf, nor a 0-dim one (build makes it contiguous)."""
     found = set()
     for i, leaf in enumerate(spec.leaves):
         shape = ((leaf.views,) if leaf.views else ()) + tuple(spec.shape)
-        if leaf.dtype is None and leaf.layout == "strided" and shape and shape[-1] > 1 and 0 not in shape:
+        if leaf.dtype is None and leaf.layout == "strided" and shape and 0 not in shape:
             found.add(i)
     return found
 
@@ -1055,6 +1058,25 @@ def _marks_on_the_real_ctx_lost(spec: GraphSpec) -> set[str]:
             if fn.code == "plain" and _breaks_the_graph_itself(fn) and flow.node_exists(n)
             and (fn.style == "old" or "intermediates" in fn.save and fn.nonlinear_slots)
             for k, o in enumerate(fn.outputs) if o.non_differentiable}
+
+
+def _dirty_views_of_no_grad_clones(spec: GraphSpec) -> dict[int, int]:
+    """Functions with an input that requires grad that modify in place a view of a clone of a
+    value that does not (`Arg(clone=True, view=True)`): {function: that view's slot}. Dynamo
+    either traces such a Function (and raises dynamo-mark-dirty-inplace-result's graph break)
+    or runs it in eager after a graph break, the view coming out of the region before it, which
+    AOT Autograd ran under no_grad (nothing in it requires grad)."""
+    flow = Dataflow(spec)
+    return {n: o.slot for n, fn in enumerate(spec.functions) if flow.node_exists(n)
+            for o in fn.outputs if o.kind == "dirty" and fn.args[o.slot].view
+            and not flow.requires_grad[fn.args[o.slot].ref]}
+
+
+def _no_grad_clone_views_as_whole_clones(spec: GraphSpec) -> GraphSpec:
+    """Those view arguments become the clone itself (no view to rebase)."""
+    sites = _dirty_views_of_no_grad_clones(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, args=tuple(
+        dataclasses.replace(a, view=False) if sites.get(n) == s else a for s, a in enumerate(fn.args))))
 
 
 def _ref_of(role: str) -> str:
@@ -1610,6 +1632,24 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                  "them; at backward, a backward that eager skipped (nothing else required grad): what it records, "
                  "gradient strides included"),
         workaround=_differentiable_after_all,
+    ),
+    KnownIssue(
+        id="dynamo-fallback-dirty-view-made-in-no-grad",
+        title=("torch.compile (backend aot_eager): a view of a fresh tensor that does not require grad, made in a "
+               "compiled region and passed across a graph break to a custom Function that modifies it in place "
+               "(mark_dirty) while another input requires grad, raises RuntimeError 'A view was created in "
+               "no_grad mode and is being modified inplace with grad mode enabled': AOT Autograd ran that region "
+               "under no_grad (nothing in it requires grad); related, closed: pytorch/pytorch#103153"),
+        first=(2, 13, 0), last=None,
+        # the eager and inductor backends run it (inductor tried on 2.13.0)
+        paths=("dynamo:aot_eager",),
+        reproducer="dynamo_fallback_dirty_view_made_in_no_grad.py",
+        trigger=lambda spec: bool(_dirty_views_of_no_grad_clones(spec)),
+        witness=raised("forward", r"A view was created in no_grad mode and is being modified inplace with grad "
+                                  r"mode enabled", RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_no_grad_clone_views_as_whole_clones,
     ),
     KnownIssue(
         id="dynamo-trace-state-cycle",

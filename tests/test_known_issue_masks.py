@@ -163,6 +163,13 @@ CASES = {
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    # F0's print breaks the graph: the view of x1's clone (x1 does not require grad) comes out of
+    # the compiled region before it, and F0 scales it in place beside x0, which requires grad
+    "dynamo-fallback-dirty-view-made-in-no-grad": ("dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec(False)), functions=(
+            fn(Arg("x1", clone=True, view=True), X0, outputs=(OutputSpec("dirty", slot=0, coeff=2.0),),
+               style="setup_context", code="plain", untraceable="print"),
+            fn(X0, outputs=(lin(0),), code="plain"))), (1, 0), None),
     "dynamo-trace-state-cycle": ("dynamo", graph(
         fn(X0, outputs=(lin(0),), code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-backward-checked-differently": ("dynamo", graph(

@@ -143,3 +143,33 @@ def test_ca_tensor_hook_unreached_output_trigger_matches_the_real_error(hooked, 
     if issue.affects_installed_torch():
         assert issue.witness(spec, result, []) == raises, result.describe_error()
     assert result.status == ("error" if raises and issue.affects_installed_torch() else "ok"), result.describe_error()
+
+
+# --- func-dynamo-jvp-view-of-gapped-primal: the trigger's edge on real func.jvp+dynamo runs --
+
+def _reading_a_view_of_x0(leaf: LeafSpec, shape: tuple[int, ...]) -> GraphSpec:
+    """A Function reads x0[0], a view of leaf x0 (2 views), under forward AD."""
+    return GraphSpec(shape=shape, dtype="float64", leaves=(leaf,), forward_ad=True, functions=(
+        FunctionSpec(args=(Arg("x0[0]"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),),
+                     style="setup_context", code="plain", tuple_output=False, jvp=True),))
+
+
+@pytest.mark.parametrize("layout, shape, raises", [
+    ("strided", (3,), True),  # every other of 6 columns
+    ("strided", (1,), True),  # one column of 2: shape (2, 1), strides (2, 2) (a campaign spec on 2.14.1)
+    ("strided", (), True),  # shape (2,), stride (2,)
+    ("strided", (0,), False),  # empty
+    ("transposed", (3, 1), False),  # strides (1, 3), unlike the tangent's, over exactly its own elements
+], ids=["three-columns", "one-column", "0-dim-views", "empty", "transposed"])
+def test_func_dynamo_jvp_view_of_gapped_primal_trigger_matches_the_real_error(layout, shape, raises):
+    from harness.build import build
+    from harness.known_issues import torch_release
+
+    issue = next(k for k in KNOWN_ISSUES if k.id == "func-dynamo-jvp-view-of-gapped-primal")
+    spec = _reading_a_view_of_x0(LeafSpec(layout=layout, views=2), shape)
+    assert issue.triggered(spec, "func.jvp+dynamo") == raises
+    if torch_release() < (2, 14, 0):
+        pytest.skip("torch 2.13's Dynamo breaks the graph at a Function with a jvp: the harness does not reach it")
+    result = paths.run_path(paths.get("func.jvp+dynamo"), build(spec))
+    seen = issue.witness(spec, result, [])
+    assert seen == (raises and issue.affects_installed_torch()), result.describe_error()
