@@ -415,6 +415,13 @@ def _is_whole_leaf(ref: str) -> bool:
     return ref.startswith("x") and "[" not in ref
 
 
+def _tensor_hooked_values(spec: GraphSpec) -> set[str]:
+    """Values with a tensor hook (register_hook) that require grad: the hooks a gradient
+    transform registers (harness/paths/func.py GraphFunction.hooked)."""
+    requires_grad = Dataflow(spec).requires_grad
+    return {h.target for h in spec.hooks if h.kind == "tensor" and requires_grad.get(h.target, False)}
+
+
 def _single_constant_outputs_vmapped(spec: GraphSpec) -> set[int]:
     """Functions with generate_vmap_rule whose forward returns one non-tensor value, not a
     tuple: vmapify_autograd_function's forward ends with `return *outputs, out_dims`."""
@@ -1826,6 +1833,25 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-grad-grad-tensor-hook-outer-level",
+        title=("torch.func.grad of grad does not call a tensor hook (Tensor.register_hook) in the outer "
+               "differentiation: the hook is registered on the inner level's tensor and fires only there, where "
+               "eager autograd calls it 'every time a gradient with respect to the Tensor is computed', the "
+               "second backward of a double backward included; second-order gradients through a hooked value "
+               "differ (eager [27, 7], torch.func [16.2, 4.2] in the reproducer)"),
+        first=(2, 13, 0), last=None,
+        # only func.grad computes second-order roles (Transform.double); +dynamo: Dynamo runs torch.func
+        paths=("func.grad", "func.grad+dynamo"),
+        reproducer="func_grad_grad_tensor_hook_outer_level.py",
+        trigger=lambda spec: spec.backward == "double" and bool(_tensor_hooked_values(spec)),
+        witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
+                                             for m in ms),
+        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:"),
+        damages="second-order gradients (double_backward dgrad:*)",
+        workaround=lambda spec: dataclasses.replace(spec, hooks=tuple(
+            h for h in spec.hooks if h.kind != "tensor" or h.target not in _tensor_hooked_values(spec))),
     ),
     KnownIssue(
         id="func-grad-vmap-wrong-shape-gradient",

@@ -199,6 +199,13 @@ CASES = {
         fn(Arg("x0", clone=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0), lin(1)), style="setup_context",
            vmap=True),
         fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
+    # f0.0 = 2 sin(x0) is hooked and squared by f1: its gradient depends on x0, so the second
+    # backward passes through it
+    "func-grad-grad-tensor-hook-outer-level": ("func.grad", graph(
+        fn(X0, outputs=(SIN0,), save=("inputs",), style="setup_context"),
+        fn(Arg("f0.0"), X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.0), Term(1, "linear", 2.0))),),
+           save=("inputs",), style="setup_context"),
+        backward="double", hooks=(HookSpec("tensor", "f0.0"),)), (1, 0), None),
     "func-grad-vmap-wrong-shape-gradient": ("func.grad_vmap", graph(
         fn(X1, X0, outputs=(SIN1,), save=("inputs",), style="setup_context", vmap=True, error="grad_shape"),
         fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
