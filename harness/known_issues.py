@@ -612,12 +612,13 @@ def _scalar_terms_below_float64(spec: GraphSpec) -> bool:
         o.kind == "compute" and o.terms for fn in spec.functions for o in fn.outputs)
 
 
-_FLOAT64_TANGENT = re.compile(r"^dtype torch\.float64, expected torch\.(float32|float16|bfloat16)$")
+_FLOAT64_TANGENT = re.compile(r"^dtype torch\.float64, expected torch\.(float32|float16|bfloat16)$"
+                             r"|^dtype torch\.complex128, expected torch\.complex64$")
 
 
 def _float64_derivative(spec: GraphSpec, m: Mismatch) -> bool:
     """A tangent (func.jvp) or a gradient from forward-mode Jacobian blocks (func.jacfwd) that
-    came back float64."""
+    came back float64 (complex128 for a complex64 graph)."""
     return (m.role.startswith(("tangent:", "grad:", "agrad:", "dgrad:"))
             and _FLOAT64_TANGENT.match(m.detail) is not None)
 

@@ -4,6 +4,7 @@ float64 tangent; eager forward AD (torch.autograd.forward_ad) and the primal are
 The Python scalar is wrapped as a 0-dim float64 tensor; under the functorch transform it is no
 longer treated as a wrapped number, so type promotion between two 0-dim tensors picks float64.
 With one or more dimensions, `x * 2` (an int), or a tensor factor, the tangent is float32.
+A 0-dim complex64 tensor's tangent comes back complex128 the same way.
 
 The harness reaches it through func-dynamo-custom-rules-dropped: under torch.compile the
 transform differentiates the inlined forward of a generated Function, whose terms multiply by
@@ -25,6 +26,10 @@ def main() -> int:
     primal, tangent = jvp(lambda b: b * 0.5, (x,), (t,))
     assert primal.dtype == torch.float32, primal.dtype
     assert jvp(lambda b: b * 0.5, (torch.ones(3),), (torch.ones(3),))[1].dtype == torch.float32
+    z = torch.ones((), dtype=torch.complex64)
+    complex_tangent = jvp(lambda b: b * 0.5, (z,), (z,))[1]
+    if complex_tangent.dtype != torch.complex64:
+        print(f"REPRODUCED: the same for complex64: the tangent is {complex_tangent.dtype}")
     if tangent.dtype != torch.float32:
         print(f"REPRODUCED: torch.func.jvp tangent of a 0-dim float32 tensor times 0.5 is {tangent.dtype} "
               f"(eager forward AD: {eager.dtype})")
