@@ -183,10 +183,11 @@ class Dataflow:
 
     @functools.cached_property
     def forward_ad_of_grad_leaves(self) -> "ForwardAD":
-        """Only the leaves that require grad have a tangent: torch.func.jacfwd differentiates
-        just those (harness/paths/func.py, differentiated_leaves), the rest are constants."""
-        return _simulate_forward_ad(
-            self.spec, frozenset(i for i, leaf in enumerate(self.spec.leaves) if leaf.requires_grad))
+        """Only the leaves whose gradients eager computes have a tangent: torch.func.jacfwd
+        differentiates just those (harness/paths/func.py, chosen_leaves: a partial backward's
+        grad_leaves, else every leaf that requires grad), the rest are constants."""
+        chosen = self.spec.grad_leaves or [i for i, leaf in enumerate(self.spec.leaves) if leaf.requires_grad]
+        return _simulate_forward_ad(self.spec, frozenset(chosen))
 
 
 @dataclass(frozen=True)

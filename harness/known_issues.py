@@ -352,9 +352,9 @@ def _jvp_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
 
 
 def _jacfwd_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
-    """func.jacfwd differentiates only the leaves that require grad (the others are
-    constants, without a tangent), and runs forward AD only where eager runs a backward
-    (harness/paths/func.py: differentiated_leaves, has_backward)."""
+    """func.jacfwd differentiates only the leaves whose gradients eager computes (the others
+    are constants, without a tangent), and runs forward AD only where eager runs a backward
+    (harness/paths/func.py: chosen_leaves, has_backward)."""
     from harness.paths.func import has_backward  # the path module imports this one's users
 
     return Dataflow(spec).forward_ad_of_grad_leaves.asserts if has_backward(spec) else ()
