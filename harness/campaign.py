@@ -25,7 +25,9 @@ import base64
 import collections
 import gc
 import hashlib
+import os
 import re
+import signal
 import time
 import unittest
 from collections.abc import Callable, Iterable
@@ -665,9 +667,6 @@ def _in_child(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: 
     """Check `spec` in a forked child (this process has torch imported and warm): the crash
     cause it dies with, a hang cause if it runs past the failure's hang time (or `until`), or
     None when it checks the example and exits."""
-    import os
-    import signal
-
     hang = _HANG.match(failure.signature)
     deadline = time.perf_counter() + (float(hang[1]) if hang else 600.0)
     pid = os.fork()
