@@ -126,9 +126,9 @@ class Failure:
     shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved"
     replay: str = ""  # on resume: "still fails" or "fixed"
     #: a crash or hang: the choice sequence of the example the worker died on (sent before it
-    #: began), which shrinking saves under the cause's key; the other causes are saved by the
-    #: fuzz test itself
-    choices: bytes | None = None
+    #: began; base64 text, as records and worker configs carry it), which shrinking saves under
+    #: the cause's key; the other causes are saved by the fuzz test itself
+    choices: str | None = None
 
     @property
     def size(self) -> int:
@@ -145,7 +145,7 @@ class Failure:
         """A crash or hang of a worker: each candidate runs in a child process (`_in_child`)."""
         return self.signature.startswith(("crash", "hang"))
 
-    def offer(self, spec: GraphSpec, report: str, choices: bytes | None = None) -> None:
+    def offer(self, spec: GraphSpec, report: str, choices: str | None = None) -> None:
         """Another example with this cause: kept when it is smaller."""
         if _smaller(spec, self.spec):
             self.spec, self.report, self.choices = spec, report, choices or self.choices
@@ -232,7 +232,7 @@ class CampaignResult:
 
     def _add_failure(self, cause: str, record: Record, paths: set[str]) -> None:
         spec = GraphSpec.from_json(record["spec"])
-        choices = base64.b64decode(record["choices"]) if record.get("choices") else None
+        choices = record.get("choices")
         if cause in self.failures:
             f = self.failures[cause]
             f.count += 1
@@ -406,13 +406,14 @@ def crash_cause(what: str, path_names: Iterable[str]) -> str:
     return f"{what} while checking paths {','.join(path_names)}"
 
 
-def current_choices() -> bytes:
-    """The choice sequence of the example the running Hypothesis test is on (what the example
-    database stores), so that a parent can shrink the example a worker died on."""
+def current_choices() -> str:
+    """The choice sequence of the example the running Hypothesis test is on, as the example
+    database stores it (base64 text, for records), so that a parent can shrink the example a
+    worker died on."""
     from hypothesis.control import current_build_context
     from hypothesis.database import choices_to_bytes
 
-    return choices_to_bytes(current_build_context().data.choices)
+    return base64.b64encode(choices_to_bytes(current_build_context().data.choices)).decode()
 
 
 def _numbers_out(text: str) -> str:
@@ -701,7 +702,7 @@ def _saved(failure: Failure, database: ExampleDatabase, *, unshrunk: bool = Fals
     (the worker died before Hypothesis could save it)."""
     db = CauseDatabase(database, [failure.signature], unshrunk=unshrunk)
     if failure.choices is not None:
-        db.save(_graph_test_key(), failure.choices)
+        db.save(_graph_test_key(), base64.b64decode(failure.choices))
     return db
 
 

@@ -95,7 +95,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
         tol = error_bounds(built)
     with tracking_lifetimes(lifetimes):
         with _stage("path eager"):
-            eager = path_registry.get("eager").run(built)
+            eager = path_registry.run_path(path_registry.get("eager"), built)
         results = {"eager": eager}
         for p in paths:
             if p.name != "eager":

@@ -513,7 +513,7 @@ def _without_side_effects(spec: GraphSpec) -> GraphSpec:
 
 
 def _gapped_primals(spec: GraphSpec) -> set[int]:
-    """Float leaves (func.jvp gives each a contiguous tangent, run._leaf_tangents) built with
+    """Float leaves (func.jvp gives each a contiguous tangent, BuiltGraph.leaf_tangents) built with
     gaps: layout "strided" takes every other element of the last dim of a tensor twice as wide
     (build._leaf_tensor), so the leaf's storage holds elements it does not use, whatever its
     shape: a last dim of 1 too (shape (1,), stride (2,) trips it on 2.13.0, 2.14.1, 2.15.0,

@@ -506,15 +506,10 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
 def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
     leaves = built.make_leaves()
     with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
-        duals = [leaf if t is None else fwAD.make_dual(leaf, t) for leaf, t in zip(leaves, _leaf_tangents(built, leaves))]
+        duals = [leaf if t is None else fwAD.make_dual(leaf, t) for leaf, t in zip(leaves, built.leaf_tangents(leaves))]
         values = forward(built, applier, duals)
         for ref in function_output_refs(built):
             result.put("forward_ad", f"tangent:{ref}", fwAD.unpack_dual(values[ref]).tangent)
-
-
-def _leaf_tangents(built: BuiltGraph, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor | None]:
-    """The graph's forward-AD tangent per leaf (BuiltGraph.leaf_tangents)."""
-    return built.leaf_tangents(leaves)
 
 
 __all__ = ["CHECKPOINTS", "META", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes",

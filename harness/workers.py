@@ -17,7 +17,6 @@ workers fuzz on to the end.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import queue
@@ -203,7 +202,7 @@ def _drain(w: _Worker, record: OnRecord, *, to_the_end: bool = False) -> None:
 
 def _failure_config(f: Failure) -> dict[str, Any]:
     return {"cause": f.signature, "spec": f.spec.to_json(), "report": f.report, "paths": sorted(f.paths),
-            "size_before": f.size_before, "choices": base64.b64encode(f.choices).decode() if f.choices else None}
+            "size_before": f.size_before, "choices": f.choices}
 
 
 def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out_dir: Path, scratch: Path,
@@ -225,8 +224,7 @@ def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out
 
 def _failures(configs: list[dict[str, Any]]) -> list[Failure]:
     return [Failure(f["cause"], GraphSpec.from_json(f["spec"]), f["report"], paths=set(f["paths"]),
-                    size_before=f["size_before"], choices=base64.b64decode(f["choices"]) if f.get("choices") else None)
-            for f in configs]
+                    size_before=f["size_before"], choices=f.get("choices")) for f in configs]
 
 
 def _worker_main(config: dict[str, Any]) -> int:
@@ -256,8 +254,7 @@ def _worker_main(config: dict[str, Any]) -> int:
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=send,
          known=set(config["known"]), max_examples=config["max_examples"], worker=config["name"],
-         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json(),
-                                       "choices": base64.b64encode(current_choices()).decode()}),
+         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json(), "choices": current_choices()}),
          should_stop=lambda: stop[0])
     return 0
 

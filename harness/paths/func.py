@@ -42,7 +42,7 @@ import torch
 from harness.build import BuiltGraph, GeneratedFunction, make_function
 from harness.dataflow import Dataflow
 from harness.paths import register
-from harness.run import CHECKPOINTS, RunResult, _leaf_tangents, forward, function_output_refs, weighted_sum
+from harness.run import CHECKPOINTS, RunResult, forward, function_output_refs, weighted_sum
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
@@ -85,6 +85,8 @@ COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex 
 #: calculation", pytorch/functorch#638 "backward hooks aren't called when using vmap", open).
 TENSOR_HOOK_FORWARD_MODE = "tensor hook: a backward hook, which jacfwd's forward-mode AD never runs"
 TENSOR_HOOK_UNDER_VMAP = "tensor hook: inside grad(vmap) no tensor requires grad, so none can be hooked"
+
+
 @dataclasses.dataclass(frozen=True)
 class Transform:
     """One way of computing eager's observations with torch.func."""
@@ -310,7 +312,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     leaves = _sample_leaves(built) if transform.batched else _plain_leaves(built)
     observed = has_backward(spec)
     wrt = chosen_leaves(spec) if observed else list(range(len(leaves)))
-    chosen = [wrt.index(i) for i in chosen_leaves(spec)] if observed else []  # positions in wrt
+    chosen = list(range(len(wrt))) if observed else []  # the chosen leaves' positions in wrt: all of it
     in_loss = set(loss_refs(spec))
     argnums = tuple(range(len(wrt)))
 
@@ -351,7 +353,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     elif name == "jvp":
         # the primals are the leaves with a tangent: an int64 / bool leaf (a mask) has none and
         # stays a constant of the function, as under eager's forward AD (run._forward_ad)
-        all_tans = _leaf_tangents(built, leaves)
+        all_tans = built.leaf_tangents(leaves)
         primal_idx = [i for i, t in enumerate(all_tans) if t is not None]
         tans = tuple(all_tans[i] for i in primal_idx)
         graph.mutated = ()
