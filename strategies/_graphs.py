@@ -74,13 +74,8 @@ VMAP_CHOICE_FAVOURED = st.sampled_from((True, True, True, False))
 #: about 1 in 5 graphs)
 JVP_CHOICE_FAVOURED = VMAP_CHOICE_FAVOURED
 SAVE_LISTS = st.lists(st.sampled_from(SAVE_KINDS), max_size=3)
-NEEDS_INPUT_GRAD_CHOICE = st.sampled_from(NEEDS_INPUT_GRAD_MODES)
-UNUSED_GRAD_CHOICE = st.sampled_from(UNUSED_GRAD_MODES)
-CODE_CHOICE = st.sampled_from(CODE_STYLES)
-BACKWARD_METHOD_CHOICE = st.sampled_from(BACKWARD_METHODS)
-BACKWARD_MODE_CHOICE = st.sampled_from(BACKWARD_MODES)
-CONST_OUTPUT_CHOICE = st.sampled_from([0, 1, 7, "tag", None])
-BIAS_CHOICE = st.sampled_from([0.0, 0.5, -1.0])
+CONST_OUTPUTS = (0, 1, 7, "tag", None)
+BIASES = (0.0, 0.5, -1.0)
 SEEDS = st.integers(0, 2**16)
 #: the default dtype distribution: float32 and float64 keep 4 shares each (2/3 of the graphs),
 #: the float16, bfloat16, complex64 and complex128 graphs one each
@@ -96,11 +91,34 @@ def _indexes(n: int) -> st.SearchStrategy[int]:
     return st.just(0) if n == 1 else st.integers(0, n - 1)
 
 
+# A graph is ~150-200 choices, most of them single integers and booleans (an argument's value,
+# a flag). draw(strategy) wraps each one in a span of Hypothesis' engine (~8 us); the choice
+# itself, made on the ConjectureData that a composite's `draw` is bound to, is the same choice
+# (st.integers(a, b) and st.sampled_from draw `draw_integer(a, b)`, st.booleans `draw_boolean()`)
+# in half the time. Lists keep their strategies (their spans are what the shrinker deletes).
+# Where `draw` is not bound to a ConjectureData with these methods, the strategies are drawn.
+def _choices(draw: st.DrawFn):
+    data = getattr(draw, "__self__", None)
+    return data if hasattr(data, "draw_integer") and hasattr(data, "draw_boolean") else None
+
+
+def _integer(draw: st.DrawFn, lo: int, hi: int) -> int:
+    """draw(st.integers(lo, hi)) for a range of at most 128 (wider ones weight their ends)."""
+    data = _choices(draw)
+    return data.draw_integer(lo, hi) if data is not None else draw(st.integers(lo, hi))
+
+
+def _flip(draw: st.DrawFn) -> bool:
+    """draw(st.booleans())."""
+    data = _choices(draw)
+    return data.draw_boolean() if data is not None else draw(BOOLEANS)
+
+
 def _pick(draw: st.DrawFn, seq: Sequence[T]) -> T:
     """draw(st.sampled_from(seq)), without building a strategy per draw."""
     if not seq:
         raise InvalidArgument("cannot pick from an empty sequence")
-    return seq[draw(_indexes(len(seq)))]
+    return seq[0] if len(seq) == 1 else seq[_integer(draw, 0, len(seq) - 1)]
 
 
 @functools.cache
@@ -177,7 +195,7 @@ def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int, ops:
         if kind == "dirty" and free:
             slot = _pick(draw, free)
             dirty.add(slot)
-            outputs.append(OutputSpec("dirty", slot=slot, coeff=draw(COEFF_CHOICE)))
+            outputs.append(OutputSpec("dirty", slot=slot, coeff=_pick(draw, COEFFS)))
         else:
             outputs.append("compute" if kind == "dirty" else kind)
     readable = [s for s in tensor_slots if s not in dirty]
@@ -186,14 +204,14 @@ def _outputs(draw: st.DrawFn, tensor_slots: list[int], *, max_outputs: int, ops:
         if isinstance(out, OutputSpec):
             done.append(out)
         elif out == "const":
-            done.append(OutputSpec("const", value=draw(CONST_OUTPUT_CHOICE)))
+            done.append(OutputSpec("const", value=_pick(draw, CONST_OUTPUTS)))
         elif out in ("input", "view") and readable:
             done.append(OutputSpec(out, slot=_pick(draw, readable)))
         else:
             terms = [Term(readable[i], op, coeff) for i, op, coeff in draw(_term_lists(len(readable), ops))
                      ] if readable else []
-            done.append(OutputSpec("compute", terms=tuple(terms), bias=draw(BIAS_CHOICE),
-                                   non_differentiable=draw(BOOLEANS) and draw(BOOLEANS)))
+            done.append(OutputSpec("compute", terms=tuple(terms), bias=_pick(draw, BIASES),
+                                   non_differentiable=_flip(draw) and _flip(draw)))
     return tuple(done)
 
 
@@ -237,7 +255,7 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
             # torch allows a view input to be modified in place only by a Function with one output
             # (at any tensor slot: a view not at the first one hits eager-dirty-view-not-first-input)
             viewable = len(outputs) == 1
-            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and draw(BOOLEANS))
+            args[out.slot] = Arg(ref=args[out.slot].ref, clone=True, view=viewable and _flip(draw))
     style = draw(style_choice)
     save = set(draw(SAVE_LISTS))
     has_nonlinear = any(t.op != "linear" for o in outputs for t in o.terms)
@@ -260,29 +278,29 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
         e != "grad_shape" or any(d != 1 for d in shape))]
     error = _pick(draw, [None] * 12 + possible_errors) if possible_errors else None
     computed = [k for k, o in enumerate(outputs) if o.kind == "compute"]
-    if masks and computed and draw(BOOLEANS):
+    if masks and computed and _flip(draw):
         # one more argument, last: an int64 / bool leaf that masks some of the computed outputs
         args.append(Arg(ref=_pick(draw, masks)))
-        masked = [k for k in computed if draw(BOOLEANS)] or computed[:1]
+        masked = [k for k in computed if _flip(draw)] or computed[:1]
         outputs = tuple(dataclasses.replace(o, mask=len(args) - 1) if k in masked else o
                         for k, o in enumerate(outputs))
     return FunctionSpec(
         args=tuple(args),
         outputs=outputs,
-        tuple_output=True if len(outputs) > 1 else draw(BOOLEANS),
+        tuple_output=True if len(outputs) > 1 else _flip(draw),
         style=style,
         save=tuple(sorted(save)),
-        materialize_grads=draw(BOOLEANS),
-        needs_input_grad=draw(NEEDS_INPUT_GRAD_CHOICE),
-        unused_grad=draw(UNUSED_GRAD_CHOICE),
-        once_differentiable=False if double_backward else draw(BOOLEANS),
+        materialize_grads=_flip(draw),
+        needs_input_grad=_pick(draw, NEEDS_INPUT_GRAD_MODES),
+        unused_grad=_pick(draw, UNUSED_GRAD_MODES),
+        once_differentiable=False if double_backward else _flip(draw),
         jvp=with_jvp,
         vmap=style == "setup_context" and draw(vmap_choice),
-        ctx_state=draw(BOOLEANS),
+        ctx_state=_flip(draw),
         error=error,
-        code=draw(CODE_CHOICE),  # about half plain: Dynamo sees both styles
-        backward_method=draw(BACKWARD_METHOD_CHOICE),
-        nested=any(o.kind == "compute" for o in outputs) and draw(BOOLEANS) and draw(BOOLEANS),
+        code=_pick(draw, CODE_STYLES),  # about half plain: Dynamo sees both styles
+        backward_method=_pick(draw, BACKWARD_METHODS),
+        nested=any(o.kind == "compute" for o in outputs) and _flip(draw) and _flip(draw),
         untraceable=_pick(draw, ("none",) * 3 + tuple(  # mostly traceable
             u for u in UNTRACEABLE[1:] if tensor_slots or u != "data_branch")),
     )
@@ -322,13 +340,13 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     leaves += tuple(LeafSpec(requires_grad=False, dtype=d) for d in _pick(draw, NON_FLOAT_LEAVES))
     masks = tuple(f"x{i}" for i, leaf in enumerate(leaves) if leaf.dtype is not None)
     if mixed_device and shape == ():
-        leaves = tuple(dataclasses.replace(leaf, on_cpu=draw(BOOLEANS)) if not leaf.views else leaf
+        leaves = tuple(dataclasses.replace(leaf, on_cpu=_flip(draw)) if not leaf.views else leaf
                        for leaf in leaves)
-    backward = draw(BACKWARD_MODE_CHOICE)
-    forward_ad = draw(BOOLEANS)
+    backward = _pick(draw, BACKWARD_MODES)
+    forward_ad = _flip(draw)
     functions: list[FunctionSpec] = []
     # (value_refs without a GraphSpec: each one is validated, a fifth of a millisecond)
-    for _ in range(draw(st.integers(min_functions, max_functions))):
+    for _ in range(_integer(draw, min_functions, max_functions)):
         values = [r for r in value_refs(leaves, functions) if r not in masks]
         functions.append(_function_spec(
             draw, values, min_inputs=min_inputs, max_inputs=max_inputs, max_outputs=4,
@@ -347,9 +365,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
                   HookSpec(h[1], target=refs[h[2]] if h[0] == "target" else whole_leaves[h[2]])
                   for h in draw(_hook_lists(len(refs), len(whole_leaves))))
     traceable = not any(o.kind in ("dirty", "const") for fn in functions for o in fn.outputs)
-    trace = traceable and draw(BOOLEANS) and draw(BOOLEANS)
+    trace = traceable and _flip(draw) and _flip(draw)
     mutated_outputs = _mutated_outputs(draw, functions, hooks)
-    checkpoint = not trace and not mutated_outputs and draw(BOOLEANS) and draw(BOOLEANS)
+    checkpoint = not trace and not mutated_outputs and _flip(draw) and _flip(draw)
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(SEEDS),
@@ -365,6 +383,6 @@ def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tupl
     aliased = {fn.args[o.slot].ref for fn in functions for o in fn.outputs if o.kind in ("input", "view")}
     candidates = [f"f{n}.{k}" for n, fn in enumerate(functions) for k, o in enumerate(fn.outputs)
                   if o.kind == "compute" and f"f{n}.{k}" not in aliased]
-    if not candidates or not draw(BOOLEANS):
+    if not candidates or not _flip(draw):
         return ()
     return tuple(candidates[i] for i in draw(_unique_index_lists(len(candidates), 1, 2)))

@@ -15,8 +15,9 @@ def test_profile_writes_every_stage(tmp_path, capsys):
     assert profile["examples"] == 20
     assert list(profile["stages"]) == STAGES
     assert all(ms >= 0 for ms in profile["stages"].values())
-    # every stage of check() ran on each example
-    assert all(profile["stages"][s] > 0 for s in STAGES if s != "other")
+    # every stage of check() ran on each example (the error bounds only where a comparison
+    # found two sides that are not bit-identical: in few examples)
+    assert all(profile["stages"][s] > 0 for s in STAGES if s not in ("other", "error bounds"))
     assert abs(sum(profile["stages"].values()) - profile["ms_per_example"]) < 0.01
     assert profile["examples_per_second"] > 0 and profile["cpu_examples_per_second"] > 0
     assert set(profile["raw_ms"]) == {"eager", "owned", "borrowed"} and profile["check_over_raw"] > 1

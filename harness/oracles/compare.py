@@ -70,19 +70,23 @@ def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances,
         e_roles = expected.tensors.get(checkpoint, {})
         a_roles = actual.tensors.get(checkpoint, {})
         details: dict[str, tuple | None] = {}
-        elementwise: list[tuple[str, torch.Tensor, torch.Tensor, Tolerance]] = []
+        elementwise: list[tuple[str, torch.Tensor, torch.Tensor]] = []
         for role in sorted(set(e_roles) | set(a_roles)):
             if role not in e_roles or role not in a_roles:
                 details[role] = ("present on one side only",)
                 continue
-            role_tol = tol if isinstance(tol, Tolerance) else tol.for_role(checkpoint, role)
             e, a = e_roles[role], a_roles[role]
             details[role] = _structural_difference(e, a, none_is_zero)
             if details[role] is None and e is not None and a is not None:
-                elementwise.append((role, e, a, role_tol))
-        if not _all_within(elementwise):
-            for role, e, a, role_tol in elementwise:
-                details[role] = _tensor_difference(e, a, role_tol)
+                elementwise.append((role, e, a))
+        # bit-identical pairs agree under every tolerance: the bounds are asked for (and, lazily
+        # given, computed) only where some pair differs
+        if not _all_within([(*pair, EXACT) for pair in elementwise]):
+            with_tol = [(role, e, a, tol if isinstance(tol, Tolerance) else tol.for_role(checkpoint, role))
+                        for role, e, a in elementwise]
+            if not _all_within(with_tol):
+                for role, e, a, role_tol in with_tol:
+                    details[role] = _tensor_difference(e, a, role_tol)
         for role, detail in details.items():
             if detail is not None:
                 miss(checkpoint, role, *detail)
