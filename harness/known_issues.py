@@ -626,14 +626,88 @@ def _unchanged(spec: GraphSpec) -> GraphSpec:
 
 
 def _none_gradient_meets_another(spec: GraphSpec) -> bool:
+    """ca-none-gradient-accumulated's structure in the first backward, or in the second."""
+    return _none_meets_another_in_first_backward(spec) or bool(_none_senders_in_second_backward(spec))
+
+
+def _none_meets_another_in_first_backward(spec: GraphSpec) -> bool:
     return spec.backward != "none" and bool(Dataflow(spec).none_meets_another_gradient())
 
 
+def _none_senders_in_second_backward(spec: GraphSpec) -> frozenset[int]:
+    """Functions that, in a double backward's second backward, return a None gradient for a
+    value whose node also receives another gradient there (another edge of a Function the
+    second backward runs, or the first-order graph's own edge when the value is one of its
+    entries; for a view whose every edge carries None, its leaf's).
+
+    Unlike the first backward, where every output is in the loss, the second backward reaches
+    only some outputs (`_second_backward_reach`), and an output whose every edge carries None
+    gets None at run time. Compiled autograd materializes zeros (materialize_grads=True) only
+    for an output no edge reaches while it captures the graph; a None that a traced edge
+    carries at run time reaches the backward as None whatever materialize_grads says (a
+    Function with materialize_grads=False gets None in both cases, as in eager)."""
+    if spec.backward != "double":
+        return frozenset()
+    flow = Dataflow(spec)
+    entries = _second_backward_entries(spec)
+    reached, run = _second_backward_reach(spec)
+
+    def edges_into(ref: str) -> list[tuple[int, int]]:
+        return [(n, s) for n in run for s, a in enumerate(spec.functions[n].args) if a.ref == ref]
+
+    @functools.cache
+    def gets_gradient(ref: str) -> bool:
+        """Does a defined gradient arrive at `ref`'s node at run time?"""
+        return ref in entries or any(returns_gradient(n, s) for n, s in edges_into(ref))
+
+    def output_gradient(n: int, k: int) -> bool:
+        """Is the gradient Function n's backward gets for output k a tensor?"""
+        ref = f"f{n}.{k}"
+        return gets_gradient(ref) or spec.functions[n].materialize_grads and ref not in reached
+
+    def returns_gradient(n: int, slot: int) -> bool:
+        """Does Function n's backward return a tensor for this slot? (harness/build.py
+        `_backward`: with materialize_grads=False each output's terms are added only when its
+        gradient is not None, and a slot left None gets zeros when unused_grad="zeros"; with
+        materialize_grads=True an output's None is used as it comes.)"""
+        fn = spec.functions[n]
+        readers = [k for k, o in enumerate(fn.outputs)
+                   if differentiable(fn, k) and flow.requires_grad.get(f"f{n}.{k}", False) and reads(o.kind, o, slot)]
+        if not fn.materialize_grads:
+            return fn.unused_grad == "zeros" or any(output_gradient(n, k) for k in readers)
+        return all(output_gradient(n, k) for k in readers) if readers else fn.unused_grad == "zeros"
+
+    def incoming(ref: str) -> int:
+        count = len(edges_into(ref)) + (ref in entries)
+        if ref.startswith("x") and "[" not in ref:  # each reached view of the leaf passes its gradient on
+            count += sum(1 for j in range(spec.leaves[int(ref[1:])].views) if f"{ref}[{j}]" in reached)
+        return count
+
+    senders: set[int] = set()
+    for ref in reached:
+        edges = edges_into(ref)
+        nones = {n for n, s in edges if not returns_gradient(n, s)}
+        passed_on = "[" in ref and ref not in entries and len(nones) == len(edges)  # the view's None
+        if nones and (incoming(ref) >= 2 or passed_on and incoming(base_ref(ref)) >= 2):
+            senders |= nones
+    return frozenset(senders)
+
+
+def _none_added(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The TypeError of torch.add(None, g), at the backward whose structure the spec has."""
+    return (raised("backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
+            and _none_meets_another_in_first_backward(spec)
+            or raised("double_backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
+            and bool(_none_senders_in_second_backward(spec)))
+
+
 def _zeros_for_unused_inputs(spec: GraphSpec) -> GraphSpec:
-    """Zeros instead of None from the Functions whose None gradient meets another one."""
+    """Zeros instead of None from the Functions whose None gradient meets another one (in
+    either backward)."""
     flow = Dataflow(spec)
     nones = flow.none_gradient_edges()
     senders = {n for ref in flow.none_meets_another_gradient() for n, _ in nones[ref]}
+    senders |= _none_senders_in_second_backward(spec)
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
                                if n in senders else fn)
 
@@ -692,17 +766,12 @@ def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
                                checkpoint=False)
 
 
-def _second_backward_reach(spec: GraphSpec) -> tuple[frozenset[str], frozenset[int]]:
-    """(values with a gradient edge in the double backward's graph, Functions whose node it runs).
-
-    The second backward (harness/run.py: autograd.grad of the weighted first-order gradients of
-    the chosen leaves) enters the forward graph only through the saved inputs that generated
-    backwards compute nonlinear derivatives from (harness/build.py `_backward`: `g * c *
-    deriv(saved input)`), and only where that term reaches a chosen leaf's gradient. From there
-    it runs the forward graph's nodes again, like a first backward from those values: a node
-    runs when an edge reaches one of its outputs and it leads to a chosen leaf (`backward_runs`),
-    and then it has an edge into each of its inputs that requires grad (a None gradient is
-    still an edge)."""
+def _second_backward_entries(spec: GraphSpec) -> frozenset[str]:
+    """Values the double backward's graph enters the forward graph by: the second backward
+    (harness/run.py: autograd.grad of the weighted first-order gradients of the chosen leaves)
+    reaches forward values only through the saved inputs that generated backwards compute
+    nonlinear derivatives from (harness/build.py `_backward`: `g * c * deriv(saved input)`),
+    and only where that term reaches a chosen leaf's gradient. Each gets a (defined) gradient."""
     flow = Dataflow(spec)
     chosen = set(spec.grad_leaves) or {i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad}
 
@@ -719,14 +788,26 @@ def _second_backward_reach(spec: GraphSpec) -> tuple[frozenset[str], frozenset[i
         return any(reads(out.kind, out, s) and reaches_chosen(a.ref)
                    for s, a in enumerate(fn.args) if a.ref is not None)
 
-    reached: set[str] = set()
+    entries: set[str] = set()
     for m, fn in enumerate(spec.functions):
         if "inputs" not in fn.save or not flow.backward_runs(m):
             continue  # derivatives from intermediates are saved without a graph
         for k, out in enumerate(fn.outputs):
             if out.kind == "compute" and flow.requires_grad.get(f"f{m}.{k}", False):
-                reached |= {fn.args[t.slot].ref for t in out.terms
+                entries |= {fn.args[t.slot].ref for t in out.terms
                             if t.op != "linear" and reaches_chosen(fn.args[t.slot].ref)}
+    return frozenset(entries)
+
+
+def _second_backward_reach(spec: GraphSpec) -> tuple[frozenset[str], frozenset[int]]:
+    """(values with a gradient edge in the double backward's graph, Functions whose node it runs).
+
+    From its entries (`_second_backward_entries`) the second backward runs the forward graph's
+    nodes again, like a first backward from those values: a node runs when an edge reaches one
+    of its outputs and it leads to a chosen leaf (`backward_runs`), and then it has an edge into
+    each of its inputs that requires grad (a None gradient is still an edge)."""
+    flow = Dataflow(spec)
+    reached = set(_second_backward_entries(spec))
     run: set[int] = set()
     for n in reversed(range(len(spec.functions))):  # a Function reads only earlier values
         fn = spec.functions[n]
@@ -1237,14 +1318,16 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         id="ca-none-gradient-accumulated",
         title=("Compiled autograd: a custom Function's backward returns None for an input whose "
                "gradient also arrives along another edge; the captured graph sums them with "
-               "torch.add(None, g) and raises TypeError (eager skips undefined gradients)"),
+               "torch.add(None, g) and raises TypeError (eager skips undefined gradients); also in a double "
+               "backward's second backward, where a Function with materialize_grads=False gets None for the "
+               "outputs it does not reach"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
         reproducer="ca_none_gradient_accumulated.py",
         trigger=_none_gradient_meets_another,
-        witness=raised("backward", _NONE_ADDED, TypeError),
-        damage=error_at("backward"),
-        damages="the error at backward",
+        witness=_none_added,
+        damage=error_at("backward", "double_backward"),
+        damages="the error at backward (at double_backward for the second-backward form)",
         workaround=_zeros_for_unused_inputs,
     ),
     KnownIssue(

@@ -145,6 +145,72 @@ def test_ca_tensor_hook_unreached_output_trigger_matches_the_real_error(hooked, 
     assert result.status == ("error" if raises and issue.affects_installed_torch() else "ok"), result.describe_error()
 
 
+# --- ca-none-gradient-accumulated in the second backward: the trigger's edge on real runs --
+
+#: F1 squares f0.0 (its saved input): the second backward reaches F0 through f0.0 only
+SQUARES_F00 = FunctionSpec(args=(Arg("f0.0"),), outputs=(OutputSpec(terms=(Term(0, "square", 1.5),)),),
+                           save=("inputs",), tuple_output=False)
+
+
+def _both_as_is(*refs: str, views: int = 0, materialize_grads: bool = False, unused_grad: str = "none",
+                then: tuple[FunctionSpec, ...] = (SQUARES_F00,)) -> GraphSpec:
+    """F0 returns its two inputs as-is; a double backward."""
+    leaves = 1 + any(r.startswith("x1") for r in refs)
+    return GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(views=views),) * leaves, backward="double",
+                     functions=(FunctionSpec(args=tuple(Arg(r) for r in refs),
+                                             outputs=(OutputSpec("input", slot=0), OutputSpec("input", slot=1)),
+                                             materialize_grads=materialize_grads, unused_grad=unused_grad),) + then)
+
+
+@pytest.mark.parametrize("spec, raises", [
+    (_both_as_is("x0", "x0"), True),  # F0 gets None for f0.1, returns None for x0's second edge
+    (_both_as_is("x0", "x0", materialize_grads=True), False),  # zeros for the unreached f0.1
+    (_both_as_is("x0", "x0", unused_grad="zeros"), False),
+    (_both_as_is("x0", "x1"), False),  # x1 gets only the None
+    (_both_as_is("x0[0]", "x0[1]", views=2), True),  # the view passes its None on to x0
+    (_both_as_is("x0[0]", "x0[0]", views=1), True),
+    (_both_as_is("x0", "x0", then=(FunctionSpec(  # F1 reads f0.1 too, by a linear term: no saved input
+        args=(Arg("f0.0"), Arg("f0.1")), outputs=(OutputSpec(terms=(Term(0, "square", 1.5), Term(1, "linear", 1.0))),),
+        save=("inputs",), tuple_output=False),)), True),
+    (_both_as_is("x0", "x0", then=(FunctionSpec(  # only f0.1, by a linear term: F0 does not run again
+        args=(Arg("f0.1"),), outputs=(OutputSpec(terms=(Term(0, "linear", 1.5),)),), tuple_output=False),)), False),
+    # F1 (materialize_grads=False) passes None on to f0.1; F0 gets it at run time, where compiled
+    # autograd does not materialize it although F0 has materialize_grads=True
+    (_both_as_is("x0", "x0", materialize_grads=True, then=(
+        FunctionSpec(args=(Arg("f0.0"), Arg("f0.1")), outputs=(OutputSpec("input", slot=0), OutputSpec("input", slot=1)),
+                     materialize_grads=False),
+        dataclasses.replace(SQUARES_F00, args=(Arg("f1.0"),)))), True),
+], ids=["same-leaf", "materialized", "zeros-for-unused", "two-leaves", "two-views", "one-view-twice",
+        "reads-both", "not-reached", "runtime-none"])
+def test_ca_none_gradient_accumulated_second_backward_trigger_matches_the_real_error(spec, raises):
+    from harness.build import build
+
+    issue = next(k for k in KNOWN_ISSUES if k.id == "ca-none-gradient-accumulated")
+    assert issue.triggered(spec, "compiled") == raises
+    result = paths.get("compiled").run(build(spec))
+    if issue.affects_installed_torch():
+        assert issue.witness(spec, result, []) == raises, result.describe_error()
+        assert result.status == ("error" if raises else "ok"), result.describe_error()
+        if raises:
+            assert result.error_checkpoint == "double_backward"
+    if raises:  # and the workaround runs on the path
+        assert paths.get("compiled").run(build(issue.workaround(spec))).status == "ok"
+
+
+def test_the_compiled_double_backward_audit_spec_is_checked_past_ca_none_gradient_accumulated():
+    """The compiled-path audit's spec (docs/func_repros/): checked on its workaround variant."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros/compiled_double_backward_none_added_213.json"))
+    outcome = check(spec, [paths.get("compiled")]).outcomes["compiled"]
+    issue = next(k for k in KNOWN_ISSUES if k.id == "ca-none-gradient-accumulated")
+    if issue.affects_installed_torch():
+        assert outcome.status == "ok" and issue.id in outcome.known, outcome.reason
+        assert outcome.result.tensors["double_backward"]  # the variant ran its second backward
+    else:
+        assert outcome.status == "ok", outcome.reason
+
+
 # --- func-dynamo-jvp-view-of-gapped-primal: the trigger's edge on real func.jvp+dynamo runs --
 
 def _reading_a_view_of_x0(leaf: LeafSpec, shape: tuple[int, ...]) -> GraphSpec:
