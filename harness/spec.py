@@ -13,6 +13,7 @@ Values in a graph are named by strings:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -470,9 +471,16 @@ def _has_literal(value: Any) -> bool:
 # --- plain data <-> dataclasses ------------------------------------------------------
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (dataclasses.fields is slow; every example's record hashes its spec)."""
+    return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+
+
 def _to_plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj):
-        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    names = _field_names(type(obj))
+    if names is not None:
+        return {name: _to_plain(getattr(obj, name)) for name in names}
     if isinstance(obj, tuple):
         return {"tuple": [_to_plain(v) for v in obj]} if _is_const_tuple(obj) else [_to_plain(v) for v in obj]
     return obj
