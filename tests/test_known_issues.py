@@ -211,6 +211,30 @@ def test_the_compiled_double_backward_audit_spec_is_checked_past_ca_none_gradien
         assert outcome.status == "ok", outcome.reason
 
 
+# --- ca-prehook-unused-first-gradient: the double backward's form on real compiled-autograd runs --
+
+
+@pytest.mark.parametrize("entered_by, checkpoint, raises", [
+    ("f0.1", False, True),  # F0's node runs in the second backward, no edge reaches f0.0
+    ("f0.0", False, False),  # the second backward enters by the first output
+    ("f0.1", True, False),  # the second backward runs the checkpoint's recomputed nodes, not hooked
+], ids=["first-unreached", "first-reached", "checkpoint"])
+def test_ca_prehook_unused_first_gradient_trigger_matches_the_real_error_in_a_double_backward(
+        entered_by, checkpoint, raises):
+    from harness.build import build
+
+    issue = next(k for k in KNOWN_ISSUES if k.id == "ca-prehook-unused-first-gradient")
+    square = dataclasses.replace(ENTERS_F0_THROUGH_ITS_FIRST_OUTPUT.functions[1], args=(Arg(entered_by),))
+    spec = dataclasses.replace(ENTERS_F0_THROUGH_ITS_FIRST_OUTPUT, hooks=(HookSpec("pre", "f0.1"),),
+                               checkpoint=checkpoint,
+                               functions=(ENTERS_F0_THROUGH_ITS_FIRST_OUTPUT.functions[0], square))
+    assert issue.triggered(spec, "compiled") == raises
+    result = paths.get("compiled").run(build(spec))
+    if issue.affects_installed_torch():
+        assert issue.witness(spec, result, []) == raises, result.describe_error()
+    assert result.status == ("error" if raises and issue.affects_installed_torch() else "ok"), result.describe_error()
+
+
 # --- func-dynamo-jvp-view-of-gapped-primal: the trigger's edge on real func.jvp+dynamo runs --
 
 def _reading_a_view_of_x0(leaf: LeafSpec, shape: tuple[int, ...]) -> GraphSpec:
