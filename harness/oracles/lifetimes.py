@@ -92,20 +92,18 @@ class LifetimeTracker:
 
     def record(self, checkpoint: str, held: dict[str, torch.Tensor]) -> None:
         """Counts of the tensors the runner holds, and liveness of everything tracked."""
+        refs = self.refs  # (the runner records a few dozen roles at each of its checkpoints)
         for role, t in held.items():
-            self.track(role, t)
-        life: dict[str, tuple] = {}
-        probe: dict[str, tuple] = {}
-        for role, ref in self.refs.items():
-            t = held.get(role)
-            # `t` is the runner's own Python object: reading it adds no TensorImpl reference
-            life[role] = (not ref.expired(), None if t is None else t._use_count())  # (alive(role), ...)
-            if self.probes is not None and t is not None:
-                weak, node = self.probes
-                probe[role] = (weak(t), node(t))
-        self.records[checkpoint] = life
-        if probe:
-            self.probe_records[checkpoint] = probe
+            if role not in refs:
+                refs[role] = torch._C._WeakTensorRef(t)
+        # `t` is the runner's own Python object: reading it adds no TensorImpl reference
+        self.records[checkpoint] = {role: (not ref.expired(), None if (t := held.get(role)) is None else t._use_count())
+                                    for role, ref in refs.items()}  # (alive(role), ...)
+        if self.probes is not None:
+            weak, node = self.probes
+            probe = {role: (weak(t), node(t)) for role, t in held.items()}
+            if probe:
+                self.probe_records[checkpoint] = probe
 
     def check_released(self) -> None:
         """After every reference is dropped: what is alive is a cycle (if gc frees it) or a leak."""
