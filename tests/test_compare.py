@@ -116,3 +116,25 @@ def test_values_differing_only_in_type_are_reported():
     found = compare(RunResult("math", values={"forward": {"version:f0.0": 1, "alias:f0.0": "fresh"}}),
                     RunResult("eager", values={"forward": {"version:f0.0": 1.0, "alias:f0.0": "fresh"}}), EXACT)
     assert [m.role for m in found] == ["version:f0.0"]
+
+
+def test_the_error_bounds_are_computed_only_where_a_pair_is_not_bit_identical():
+    """check() gives compare() Tolerances that compute the bounds (the float64 twin rerun) at their
+    first use: two bit-identical sides never ask for them, two that differ do, and are judged."""
+    from harness.oracles.bounds import Tolerances
+
+    computed = []
+
+    def bounds() -> dict:
+        computed.append(True)
+        return {("backward", "grad:x0"): torch.full((3,), 1e-2, dtype=torch.float64)}
+
+    def against(actual: torch.Tensor, tol: Tolerances) -> list:
+        return compare(RunResult("math", tensors={"backward": {"grad:x0": expected}}),
+                       RunResult("eager", tensors={"backward": {"grad:x0": actual}}), tol)
+
+    expected = torch.tensor([1.0, math.nan, 3.0])
+    assert against(expected.clone(), Tolerances(bounds)) == [] and computed == []  # nan where nan
+    assert against(expected + torch.tensor([5e-3, 0.0, 0.0]), Tolerances(bounds)) == [] and computed == [True]
+    beyond = against(expected + torch.tensor([0.5, 0.0, 0.0]), Tolerances(bounds))
+    assert [m.detail.startswith("outside tolerance") for m in beyond] == [True] and len(computed) == 2

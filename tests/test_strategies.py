@@ -198,3 +198,33 @@ def test_generated_functions_reach_the_inline_capacity():
     sizes.clear()
     _collect_function_sizes()
     assert sum(n >= INLINE_CAPACITY for n in sizes) / len(sizes) >= 0.10
+
+
+@pytest.mark.parametrize("favour_torch_func", [False, True])
+def test_single_choices_made_on_the_conjecture_data_are_the_strategies_choices(monkeypatch, favour_torch_func):
+    """graphs() makes its single integer and boolean choices straight on Hypothesis' ConjectureData
+    (strategies/_graphs.py, _choices) for speed: from the same random source they must give the same
+    specs and the same choice sequence as drawing the strategies they stand for."""
+    import random
+
+    from hypothesis.control import BuildContext
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    import strategies._graphs as generation
+
+    def drawn(seed: int) -> list:
+        out, rng = [], random.Random(seed)
+        for _ in range(60):
+            data = ConjectureData(random=rng)
+            with BuildContext(data, wrapped_test=None):
+                out.append((data.draw(graphs(favour_torch_func=favour_torch_func)), [n.value for n in data.nodes]))
+        return out
+
+    bound = []
+    choices = generation._choices
+    monkeypatch.setattr(generation, "_choices", lambda draw: bound.append(choices(draw)) or bound[-1])
+    straight = drawn(1)
+    assert bound and all(isinstance(data, ConjectureData) for data in bound)  # the straight route was taken
+    assert choices(lambda s: None) is None  # a draw not bound to a ConjectureData
+    monkeypatch.setattr(generation, "_choices", lambda draw: None)  # every choice through its strategy
+    assert drawn(1) == straight
