@@ -326,3 +326,11 @@ def test_ca_runtime_none_not_materialized_trigger_matches_the_real_runs(spec, tr
     assert (issue.id in outcome.known) == (seen is not None and present), outcome.known
     if seen is not None and present:
         assert outcome.checked_spec == issue.workaround(spec) and outcome.result.tensors["double_backward"]
+
+
+def test_the_runtime_none_spec_kept_in_func_repros_is_the_plain_case():
+    """docs/known_issues.md points at it: the plain-times-none case above, kept as a spec file."""
+    from harness.spec import load_spec
+
+    kept = load_spec(str(REPRODUCERS.parent / "docs/func_repros/compiled_runtime_none_not_materialized.json"))
+    assert kept == _f1_passes_none_to_f01(COMPUTED_FROM_X0)
