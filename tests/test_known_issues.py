@@ -307,8 +307,15 @@ def _f1_passes_none_to_f01(outputs: tuple[OutputSpec, ...], code: str = "plain",
     (_f1_passes_none_to_f01(COMPUTED_FROM_X0, materialize_grads=False), False, None),  # None in eager too
     (_f1_passes_none_to_f01(COMPUTED_FROM_X0, unused_grad="zeros"), False, None),  # F1 sends zeros
     (_f1_passes_none_to_f01(COMPUTED_FROM_X0, f1_reads=("f0.0",)), False, None),  # no edge into f0.1: zeros
+    # a chain: F2 returns None for f1.1, which F1 (plain, materialize_grads=True) passes on as is to
+    # F0's f0.1, which F0 (plain) multiplies; the workaround makes both F1 and F2 send zeros
+    (dataclasses.replace(_f1_passes_none_to_f01(COMPUTED_FROM_X0), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=COMPUTED_FROM_X0, code="plain"),
+        FunctionSpec(args=(Arg("f0.0"), Arg("f0.1")), outputs=AS_IS, code="plain"),
+        FunctionSpec(args=(Arg("f1.0"), Arg("f1.1")), outputs=AS_IS, materialize_grads=False),
+        dataclasses.replace(SQUARES_F00, args=(Arg("f2.0"),)))), True, "error"),
 ], ids=["plain-times-none", "plain-own-leaves", "generic-none-to-leaf", "plain-as-is-none-to-leaf",
-        "generic-other-gradient", "not-materialized", "zeros-sent", "not-reached"])
+        "generic-other-gradient", "not-materialized", "zeros-sent", "not-reached", "chain"])
 def test_ca_runtime_none_not_materialized_trigger_matches_the_real_runs(spec, triggered, seen):
     """`seen`: how the run shows it (the TypeError, or a None second-order gradient against
     eager's zeros), or None where it does not (the trigger is necessary, not sufficient)."""
