@@ -634,62 +634,81 @@ def _none_meets_another_in_first_backward(spec: GraphSpec) -> bool:
     return spec.backward != "none" and bool(Dataflow(spec).none_meets_another_gradient())
 
 
-def _none_senders_in_second_backward(spec: GraphSpec) -> frozenset[int]:
-    """Functions that, in a double backward's second backward, return a None gradient for a
-    value whose node also receives another gradient there (another edge of a Function the
-    second backward runs, or the first-order graph's own edge when the value is one of its
-    entries; for a view whose every edge carries None, its leaf's).
+class _SecondBackwardNones:
+    """Which gradients are None at run time in a double backward's second backward, as compiled
+    autograd runs it.
 
     Unlike the first backward, where every output is in the loss, the second backward reaches
     only some outputs (`_second_backward_reach`), and an output whose every edge carries None
     gets None at run time. Compiled autograd materializes zeros (materialize_grads=True) only
     for an output no edge reaches while it captures the graph; a None that a traced edge
     carries at run time reaches the backward as None whatever materialize_grads says (a
-    Function with materialize_grads=False gets None in both cases, as in eager)."""
-    if spec.backward != "double":
-        return frozenset()
-    flow = Dataflow(spec)
-    entries = _second_backward_entries(spec)
-    reached, run = _second_backward_reach(spec)
+    Function with materialize_grads=False gets None in both cases, as in eager): its
+    `proxy_call_backward` binds a defined fake tensor to every result of a custom Function's
+    backward (torch/_dynamo/compiled_autograd.py)."""
 
-    def edges_into(ref: str) -> list[tuple[int, int]]:
-        return [(n, s) for n in run for s, a in enumerate(spec.functions[n].args) if a.ref == ref]
+    def __init__(self, spec: GraphSpec) -> None:
+        self.spec = spec
+        self.flow = Dataflow(spec)
+        self.entries = _second_backward_entries(spec)
+        self.reached, self.run = _second_backward_reach(spec)
+        self.gets_gradient = functools.cache(self._gets_gradient)
 
-    @functools.cache
-    def gets_gradient(ref: str) -> bool:
+    def edges_into(self, ref: str) -> list[tuple[int, int]]:
+        return [(n, s) for n in self.run for s, a in enumerate(self.spec.functions[n].args) if a.ref == ref]
+
+    def _gets_gradient(self, ref: str) -> bool:
         """Does a defined gradient arrive at `ref`'s node at run time?"""
-        return ref in entries or any(returns_gradient(n, s) for n, s in edges_into(ref))
+        return ref in self.entries or any(self.returns_gradient(n, s) for n, s in self.edges_into(ref))
 
-    def output_gradient(n: int, k: int) -> bool:
+    def output_gradient(self, n: int, k: int) -> bool:
         """Is the gradient Function n's backward gets for output k a tensor?"""
         ref = f"f{n}.{k}"
-        return gets_gradient(ref) or spec.functions[n].materialize_grads and ref not in reached
+        return self.gets_gradient(ref) or self.spec.functions[n].materialize_grads and ref not in self.reached
 
-    def returns_gradient(n: int, slot: int) -> bool:
+    def returns_gradient(self, n: int, slot: int) -> bool:
         """Does Function n's backward return a tensor for this slot? (harness/build.py
-        `_backward`: with materialize_grads=False each output's terms are added only when its
-        gradient is not None, and a slot left None gets zeros when unused_grad="zeros"; with
-        materialize_grads=True an output's None is used as it comes.)"""
-        fn = spec.functions[n]
-        readers = [k for k, o in enumerate(fn.outputs)
-                   if differentiable(fn, k) and flow.requires_grad.get(f"f{n}.{k}", False) and reads(o.kind, o, slot)]
-        if not fn.materialize_grads:
-            return fn.unused_grad == "zeros" or any(output_gradient(n, k) for k in readers)
-        return all(output_gradient(n, k) for k in readers) if readers else fn.unused_grad == "zeros"
+        `_backward`, the generic code, skips an output whose gradient is None whatever
+        materialize_grads says, and a slot left without a term gets zeros when
+        unused_grad="zeros"; harness/plain.py does so only with materialize_grads=False: with
+        materialize_grads=True it uses an output's None as it comes, passed on as is or
+        raising TypeError in arithmetic.)"""
+        fn = self.spec.functions[n]
+        readers = [k for k, o in enumerate(fn.outputs) if differentiable(fn, k)
+                   and self.flow.requires_grad.get(f"f{n}.{k}", False) and reads(o.kind, o, slot)]
+        if not fn.materialize_grads or fn.code == "generic":
+            return fn.unused_grad == "zeros" or any(self.output_gradient(n, k) for k in readers)
+        return all(self.output_gradient(n, k) for k in readers) if readers else fn.unused_grad == "zeros"
+
+    def leaf_gets_gradient(self, i: int) -> bool:
+        """Does a defined second-order gradient arrive at leaf x<i> (directly or by its views)?"""
+        return self.gets_gradient(f"x{i}") or any(self.gets_gradient(f"x{i}[{j}]")
+                                                  for j in range(self.spec.leaves[i].views))
+
+
+def _none_senders_in_second_backward(spec: GraphSpec) -> frozenset[int]:
+    """Functions that, in a double backward's second backward, return a None gradient for a
+    value whose node also receives another gradient there (another edge of a Function the
+    second backward runs, or the first-order graph's own edge when the value is one of its
+    entries; for a view whose every edge carries None, its leaf's). Which gradients are None
+    at run time: `_SecondBackwardNones`."""
+    if spec.backward != "double":
+        return frozenset()
+    nones = _SecondBackwardNones(spec)
 
     def incoming(ref: str) -> int:
-        count = len(edges_into(ref)) + (ref in entries)
+        count = len(nones.edges_into(ref)) + (ref in nones.entries)
         if ref.startswith("x") and "[" not in ref:  # each reached view of the leaf passes its gradient on
-            count += sum(1 for j in range(spec.leaves[int(ref[1:])].views) if f"{ref}[{j}]" in reached)
+            count += sum(1 for j in range(spec.leaves[int(ref[1:])].views) if f"{ref}[{j}]" in nones.reached)
         return count
 
     senders: set[int] = set()
-    for ref in reached:
-        edges = edges_into(ref)
-        nones = {n for n, s in edges if not returns_gradient(n, s)}
-        passed_on = "[" in ref and ref not in entries and len(nones) == len(edges)  # the view's None
-        if nones and (incoming(ref) >= 2 or passed_on and incoming(base_ref(ref)) >= 2):
-            senders |= nones
+    for ref in nones.reached:
+        edges = nones.edges_into(ref)
+        none_from = {n for n, s in edges if not nones.returns_gradient(n, s)}
+        passed_on = "[" in ref and ref not in nones.entries and len(none_from) == len(edges)  # the view's None
+        if none_from and (incoming(ref) >= 2 or passed_on and incoming(base_ref(ref)) >= 2):
+            senders |= none_from
     return frozenset(senders)
 
 
@@ -708,6 +727,52 @@ def _zeros_for_unused_inputs(spec: GraphSpec) -> GraphSpec:
     nones = flow.none_gradient_edges()
     senders = {n for ref in flow.none_meets_another_gradient() for n, _ in nones[ref]}
     senders |= _none_senders_in_second_backward(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in senders else fn)
+
+
+def _unmaterialized_outputs(spec: GraphSpec) -> frozenset[str]:
+    """Outputs of Functions with materialize_grads=True that compiled autograd hands None in a
+    double backward's second backward, where eager gives zeros: an edge reaches the output
+    while the graph is captured, and every such edge carries None at run time
+    (`_SecondBackwardNones`). The first backward never does it: every output is in its loss."""
+    if spec.backward != "double":
+        return frozenset()
+    nones = _SecondBackwardNones(spec)
+    return frozenset(f"f{n}.{k}" for n in nones.run for k in spec.functions[n].tensor_outputs
+                     if spec.functions[n].materialize_grads and f"f{n}.{k}" in nones.reached
+                     and not nones.gets_gradient(f"f{n}.{k}"))
+
+
+#: harness/plain.py's backward multiplies or adds the None it got (`g1 * 1.5`, `gx0 + g1`)
+_NONE_OPERAND = r"unsupported operand type\(s\) for [*+]: '(NoneType' and '\w+|\w+' and 'NoneType)'"
+
+
+def _second_order_none_for_eagers_zeros(spec: GraphSpec, m: Mismatch) -> bool:
+    """A leaf's second-order gradient that is None where eager's is a tensor (its zeros), and
+    that no defined gradient reaches under compiled autograd: the unmaterialized None passed on
+    (the generic code skips it; plain code passes an as-is output's None on)."""
+    leaf = re.fullmatch(r"dgrad:x(\d+)", m.role)
+    return (leaf is not None and m.checkpoint == "double_backward" and m.against == "eager"
+            and m.detail == "got None, expected a tensor" and bool(_unmaterialized_outputs(spec))
+            and not _SecondBackwardNones(spec).leaf_gets_gradient(int(leaf[1])))
+
+
+def _unmaterialized_none_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return (raised("double_backward", _NONE_OPERAND, TypeError)(spec, result, mismatches)
+            or any(_second_order_none_for_eagers_zeros(spec, m) for m in mismatches))
+
+
+def _unmaterialized_none_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    return m.role == "error" and m.checkpoint == "double_backward" or _second_order_none_for_eagers_zeros(spec, m)
+
+
+def _zeros_into_unmaterialized_outputs(spec: GraphSpec) -> GraphSpec:
+    """Zeros instead of None from the Functions whose None is an unmaterialized output's only
+    gradient (along a chain of such outputs, from each of them: every edge then carries a
+    tensor)."""
+    nones = _SecondBackwardNones(spec)
+    senders = {n for ref in _unmaterialized_outputs(spec) for n, _ in nones.edges_into(ref)}
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
                                if n in senders else fn)
 
@@ -1340,6 +1405,21 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("backward", "double_backward"),
         damages="the error at backward (at double_backward for the second-backward form)",
         workaround=_zeros_for_unused_inputs,
+    ),
+    KnownIssue(
+        id="ca-runtime-none-not-materialized",
+        title=("Compiled autograd: a custom Function with materialize_grads=True gets None for an output "
+               "whose only gradient is a None another Function's backward returns at run time (eager "
+               "gives zeros); in the harness in a double backward's second backward"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
+        reproducer="ca_runtime_none_not_materialized.py",
+        trigger=lambda spec: bool(_unmaterialized_outputs(spec)),
+        witness=_unmaterialized_none_seen,
+        damage=_unmaterialized_none_damage,
+        damages=("the error at double_backward; a leaf's second-order gradient (dgrad) that is None where "
+                 "eager's is a tensor"),
+        workaround=_zeros_into_unmaterialized_outputs,
     ),
     KnownIssue(
         id="ca-function-backward-unvalidated",

@@ -109,6 +109,14 @@ CASES = {
         fn(X0, outputs=(lin(0), lin(0, 1.5))),
         fn(Arg("f0.0"), outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         fn(X1, outputs=(lin(0),)), backward="double", hooks=(HookSpec("tensor", "f0.1"),)), (2, 0), None),
+    # the second backward enters F1 (materialize_grads=False) through f1.0 only: F1 returns None for
+    # f0.1, which plain F0 (materialize_grads=True) gets as None and multiplies (TypeError)
+    "ca-runtime-none-not-materialized": ("compiled", graph(
+        fn(X0, outputs=(lin(0), lin(0, 3.0)), code="plain"),
+        fn(Arg("f0.0"), Arg("f0.1"), outputs=(OutputSpec("input", slot=0), OutputSpec("input", slot=1)),
+           materialize_grads=False),
+        fn(Arg("f1.0"), outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
+        fn(X1, outputs=(lin(0),)), backward="double"), (3, 0), None),
     "ca-eager-backend-pins-inputs": ("compiled:eager", graph(
         fn(X0, outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "ca-dynamo-function-ctx-cycle": ("compiled:aot_eager", graph(

@@ -180,8 +180,16 @@ def _both_as_is(*refs: str, views: int = 0, materialize_grads: bool = False, unu
         FunctionSpec(args=(Arg("f0.0"), Arg("f0.1")), outputs=(OutputSpec("input", slot=0), OutputSpec("input", slot=1)),
                      materialize_grads=False),
         dataclasses.replace(SQUARES_F00, args=(Arg("f1.0"),)))), True),
+    # generic F0 (harness/build.py) skips the None F1 sends to f0.1 and still returns f0.0's
+    # gradient for both x0 slots (plain F0 raises ca-runtime-none-not-materialized's TypeError)
+    (dataclasses.replace(_both_as_is("x0", "x0", materialize_grads=True), functions=(
+        FunctionSpec(args=(Arg("x0"), Arg("x0")), outputs=(
+            OutputSpec(terms=(Term(0, "linear", 2.0), Term(1, "linear", 1.0))), OutputSpec(terms=(Term(0, "linear", 3.0),)))),
+        FunctionSpec(args=(Arg("f0.0"), Arg("f0.1")), outputs=(OutputSpec("input", slot=0), OutputSpec("input", slot=1)),
+                     materialize_grads=False),
+        dataclasses.replace(SQUARES_F00, args=(Arg("f1.0"),)))), False),
 ], ids=["same-leaf", "materialized", "zeros-for-unused", "two-leaves", "two-views", "one-view-twice",
-        "reads-both", "not-reached", "runtime-none"])
+        "reads-both", "not-reached", "runtime-none", "generic-skips-runtime-none"])
 def test_ca_none_gradient_accumulated_second_backward_trigger_matches_the_real_error(spec, raises):
     from harness.build import build
 
@@ -263,3 +271,73 @@ def test_func_dynamo_jvp_view_of_gapped_primal_trigger_matches_the_real_error(la
     result = paths.run_path(paths.get("func.jvp+dynamo"), build(spec))
     seen = issue.witness(spec, result, [])
     assert seen == (raises and issue.affects_installed_torch()), result.describe_error()
+
+
+# --- ca-runtime-none-not-materialized: the trigger's edge on real compiled-autograd runs -----
+
+#: F0's two outputs, from x0 alone or each from its own leaf (x0 and x1)
+COMPUTED_FROM_X0 = (OutputSpec(terms=(Term(0, "linear", 2.0),)), OutputSpec(terms=(Term(0, "linear", 3.0),)))
+COMPUTED_EACH_FROM_ITS_OWN = (OutputSpec(terms=(Term(0, "linear", 2.0),)), OutputSpec(terms=(Term(1, "linear", 3.0),)))
+AS_IS = (OutputSpec("input", slot=0), OutputSpec("input", slot=1))
+
+
+def _f1_passes_none_to_f01(outputs: tuple[OutputSpec, ...], code: str = "plain", materialize_grads: bool = True,
+                           unused_grad: str = "none", f1_reads: tuple[str, ...] = ("f0.0", "f0.1")) -> GraphSpec:
+    """F0 (the receiver) -> F1 (returns its inputs as-is, materialize_grads=False) -> F2 squares
+    f1.0 (its saved input). The second backward enters by f1.0 only, so F1 gets None for f1.1 and
+    returns None along its edge into f0.1."""
+    args = ("x0",) if outputs is COMPUTED_FROM_X0 else ("x0", "x1")
+    return GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(),) * len(args), backward="double", functions=(
+        FunctionSpec(args=tuple(Arg(a) for a in args), outputs=outputs, code=code, materialize_grads=materialize_grads),
+        FunctionSpec(args=tuple(Arg(r) for r in f1_reads), outputs=AS_IS[:len(f1_reads)], materialize_grads=False,
+                     unused_grad=unused_grad),
+        dataclasses.replace(SQUARES_F00, args=(Arg("f1.0"),))))
+
+
+@pytest.mark.parametrize("spec, triggered, seen", [
+    # plain F0 multiplies the None it gets for f0.1: TypeError (eager gives it zeros)
+    (_f1_passes_none_to_f01(COMPUTED_FROM_X0), True, "error"),
+    (_f1_passes_none_to_f01(COMPUTED_EACH_FROM_ITS_OWN), True, "error"),
+    # generic F0 skips the None: x1's second-order gradient is None, eager's zeros
+    (_f1_passes_none_to_f01(COMPUTED_EACH_FROM_ITS_OWN, code="generic"), True, "dgrad"),
+    # plain F0 passes the as-is output's None on to x1
+    (_f1_passes_none_to_f01(AS_IS), True, "dgrad"),
+    # generic F0 skips it, and x0 gets f0.0's gradient: nothing differs from eager
+    (_f1_passes_none_to_f01(COMPUTED_FROM_X0, code="generic"), True, None),
+    (_f1_passes_none_to_f01(COMPUTED_FROM_X0, materialize_grads=False), False, None),  # None in eager too
+    (_f1_passes_none_to_f01(COMPUTED_FROM_X0, unused_grad="zeros"), False, None),  # F1 sends zeros
+    (_f1_passes_none_to_f01(COMPUTED_FROM_X0, f1_reads=("f0.0",)), False, None),  # no edge into f0.1: zeros
+    # a chain: F2 returns None for f1.1, which F1 (plain, materialize_grads=True) passes on as is to
+    # F0's f0.1, which F0 (plain) multiplies; the workaround makes both F1 and F2 send zeros
+    (dataclasses.replace(_f1_passes_none_to_f01(COMPUTED_FROM_X0), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=COMPUTED_FROM_X0, code="plain"),
+        FunctionSpec(args=(Arg("f0.0"), Arg("f0.1")), outputs=AS_IS, code="plain"),
+        FunctionSpec(args=(Arg("f1.0"), Arg("f1.1")), outputs=AS_IS, materialize_grads=False),
+        dataclasses.replace(SQUARES_F00, args=(Arg("f2.0"),)))), True, "error"),
+], ids=["plain-times-none", "plain-own-leaves", "generic-none-to-leaf", "plain-as-is-none-to-leaf",
+        "generic-other-gradient", "not-materialized", "zeros-sent", "not-reached", "chain"])
+def test_ca_runtime_none_not_materialized_trigger_matches_the_real_runs(spec, triggered, seen):
+    """`seen`: how the run shows it (the TypeError, or a None second-order gradient against
+    eager's zeros), or None where it does not (the trigger is necessary, not sufficient)."""
+    from harness.build import build
+
+    issue = next(k for k in KNOWN_ISSUES if k.id == "ca-runtime-none-not-materialized")
+    assert issue.triggered(spec, "compiled") == triggered
+    present = issue.affects_installed_torch()
+    result = paths.get("compiled").run(build(spec))
+    assert result.status == ("error" if seen == "error" and present else "ok"), result.describe_error()
+    if seen == "error" and present:
+        assert result.error_checkpoint == "double_backward" and issue.witness(spec, result, [])
+    outcome = check(spec, [paths.get("compiled")]).outcomes["compiled"]
+    assert outcome.status == "ok", outcome.reason  # a run that shows it is checked on the workaround
+    assert (issue.id in outcome.known) == (seen is not None and present), outcome.known
+    if seen is not None and present:
+        assert outcome.checked_spec == issue.workaround(spec) and outcome.result.tensors["double_backward"]
+
+
+def test_the_runtime_none_spec_kept_in_func_repros_is_the_plain_case():
+    """docs/known_issues.md points at it: the plain-times-none case above, kept as a spec file."""
+    from harness.spec import load_spec
+
+    kept = load_spec(str(REPRODUCERS.parent / "docs/func_repros/compiled_runtime_none_not_materialized.json"))
+    assert kept == _f1_passes_none_to_f01(COMPUTED_FROM_X0)
