@@ -73,8 +73,11 @@ class Dataflow:
 
     @functools.cached_property
     def _leads_to_grad_leaves(self) -> dict[int, bool]:
-        """Function n: does some gradient edge of its node lead to a chosen leaf?"""
-        chosen = set(self.spec.grad_leaves)
+        return self.leads_to(set(self.spec.grad_leaves))
+
+    def leads_to(self, chosen: set[int], cut: frozenset[Edge] = frozenset()) -> dict[int, bool]:
+        """Function n: does some gradient edge of its node lead to a chosen leaf? The `cut`
+        edges lead nowhere (a known torch bug reroutes them)."""
         leads: dict[int, bool] = {}
 
         def edge_leads(ref: str) -> bool:
@@ -84,7 +87,7 @@ class Dataflow:
                 return int(base_ref(ref)[1:]) in chosen
             return leads[int(ref[1:].split(".")[0])]
         for n, fn in enumerate(self.spec.functions):
-            leads[n] = any(edge_leads(a.ref) for a in fn.args if a.ref is not None)
+            leads[n] = any(edge_leads(a.ref) for s, a in enumerate(fn.args) if a.ref is not None and (n, s) not in cut)
         return leads
 
     def edges_into(self, ref: str) -> list[Edge]:

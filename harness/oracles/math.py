@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
@@ -71,16 +71,18 @@ def completed(result: RunResult) -> RunResult:
     )
 
 
-def saved_mutated_outputs(spec: GraphSpec, *, as_inputs: bool = True) -> set[str]:
+def saved_mutated_outputs(spec: GraphSpec, *, as_inputs: bool = True,
+                          backward_runs: Callable[[int], bool] | None = None) -> set[str]:
     """Outputs modified in place after the forward (`mutated_outputs`) that a Function whose
     backward runs saved: as its own outputs, and (`as_inputs`) as the inputs of its nonlinear
-    terms (build._setup saves those)."""
+    terms (build._setup saves those). `backward_runs`: which Functions' backward runs
+    (default: `Dataflow.backward_runs`, the graph torch documents)."""
     if not spec.mutated_outputs or spec.backward == "none":
         return set()
-    flow = Dataflow(spec)
+    backward_runs = backward_runs or Dataflow(spec).backward_runs
     saved: set[str | None] = set()
     for n, fn in enumerate(spec.functions):
-        if not flow.backward_runs(n):
+        if not backward_runs(n):
             continue
         if "outputs" in fn.save:
             saved |= {f"f{n}.{k}" for k in fn.tensor_outputs}
