@@ -520,10 +520,13 @@ def _graph_test(body: Callable[[GraphSpec], None], device: str, favour_torch_fun
 def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
          on_record: OnRecord, known: set[str], max_examples: int | None = None,
          on_example: Callable[[GraphSpec], None] | None = None, worker: str = "",
-         until_failure: bool = False, should_stop: Callable[[], bool] | None = None) -> None:
+         until_failure: bool = False, should_stop: Callable[[], bool] | None = None,
+         replay_saved: bool = True) -> None:
     """Check generated examples until `until` (time.perf_counter()), max_examples, should_stop()
     or, with until_failure, the first example that fails; each is one record. An example with
-    a cause not in `known` is saved in `database` under that cause (and the cause becomes known)."""
+    a cause not in `known` is saved in `database` under that cause (and the cause becomes known).
+    replay_saved: first check the failures saved in `database` (off for a worker that takes
+    over from a retired or crashed one: its campaign has checked them, and would count them twice)."""
     checked = [0]
     checked_specs: set[str] = set()  # their spec hashes
     failed = [False]
@@ -577,7 +580,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
     # the first batch replays the failures that campaigns sharing the database found before
     favour = favours_torch_func(paths)
     batch = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
-                        phases=[Phase.explicit, Phase.reuse, Phase.generate])
+                        phases=[Phase.explicit, *([Phase.reuse] if replay_saved else []), Phase.generate])
     later = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.generate])
     while more():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -12,6 +13,9 @@ from pathlib import Path
 DEVICE_HELP = ("cpu (default), cuda, or cpu,cuda: the same graph on both, the CUDA runs judged "
                "against the CPU's within the error bounds")
 DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?$", re.IGNORECASE)
+#: the environment's default for fuzz --worker-memory (a nightly job sets it once)
+WORKER_MEMORY_ENV = "HARNESS_WORKER_MEMORY"
 
 
 def parse_duration(text: str) -> float:
@@ -22,6 +26,16 @@ def parse_duration(text: str) -> float:
             f"--budget {text!r} is not a duration; use e.g. 90s, 5m, 8h or 1h30m.")
     h, mins, s = m.groups()
     return int(h or 0) * 3600 + int(mins or 0) * 60 + float(s or 0)
+
+
+def parse_size(text: str) -> int:
+    """'4GiB', '512M', '1.5G' or plain bytes -> bytes (binary units: 1K = 1024)."""
+    m = SIZE.match(text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"--worker-memory {text!r} is not a size; use e.g. 4GiB, 512MiB or 0 (no limit).")
+    number, unit = m.groups()
+    return int(float(number) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[unit.upper()])
 
 
 def _paths(text: str | None):
@@ -109,9 +123,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             else:
                 from harness.workers import run_parallel
 
+                memory = {} if args.worker_memory is None else {"memory_limit": args.worker_memory}
                 run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
                              out_dir=out, database=database, max_examples=args.max_examples, lifetimes=lifetimes,
-                             hang_s=args.hang_timeout, result=result, on_record=on_record)
+                             hang_s=args.hang_timeout, result=result, on_record=on_record, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -158,6 +173,7 @@ def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: f
     argv += ["--database", args.database] if args.database else []
     argv += ["--max-examples", str(args.max_examples)] if args.max_examples else []
     argv += ["--no-lifetimes"] if args.no_lifetimes else []
+    argv += ["--worker-memory", str(args.worker_memory)] if args.worker_memory is not None else []
     try:
         result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
     except ClusterError as e:
@@ -385,6 +401,12 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--hang-timeout", type=parse_duration, default=300.0,
                       help="a worker with no progress for this long is killed and its example "
                            "recorded as a hang (default 300s)")
+    fuzz.add_argument("--worker-memory", metavar="SIZE", type=parse_size, default=os.environ.get(WORKER_MEMORY_ENV),
+                      help="with --workers 1 or more: a worker whose resident memory passes SIZE (e.g. 4GiB, 512MiB; 0: no limit) "
+                           "retires after its current example and a fresh worker goes on with its share: "
+                           "no crash is recorded and the counts, log and shrinking are unaffected "
+                           f"(default 4GiB, or ${WORKER_MEMORY_ENV}). torch 2.13's compiled autograd "
+                           "leaks every captured backward graph, about 2.5 MB an example on the compiled path")
     fuzz.add_argument("--no-lifetimes", action="store_true",
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)

@@ -21,6 +21,7 @@ Not in the plain style, by nature:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import hashlib
@@ -34,6 +35,11 @@ import torch
 from harness.spec import FunctionSpec, GraphSpec
 
 _INDENT = "    "
+#: the most recent distinct sources kept compiled and registered with linecache: a campaign
+#: writes new sources for every example, and each linecache entry (~4 kB) would otherwise
+#: stay for the life of the process (about 3 kB an example, gigabytes in a night)
+SOURCES_KEPT = 4096
+_registered: collections.OrderedDict[str, None] = collections.OrderedDict()  # linecache names, oldest first
 
 
 # --- literals ------------------------------------------------------------------------
@@ -417,10 +423,10 @@ def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
     defines at module level; return its class `name`.
 
     The source is registered with linecache, so tracebacks (and Dynamo's graph-break
-    messages) show its lines."""
+    messages) show its lines, as long as it is one of the SOURCES_KEPT most recent."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<plain {name} {digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    _register(filename, source)
     namespace: dict[str, Any] = {"torch": torch}
     exec(_compiled(source, filename), namespace)
     cls = namespace.pop(name)  # the namespace keeps torch and the source's own module-level names
@@ -430,7 +436,17 @@ def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
 
 
 
-@functools.lru_cache(maxsize=4096)
+def _register(filename: str, source: str) -> None:
+    """Put `source` in linecache under `filename`, dropping the least recently registered
+    beyond SOURCES_KEPT."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    _registered[filename] = None
+    _registered.move_to_end(filename)
+    while len(_registered) > SOURCES_KEPT:
+        linecache.cache.pop(_registered.popitem(last=False)[0], None)
+
+
+@functools.lru_cache(maxsize=SOURCES_KEPT)
 def _compiled(source: str, filename: str) -> CodeType:
     """compile(), once per source: a spec's classes are built again for each oracle and run
     (~0.5 ms a compile). Each exec still makes a new class."""

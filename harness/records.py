@@ -11,6 +11,8 @@ Record kinds (each has "kind" and "t", a Unix time):
   example  one checked example: spec hash, per-path outcome, timings, features; the spec
            and report when something failed
   crash    a worker died or hung on an example: its cause and spec
+  retired  a worker passed its memory limit and retired between examples (not a crash;
+           a fresh worker went on): its resident and limit bytes, the examples it checked
   replay   an earlier failure replayed from the example database: still failing or not
   shrunk   a cause's reproducer after shrinking: how it ended, sizes before and after
   reproducer  a cause's reproducer written unshrunk (its shrinking ran out of budget)

@@ -8,6 +8,14 @@ whole and in one file. If a worker dies (a segfault in torch, say) or sends noth
 starts a fresh worker for the remaining budget; the examples the worker had finished are
 already recorded.
 
+A fuzzing worker whose resident memory passes `memory_limit` after an example retires: it
+sends a "retired" record and exits with RETIRED, and the parent starts a fresh worker (the
+next generation, as after a crash) with no crash recorded. A worker always checks one
+example before it may retire, so every generation makes progress. Why: torch 2.13's
+compiled autograd never frees a captured backward graph (known_issues/
+ca_captured_graph_leaked.py), about 2.5 MB an example on the compiled path, so a worker
+of a nightly campaign would otherwise grow until the machine kills it.
+
 The budget: once there are causes to shrink, the workers are asked (SIGUSR1) to stop
 fuzzing at (1 - SHRINK_SHARE) of it, and stopped for good a little after; then one worker,
 started at the beginning so its imports are done, shrinks every new cause over the example
@@ -49,6 +57,11 @@ POLL_S = 0.2
 GRACE_S = 3.0
 #: what the parent sends a fuzzing worker when its time is up: finish the example, then stop
 STOP_SIGNAL = signal.SIGUSR1
+#: a fuzzing worker whose resident memory passes this after an example retires (fuzz --worker-memory)
+DEFAULT_MEMORY_LIMIT = 4 * 2**30
+#: the exit status of a worker that retired: not a crash. 75 is sysexits.h's EX_TEMPFAIL
+#: ("a temporary failure; the user is invited to retry"), which no crash of torch exits with.
+RETIRED = 75
 
 
 @dataclass
@@ -60,15 +73,18 @@ class _Worker:
     current: str | None = None  # the spec of the example it is on (JSON), from its "begin"
     current_choices: str | None = None  # and its choice sequence (base64), to shrink it if the worker dies
     closed: bool = False  # its pipe reached its end: every line it sent is handled
+    examples: int = 0  # the examples it checked (their records handled)
     lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
 
 
 def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device: str,
                  out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
                  hang_s: float = 300.0, result: CampaignResult | None = None,
-                 on_record: OnRecord | None = None) -> CampaignResult:
+                 on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> CampaignResult:
     """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
-    github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database)."""
+    github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database). A fuzzing worker retires after
+    an example once its resident memory passes `memory_limit` bytes (0: never) and a fresh one
+    takes over its share."""
     out_dir = Path(out_dir)
     scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
     result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
@@ -94,7 +110,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
         read_fd, write_fd = os.pipe()
         name = f"w{index}.{generation}" if mode == "fuzz" else "shrink"
         config = {"mode": mode, "name": name, "paths": path_names, "device": device, "lifetimes": lifetimes,
-                  "database": database, "fd": write_fd, "out_dir": str(out_dir),
+                  "database": database, "fd": write_fd, "out_dir": str(out_dir), "memory_limit": memory_limit,
                   # a wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget
                   "ends_at": time.time() + max(1.0, until - time.perf_counter()), **extra}
         config_file = scratch / f"{name}.json"
@@ -109,15 +125,22 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
         threading.Thread(target=_read_lines, args=(read_fd, worker.lines), daemon=True).start()
         return worker
 
-    def fuzz_config(index: int) -> dict[str, Any]:
-        return {"known": sorted(result.failures), "max_examples": per_worker_max,
-                "replay": earlier if index == 0 else []}  # earlier failures first, once
+    checked = {i: 0 for i in range(workers)}  # examples of each worker index, over its generations
+
+    def fuzz_config(index: int, generation: int) -> dict[str, Any]:
+        return {"known": sorted(result.failures),
+                "max_examples": None if per_worker_max is None else per_worker_max - checked[index],
+                "replay": earlier if index == 0 and generation == 0 else [],  # earlier failures first, once
+                "replay_saved": generation == 0}
+
+    def share_left(index: int) -> bool:
+        return per_worker_max is None or checked[index] < per_worker_max
 
     running: list[_Worker] = []
     # started now, so its start-up (importing torch, some seconds) is not taken from shrinking
     shrinker = spawn(0, 0, "shrink", end)
     try:
-        running += [spawn(i, 0, "fuzz", end, **fuzz_config(i)) for i in range(workers)]
+        running += [spawn(i, 0, "fuzz", end, **fuzz_config(i, 0)) for i in range(workers)]
         generations = {i: 0 for i in range(workers)}
         stop_at = end  # until causes to shrink show up after fuzz_end
         while running:
@@ -139,14 +162,17 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                 w.process.wait()
                 _drain(w, record, to_the_end=True)
                 running.remove(w)
-                if code in (0, -int(STOP_SIGNAL)) or (late and not stalled):
-                    continue  # (a worker still starting up when asked to stop ends by the signal)
-                what = (f"hang (no progress for {hang_s:.0f} s)" if stalled else
-                        f"crash (signal {signal.Signals(-code).name})" if code < 0 else f"crash (exit code {code})")
-                _record_crash(w, what, path_names, device, out_dir, scratch, record)
-                if time.perf_counter() < stop_at - 1:
+                checked[w.index] += w.examples
+                if code != RETIRED:
+                    if code in (0, -int(STOP_SIGNAL)) or (late and not stalled):
+                        continue  # (a worker still starting up when asked to stop ends by the signal)
+                    what = (f"hang (no progress for {hang_s:.0f} s)" if stalled else
+                            f"crash (signal {signal.Signals(-code).name})" if code < 0 else f"crash (exit code {code})")
+                    _record_crash(w, what, path_names, device, out_dir, scratch, record)
+                if time.perf_counter() < stop_at - 1 and share_left(w.index):
                     generations[w.index] += 1
-                    running.append(spawn(w.index, generations[w.index], "fuzz", end, **fuzz_config(w.index)))
+                    g = generations[w.index]
+                    running.append(spawn(w.index, g, "fuzz", end, **fuzz_config(w.index, g)))
             time.sleep(POLL_S)
 
         todo = [_failure_config(f) for f in to_shrink(result)]
@@ -197,6 +223,7 @@ def _drain(w: _Worker, record: OnRecord, *, to_the_end: bool = False) -> None:
         else:
             if rec["kind"] == "example":
                 w.current = None
+                w.examples += 1
             record(rec)
 
 
@@ -252,11 +279,41 @@ def _worker_main(config: dict[str, Any]) -> int:
     replay_failures(_failures(config["replay"]), path_list, device, database, lifetimes, until=until, on_record=send)
     stop = [False]
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
-    fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=send,
+    checked = [0]
+    retiring: list[int] = []  # the resident bytes that made it retire
+
+    def on_record(rec: Record) -> None:
+        send(rec)
+        checked[0] += rec["kind"] == "example"
+
+    def should_stop() -> bool:  # asked between examples, never before the first one
+        if not retiring and config["memory_limit"] and checked[0]:
+            resident = resident_bytes()
+            if resident > config["memory_limit"]:
+                retiring.append(resident)
+        return stop[0] or bool(retiring)
+
+    fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=on_record,
          known=set(config["known"]), max_examples=config["max_examples"], worker=config["name"],
          on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json(), "choices": current_choices()}),
-         should_stop=lambda: stop[0])
+         should_stop=should_stop, replay_saved=config["replay_saved"])
+    if retiring and not stop[0]:
+        send({"kind": "retired", "t": now(), "worker": config["name"], "examples": checked[0],
+              "resident_bytes": retiring[0], "limit_bytes": config["memory_limit"]})
+        return RETIRED
     return 0
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux); elsewhere its peak resident memory."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
 if __name__ == "__main__":
