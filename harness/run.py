@@ -335,7 +335,6 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
         with around():
             _backward(built, values, leaves, result, tracker)
         record_hooks("backward")
-        _record_untouched_grads(leaves, result)
     if spec.forward_ad:
         _forward_ad(built, applier, result)
     if tracker is not None:
@@ -465,6 +464,7 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
         loss = _loss(built, values)
     if loss is None or not grad_leaves:
         result.put("backward", "skipped", "nothing requires grad")
+        _record_untouched_grads(leaves, result)
         return
     mode = spec.backward
     backward_inputs = inputs if spec.grad_leaves else None  # without inputs=, as users mostly call it
@@ -481,6 +481,9 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
                 result.put("backward", f"agrad:{name}", g)
     for name, t in grad_leaves:
         result.put("backward", f"grad:{name}", t.grad if t.grad is None else t.grad.clone())
+    # (here, with the backward's other records: a second backward that raises must not leave
+    # the "backward" checkpoint's metadata short of what eager's has)
+    _record_untouched_grads(leaves, result)
     if tracker is not None:
         tracker.record("backward", {**values, **dict(grad_leaves)})
     if mode == "retain":

@@ -162,3 +162,19 @@ def test_a_compiled_forward_must_replay_eagers_side_effects_exactly(code, monkey
     monkeypatch.setattr(dynamo[0], "run", replayed_twice)
     outcome = check(spec, runnable("eager") + dynamo, lifetimes=False).outcomes["dynamo"]
     assert outcome.status == "failed" and [m.role for m in outcome.mismatches] == ["side_effects"], outcome
+
+
+def test_a_second_backward_that_raises_leaves_the_first_backwards_metadata_whole():
+    """The compiled-path audit's spec (torch 2.15.0, stop 19): on the variant past
+    ca-unpack-hook-create-graph, compiled autograd raises at double_backward
+    (ca-none-gradient-accumulated). The backward checkpoint, which both runs completed, must hold
+    the same metadata as eager's: grad_is_none of a leaf that does not require grad was recorded
+    only after the second backward, so it was missing there and reported as a difference."""
+    from pathlib import Path
+
+    from harness.spec import load_spec
+
+    spec = load_spec(str(Path(__file__).parent.parent / "docs/func_repros/compiled_double_backward_error_meta_0028c695.json"))
+    outcome = check(spec, [paths.get("compiled")]).outcomes["compiled"]
+    assert outcome.status == "ok", outcome.reason
+    assert "grad_is_none:x1" in outcome.result.values["meta:backward"]
