@@ -200,7 +200,11 @@ class CampaignResult:
             self.examples += 1
             self._add_failure(record["cause"], record, set(record["paths"]))
         elif kind == "replay":
-            self.failures[record["cause"]].replay = record["result"]
+            f = self.failures[record["cause"]]
+            # Hypothesis drops an example that no longer fails from its cause's corpus, so a later
+            # resume of the campaign finds it "not saved": the earlier "fixed" stands
+            if not (record["result"] == "not saved" and f.replay == "fixed"):
+                f.replay = record["result"]
         elif kind == "shrunk":
             f = self.failures[record["cause"]]
             f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]

@@ -64,3 +64,22 @@ def test_a_killed_campaign_resumes_with_nothing_lost(tmp_path):
     replayed = {r["cause"]: r["result"] for r in second[:first_example] if r["kind"] == "replay"}
     assert replayed == {s: "still fails" for s, f in killed.failures.items() if f.shrinkable}
     assert (out / "report.html").exists() and (out / "report.md").exists()
+
+
+def test_a_failure_found_fixed_on_one_resume_stays_fixed_on_the_next():
+    """A resumed campaign replays its earlier failures first. Hypothesis drops an example that no
+    longer fails from its cause's corpus, so the next resume finds nothing under the cause: the
+    summary must still say "fixed", not "not saved"."""
+    from harness.spec import GraphSpec
+
+    cause = "error vs math at backward error (TypeError)"
+    example = {"kind": "example", "t": 2.0, "worker": "w0.0", "hash": "0" * 16, "backward": True,
+               "gradcheck": "skipped", "generate_ms": 1.0, "check_ms": 1.0, "features": {},
+               "outcomes": {"eager": {"status": "failed", "cause": cause}},
+               "spec": GraphSpec().to_json(), "report": "[eager] raised"}
+    start = {"kind": "start", "t": 1.0, "paths": ["eager"], "device": "cpu", "lifetimes": True, "budget_s": 60.0}
+    records = [start, example, {**start, "t": 3.0}, {"kind": "replay", "t": 4.0, "cause": cause, "result": "fixed"},
+               {**start, "t": 5.0}, {"kind": "replay", "t": 6.0, "cause": cause, "result": "not saved"}]
+    assert CampaignResult.from_records(records).failures[cause].replay == "fixed"
+    still = records[:4] + [{**start, "t": 5.0}, {"kind": "replay", "t": 6.0, "cause": cause, "result": "still fails"}]
+    assert CampaignResult.from_records(still).failures[cause].replay == "still fails"
