@@ -1290,14 +1290,31 @@ def _requires_grad_came_back(spec: GraphSpec, result: RunResult, mismatches: lis
 
 
 def _marked_outputs_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
-    tainted = Dataflow(spec).downstream(_marks_on_the_real_ctx_lost(spec))
+    lost = _marks_on_the_real_ctx_lost(spec)
+    tainted = Dataflow(spec).downstream(lost)
     if m.checkpoint in ("forward", "meta:forward"):
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in tainted
     # the output now requires grad, so it joins the loss: a backward runs where eager's had none,
-    # and what it records (gradients, and their strides under meta:) is on this side only
+    # and what it records (gradients, and their strides under meta:) is on this side only; when
+    # that backward is one that eager skips and it returns invalid results on purpose, the path
+    # raises autograd's error for them at backward, where eager raised nothing (or later)
     return m.checkpoint in ("backward", "meta:backward") and (
         m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook")
-        or m.role.startswith("stride:") and m.detail.startswith("expected '<absent>', got "))
+        or m.role.startswith("stride:") and m.detail.startswith("expected '<absent>', got ")
+        or m.role == "error" and _skipped_invalid_backward_raised(spec, lost, m))
+
+
+def _skipped_invalid_backward_raised(spec: GraphSpec, lost: set[str], m: Mismatch) -> bool:
+    """The path raised autograd's error for the deliberate invalid results of Function n's
+    backward, which eager never calls (its outputs that reach the loss are all marked
+    non-differentiable, and the marks are among those lost)."""
+    detail = m.detail.removeprefix(f"{m.path} ")  # "<path> raised ...; eager ran without error"
+    raised = _PATH_RAISED_DOCUMENTED_BACKWARD_ERROR.match(detail)
+    if raised is None:
+        return False
+    n = int(raised.group(1))
+    return (n < len(spec.functions) and spec.functions[n].error is not None and not _backward_runs(spec, n)
+            and any(ref.startswith(f"f{n}.") for ref in lost))
 
 
 def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
@@ -1317,6 +1334,9 @@ def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
 _DOCUMENTED_BACKWARD_ERROR = re.compile(
     r"[Ff]unction \w+Backward returned (an incorrect number of gradients|a gradient different than None at "
     r"position \d+, but the corresponding forward input was not a Variable|an invalid gradient at index \d+)")
+#: the same error, raised by the path itself (a Mismatch's detail), with the Function's number
+_PATH_RAISED_DOCUMENTED_BACKWARD_ERROR = re.compile(
+    r"^raised RuntimeError at backward: " + _DOCUMENTED_BACKWARD_ERROR.pattern.replace(r"\w+Backward", r"F(\d+)Backward"))
 
 
 def _invalid_backward_runs(spec: GraphSpec) -> bool:
@@ -1850,7 +1870,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=_marked_outputs_and_what_follows,
         damages=("requires_grad, grad_fn and is_leaf of the marked outputs and of what is computed from "
                  "them; at backward, a backward that eager skipped (nothing else required grad): what it records, "
-                 "gradient strides included"),
+                 "gradient strides included, and autograd's error for its invalid results if it returns them"),
         workaround=_differentiable_after_all,
     ),
     KnownIssue(

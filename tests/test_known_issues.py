@@ -413,3 +413,26 @@ def test_the_skipped_saver_script_kept_in_func_repros_reproduces_where_the_entry
                          timeout=300)
     assert run.returncode == (1 if issue.affects_installed_torch() else 0), run.stdout + run.stderr
     assert ("REPRODUCED" in run.stdout) == issue.affects_installed_torch(), run.stdout
+
+
+# --- dynamo-fallback-drops-mark-non-differentiable: a skipped backward's deliberate error --------
+
+
+@pytest.mark.parametrize("name", ["dynamo_fallback_skipped_backward_raises_68701d32.json",
+                                  "dynamo_fallback_skipped_backward_raises_50eca82c.json"])
+def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_checked_past_it(name):
+    """The dynamo audit's specs (docs/func_repros/, stop 20): a Function whose one output is
+    marked non-differentiable returns too few gradients on purpose. Eager never calls that
+    backward; through Dynamo's eager fallback the mark is lost, so the backward runs and raises
+    autograd's error. That error is the entry's damage, and the rest is checked on its workaround."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros" / name))
+    outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    issue = next(k for k in KNOWN_ISSUES if k.id == "dynamo-fallback-drops-mark-non-differentiable")
+    if issue.affects_installed_torch():
+        assert outcome.status == "ok" and issue.id in outcome.known, outcome.reason
+        # the workaround variant ran its backward, and the deliberate error was raised there on both sides
+        assert outcome.result.status == "error" and outcome.result.error_checkpoint == "backward"
+    else:
+        assert outcome.status == "ok", outcome.reason
