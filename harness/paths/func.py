@@ -35,6 +35,7 @@ Documented limits (docs/func.md cites each) are `unsupported` before running (LI
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Callable, Sequence
 
 import torch
@@ -172,12 +173,32 @@ def runs_phase(transform: Transform, checkpoint: str) -> bool:
     return True
 
 
+def raises_as_eager(spec: GraphSpec, transform: Transform, reference: RunResult) -> bool:
+    """Must the transform raise the error eager raised (`reference`)? Not where it does not run
+    eager's phase, and not for a deliberate gradient of the wrong shape for an input the
+    transform does not differentiate: torch checks a Function's gradients against its inputs'
+    edges, and skips an input without one (torch/csrc/autograd/engine.cpp, validate_outputs:
+    `if (!edge.is_valid()) continue`). Eager's leaves outside a partial backward's `grad_leaves`
+    still require grad, so eager checks them; under the transform they are constants."""
+    if not runs_phase(transform, reference.error_checkpoint):
+        return False
+    wrong_shape = re.match(r"^[Ff]unction F(\d+)Backward returned an invalid gradient at index \d+ - got .* "
+                           r"but expected shape compatible", str(reference.error))
+    if wrong_shape is None or int(wrong_shape[1]) >= len(spec.functions):
+        return True
+    fn = spec.functions[int(wrong_shape[1])]
+    if fn.error != "grad_shape":
+        return True
+    differentiated = Dataflow(spec).requires_grad_from(set(chosen_leaves(spec)))
+    return differentiated[fn.args[fn.float_slots[0]].ref]  # the slot build._break gives the wrong shape
+
+
 def unreached(spec: GraphSpec, transform: Transform, reference: RunResult) -> set[tuple[str, str]]:
-    """The roles the path observes that `reference` never computed: it raised in a phase the
-    transform does not run (eager's backward error, the spec's deliberate one or torch's
-    version-counter error, under jvp or jacfwd), so its later checkpoints never ran (eager
-    runs forward AD last). The math oracle, which never raises there, judges them alone."""
-    if reference.status != "error" or runs_phase(transform, reference.error_checkpoint):
+    """The roles the path observes that `reference` never computed: it raised an error the
+    transform does not (`raises_as_eager`: eager's backward error, the spec's deliberate one or
+    torch's version-counter error, under jvp or jacfwd), so its later checkpoints never ran
+    (eager runs forward AD last). The math oracle, which never raises there, judges them alone."""
+    if reference.status != "error" or raises_as_eager(spec, transform, reference):
         return set()
     stopped = CHECKPOINTS.index(reference.error_checkpoint)
     return {(c, r) for c, r in observed_roles(spec, transform) if CHECKPOINTS.index(c) >= stopped}
@@ -190,10 +211,10 @@ def narrowed(spec: GraphSpec, transform: Transform, reference: RunResult) -> Run
     for an input the outputs do not depend on, and jvp's `safe_unpack_dual` gives
     `torch.zeros_like(primal)` to an output without a tangent)."""
     keep = observed_roles(spec, transform)
-    if reference.status == "error" and not runs_phase(transform, reference.error_checkpoint):
-        # eager raised in a phase this path does not run (a backward error under jvp, jacfwd
-        # or vmap): what ran before it is the reference, and what it never reached is
-        # `unreached`
+    if reference.status == "error" and not raises_as_eager(spec, transform, reference):
+        # eager raised an error this path does not (a backward error under jvp, jacfwd or vmap,
+        # a wrong-shaped gradient for a leaf the transform holds constant): what ran before it
+        # is the reference, and what it never reached is `unreached`
         reference = dataclasses.replace(reference, status="ok", error=None, error_checkpoint="")
     leaves = {f"x{i}": leaf for i, leaf in enumerate(spec.leaves)}
     tensors: dict[str, dict[str, torch.Tensor | None]] = {}

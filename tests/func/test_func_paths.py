@@ -243,3 +243,21 @@ def test_forward_mode_past_eagers_backward_error_is_judged_by_math(name: str, er
     monkeypatch.setattr(func, "observe", wrong)
     outcome = check(spec, [paths.get(name)], lifetimes=False).outcomes[name]
     assert outcome.status == "failed" and {m.against for m in outcome.mismatches} == {"math"}, outcome
+
+
+@pytest.mark.parametrize("chosen, raises", [((1,), False), ((0,), True)], ids=["constant", "differentiated"])
+@pytest.mark.parametrize("name", ["func.grad", "func.vjp", "func.jacrev"])
+def test_a_wrong_shaped_gradient_raises_under_a_transform_only_for_a_differentiated_input(
+        name: str, chosen: tuple[int, ...], raises: bool) -> None:
+    """The spec's deliberate wrong-shaped gradient goes to input 0 (x0). Eager's partial
+    backward over `grad_leaves` still checks it (x0 requires grad: its edge is valid); under a
+    transform that differentiates x1 alone, x0 is a constant, the Function has no edge for it
+    and torch checks nothing there (engine.cpp, validate_outputs). Found by the stop-20 func audit."""
+    spec = dataclasses.replace(_with(error="grad_shape"), forward_ad=False, grad_leaves=chosen)
+    eager = check(spec, [paths.get("eager")], lifetimes=False).outcomes["eager"]
+    assert eager.status == "ok" and eager.result.status == "error", eager  # eager raises either way
+    outcome = check(spec, [paths.get(name)], lifetimes=False).outcomes[name]
+    assert outcome.status == "ok", outcome
+    assert (outcome.result.status == "error") == raises, outcome.result.describe_error()
+    if not raises:  # its gradient of x1 was computed, and judged by the math oracle
+        assert outcome.result.tensors["backward"], outcome.result.tensors
