@@ -288,3 +288,24 @@ def test_fuzz_campaign_over_eager_compiled_dynamo(tmp_path):
         total = counts["ok"] + counts["failed"] + counts["stopped_by_known"] + sum(counts["unsupported"].values())
         assert total == summary["examples"] > 0
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_isolated_skips_only_the_guard_latency_profile_and_guards_still_run() -> None:
+    """Inside `isolated`, Dynamo's guard-latency measurement (metrics only) is skipped; the
+    guards still decide: a call that breaks one recompiles. Outside, torch's own is back."""
+    import torch._dynamo.guards as guards
+    from torch._dynamo.testing import CompileCounter
+
+    from harness.paths.compiled import isolated
+
+    own = guards.profile_guard_manager
+    counter = CompileCounter()
+    with isolated():
+        assert guards.profile_guard_manager is not own
+        fn = torch.compile(lambda x: x * 2, backend=counter, dynamic=False)
+        fn(torch.ones(2))
+        fn(torch.ones(2))
+        assert counter.frame_count == 1  # the guards held
+        fn(torch.ones(3))
+        assert counter.frame_count == 2  # a shape guard failed: recompiled
+    assert guards.profile_guard_manager is own
