@@ -482,15 +482,17 @@ def _unpacked_strings(spec: GraphSpec) -> set[tuple[str, str]]:
 
 
 def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
-    """Functions with generate_vmap_rule and a jvp (harness/build.py saves the inputs of its
-    nonlinear terms for forward AD) that save their output or an intermediate for backward,
-    whose backward runs under grad(vmap)."""
+    """Functions with generate_vmap_rule and a jvp that save an input for forward AD
+    (harness/build.py saves the inputs of its nonlinear terms and its masks there) and their
+    output or an intermediate for backward, whose backward runs under grad(vmap) (as in eager,
+    or because func-grad-vmap-mark-non-differentiable-lost made it run)."""
     if not _eager_backward_runs(spec):
         return set()
     flow = Dataflow(spec)
     return {n for n, fn in enumerate(spec.functions)
-            if fn.vmap and fn.jvp and fn.nonlinear_slots and {"outputs", "intermediates"} & set(fn.save)
-            and flow.backward_runs(n)}
+            if fn.vmap and fn.jvp and (fn.nonlinear_slots or fn.mask_slots)
+            and {"outputs", "intermediates"} & set(fn.save)
+            and (flow.backward_runs(n) or n in _marks_lost_by_vmap(spec))}
 
 
 def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
@@ -508,6 +510,43 @@ def _dirty_outputs_vmapped(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
     """(Function, output) of each input marked dirty by a Function with generate_vmap_rule."""
     return tuple((n, k) for n, fn in enumerate(spec.functions) if fn.vmap
                  for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
+def _marks_lost_by_vmap(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule whose backward eager never calls, but grad(vmap) does:
+    they have a node there (an input depends on a differentiated leaf), and an output marked
+    non-differentiable, which the lost mark lets require grad, is read by a Function whose
+    backward runs (the engine then calls theirs, whatever gradient it gets)."""
+    if not _eager_backward_runs(spec):
+        return set()
+    from harness.paths.func import chosen_leaves  # the path module imports this one's users
+
+    flow = Dataflow(spec)
+    differentiated = flow.requires_grad_from(set(chosen_leaves(spec)))
+    read_by_a_backward = {a.ref for m, fn in enumerate(spec.functions) if flow.backward_runs(m)
+                          for a in fn.args if a.ref is not None}
+    return {n for n, fn in enumerate(spec.functions)
+            if fn.vmap and not flow.backward_runs(n) and any(differentiated[a.ref] for a in fn.args if a.ref is not None)
+            and any(fn.outputs[k].non_differentiable and f"f{n}.{k}" in read_by_a_backward for k in fn.tensor_outputs)}
+
+
+def _vmapped_backward_of_lost_marks_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The path raised at backward from the vmapped twin of such a Function (torch names it
+    "VmappedF<n>Generated": its backward, or a saved tensor it unpacks)."""
+    named = re.search(r"VmappedF(\d+)Generated", str(result.error))
+    return (result.status == "error" and result.error_checkpoint == "backward" and named is not None
+            and int(named[1]) in _marks_lost_by_vmap(spec))
+
+
+def _marks_lost_by_vmap_harmless(spec: GraphSpec) -> GraphSpec:
+    """Those Functions' backwards raise nothing when they run: no deliberate invalid results,
+    and what they save is not modified after the forward (the marks are still lost, but the
+    generated backward ignores a marked output's gradient, so every value is compared)."""
+    lost = _marks_lost_by_vmap(spec)
+    read = {r for n in lost for r in [*(f"f{n}.{k}" for k in spec.functions[n].tensor_outputs),
+                                       *(a.ref for a in spec.functions[n].args if a.ref is not None)]}
+    spec = dataclasses.replace(spec, mutated_outputs=tuple(r for r in spec.mutated_outputs if r not in read))
+    return _without_errors(lambda n, fn: n in lost)(spec)
 
 
 def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
@@ -2044,6 +2083,24 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",
         workaround=_saving_no_fresh_tensors,
+    ),
+    KnownIssue(
+        id="func-grad-vmap-mark-non-differentiable-lost",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True loses "
+               "ctx.mark_non_differentiable: vmapify_autograd_function (torch/_functorch/autograd_function.py) "
+               "runs the user's setup_context on outputs re-wrapped as new BatchedTensors, so the mark lands on a "
+               "wrapper; the output gets a gradient and the backward receives it (grad(vmap) differs from grad, "
+               "vmap(grad) and eager, with no error; the cause of func-vmap-mark-dirty)"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
+        reproducer="func_grad_vmap_mark_non_differentiable_lost.py",
+        trigger=lambda spec: bool(_marks_lost_by_vmap(spec)),
+        witness=_vmapped_backward_of_lost_marks_raised,
+        damage=error_at("backward"),
+        damages=("the error at backward: a backward eager never calls runs and raises (its deliberate invalid "
+                 "results, or torch's version-counter error for a saved output modified after the forward); "
+                 "the forward is still compared"),
+        workaround=_marks_lost_by_vmap_harmless,
     ),
     KnownIssue(
         id="func-vmap-mark-dirty",

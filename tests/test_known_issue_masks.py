@@ -203,6 +203,12 @@ CASES = {
     "func-grad-vmap-saved-output-and-forward": ("func.grad_vmap", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs", "outputs"), style="setup_context", vmap=True, jvp=True),
         fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
+    # F0's outputs are marked non-differentiable and its backward returns too few gradients: eager
+    # never calls it; under grad(vmap) the marks are lost, F1's backward reaches F0's, and it raises
+    "func-grad-vmap-mark-non-differentiable-lost": ("func.grad_vmap", graph(
+        fn(X0, outputs=(dataclasses.replace(SIN0, non_differentiable=True), OutputSpec("compute", bias=0.5,
+           non_differentiable=True)), save=("inputs",), style="setup_context", vmap=True, error="grad_count"),
+        fn(Arg("f0.0"), X1, outputs=(lin(1),), style="setup_context", vmap=True)), (1, 1), None),
     "func-vmap-mark-dirty": ("func.vmap_grad", graph(
         fn(Arg("x0", clone=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0), lin(1)), style="setup_context",
            vmap=True),
