@@ -177,6 +177,9 @@ class CampaignResult:
     generate_ms: float = 0.0
     sessions: int = 0
     budget_s: float = 0.0
+    #: workers retired at their memory limit (fuzz --worker-memory): count, largest resident bytes
+    retirements: int = 0
+    retired_resident_bytes: int = 0
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
     _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
@@ -211,6 +214,9 @@ class CampaignResult:
             f.shrink, f.reproducer = record["result"], record.get("reproducer")
         elif kind == "reproducer":
             self.failures[record["cause"]].reproducer = record["reproducer"]
+        elif kind == "retired":
+            self.retirements += 1
+            self.retired_resident_bytes = max(self.retired_resident_bytes, record["resident_bytes"])
 
     def _add_example(self, record: Record) -> None:
         self.examples += 1
@@ -288,6 +294,8 @@ class CampaignResult:
             "gradcheck": dict(self.gradcheck),
             "paths": {name: self.counts.get(name, PathCounts()).as_json(self.examples) for name in self.paths},
             "known_torch_issues": dict(self.known),
+            "worker_retirements": self.retirements,
+            "retired_resident_bytes": self.retired_resident_bytes,
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
                           "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json(),
                           "size_before": f.size_before, "size_after": f.size, "shrink": f.shrink,
@@ -301,6 +309,8 @@ class CampaignResult:
                      data["seconds"], data.get("fuzz_seconds", data["seconds"]), lifetimes=data["lifetimes"],
                      gradcheck=collections.Counter(data["gradcheck"]))
         result.counts = {name: PathCounts.from_json(c) for name, c in data["paths"].items()}
+        result.retirements = data.get("worker_retirements", 0)
+        result.retired_resident_bytes = data.get("retired_resident_bytes", 0)
         for f in data["failures"]:
             result.failures[f["signature"]] = Failure(
                 f["signature"], GraphSpec.from_json(f["spec"]), f["report"], f["count"], f["reproducer"],
@@ -312,6 +322,8 @@ class CampaignResult:
         merging shards' logs record by record gives the same."""
         self.examples += other.examples
         self.with_backward += other.with_backward
+        self.retirements += other.retirements
+        self.retired_resident_bytes = max(self.retired_resident_bytes, other.retired_resident_bytes)
         self.gradcheck.update(other.gradcheck)
         self.inputs.update(other.inputs)
         for axis, counter in other.coverage.items():
@@ -352,6 +364,8 @@ class CampaignResult:
         g = self.gradcheck
         lines += ["", f"float64 gradcheck (examples of at most {CAMPAIGN_GRADCHECK_ELEMENTS} input elements): "
                       f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"]
+        if self.retirements:
+            lines += ["", f"worker retirements: {self.retirements} ({self.retirements_note()})"]
         if self.failures:
             lines += ["", f"{len(self.failures)} distinct failure cause(s):"]
             for f in self.failures.values():
@@ -363,6 +377,11 @@ class CampaignResult:
         else:
             lines += ["", "no failures"]
         return "\n".join(lines)
+
+
+    def retirements_note(self) -> str:
+        return (f"a worker reached its memory limit, largest resident {self.retired_resident_bytes / 2**30:.2f} GiB, "
+                f"and a fresh one went on; docs/worker_memory.md")
 
 
 def shrink_note(f: Failure) -> str:

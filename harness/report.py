@@ -49,6 +49,7 @@ def _summary_rows(r: CampaignResult) -> list[tuple[str, str]]:
                                  f"check {_per(r.check_ms, r.examples)} ms"),
             ("lifetime oracle", "on" if r.lifetimes else "off"),
             ("float64 gradcheck", f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"),
+            ("worker retirements", f"{r.retirements} ({r.retirements_note()})" if r.retirements else "0"),
             ("failure causes", str(len(r.failures))),
             ("known torch issues hit", ", ".join(f"{k} ({n})" for k, n in sorted(r.known.items())) or "none")]
 

@@ -44,6 +44,10 @@ def test_a_worker_over_its_memory_limit_retires_and_a_fresh_one_goes_on(tmp_path
     # the counts are the log's
     rebuilt = CampaignResult.from_records(records)
     assert summary["examples"] == rebuilt.examples == EXAMPLES
+    # the retirements are counted, and the summary and the report say so
+    assert summary["worker_retirements"] == rebuilt.retirements == EXAMPLES - 1
+    assert f"worker retirements: {EXAMPLES - 1} (" in done.stdout
+    assert f"| worker retirements | {EXAMPLES - 1} (" in (out / "report.md").read_text()
     assert summary["paths"] == rebuilt.as_json()["paths"]
     eager = summary["paths"]["eager"]
     assert eager["checked"] + eager["stopped_by_known"] + sum(eager["unsupported"].values()) == EXAMPLES
