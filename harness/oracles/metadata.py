@@ -33,8 +33,9 @@ What torch promises, per path family, and so what is compared exactly:
   aliases at run time so that `._base` and requires_grad match eager
   (torch/_functorch/_aot_autograd/schemas.py, `OutputType`), except for a custom Function's
   view of a graph intermediate (a dirty view input, `Arg.view`), which AOT returns as a
-  plain output by design (`custom_function_view`). `_version` is not: AOT
-  functionalizes mutations, and a dirty output here is an intermediate (a clone made
+  plain output by design (`custom_function_view`), and a custom Function's view of an
+  intermediate that does not require grad while the view does (AOT regenerates an alias of
+  an intermediate only when both require grad). `_version` is not: AOT functionalizes mutations, and a dirty output here is an intermediate (a clone made
   inside the compiled region). requires_grad, grad_fn and is_leaf are autograd's view of
   the outputs, which the compiled region must reproduce. When the spec asks for
   torch.jit.trace, eager's forward is a trace and dynamo's is a compile: forward keys are
@@ -53,6 +54,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+from harness.dataflow import Dataflow
 from harness.oracles.compare import EXACT, Mismatch, compare
 from harness.run import CHECKPOINTS, META, RunResult
 from harness.spec import GraphSpec
@@ -76,12 +78,21 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         # forward; AOT Autograd returns a custom Function's view of a graph intermediate as a
         # plain output by design (torch/_functorch/_aot_autograd/schemas.py, OutputType
         # custom_function_view and unsafe_view_alias, Note [Intermediate Bases Optimization])
-        # (and so are the views later Functions return of such an output: their base differs too)
+        # (and so are the views later Functions return of such an output: their base differs too).
+        # Nor does AOT regenerate an output's alias of a graph intermediate unless "both the
+        # intermediate base and the output require gradients" (collect_metadata_analysis.py, Note
+        # [AOT Autograd: outputs aliasing inputs or intermediates!]): a custom Function's view of
+        # an intermediate that does not require grad, itself requiring grad (another input does),
+        # comes back a view of another tensor on the same storage.
+        requires_grad = Dataflow(spec).requires_grad
         views_of_intermediates: set[str] = set()
         for n, fn in enumerate(spec.functions):
             for k, o in enumerate(fn.outputs):
-                if (o.kind == "dirty" and fn.args[o.slot].view or o.kind in ("view", "input")
-                        and fn.args[o.slot].ref in views_of_intermediates):
+                base = fn.args[o.slot].ref if o.kind in ("view", "input", "dirty") else None
+                if (o.kind == "dirty" and fn.args[o.slot].view
+                        or o.kind in ("view", "input") and base in views_of_intermediates
+                        or o.kind == "view" and base.startswith("f") and not requires_grad[base]
+                        and requires_grad[f"f{n}.{k}"]):
                     views_of_intermediates.add(f"f{n}.{k}")
         not_compared = {f"alias:{ref}" for ref in views_of_intermediates}
         return lambda checkpoint, role: role not in not_compared and role.startswith(
