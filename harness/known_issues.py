@@ -28,7 +28,7 @@ import torch
 
 from harness.dataflow import Dataflow, base_ref, differentiable, reads
 from harness.oracles.compare import Mismatch
-from harness.oracles.math import saved_mutated_outputs, version_error_expected
+from harness.oracles.math import VERSION_ERROR, saved_mutated_outputs, version_error_expected
 from harness.run import RunResult
 from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
 
@@ -532,10 +532,17 @@ def _marks_lost_by_vmap(spec: GraphSpec) -> set[int]:
 
 def _vmapped_backward_of_lost_marks_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """The path raised at backward from the vmapped twin of such a Function (torch names it
-    "VmappedF<n>Generated": its backward, or a saved tensor it unpacks)."""
-    named = re.search(r"VmappedF(\d+)Generated", str(result.error))
-    return (result.status == "error" and result.error_checkpoint == "backward" and named is not None
-            and int(named[1]) in _marks_lost_by_vmap(spec))
+    "VmappedF<n>Generated": its backward, or a saved tensor it unpacks), or torch's version-counter
+    error for a value modified after the forward that only such a Function saved."""
+    if result.status != "error" or result.error_checkpoint != "backward":
+        return False
+    lost, message = _marks_lost_by_vmap(spec), str(result.error)
+    named = re.search(r"VmappedF(\d+)Generated", message)
+    if named is not None:
+        return int(named[1]) in lost
+    flow = Dataflow(spec)
+    return (VERSION_ERROR.search(message) is not None and not version_error_expected(spec)
+            and bool(saved_mutated_outputs(spec, backward_runs=lambda n: flow.backward_runs(n) or n in lost)))
 
 
 def _marks_lost_by_vmap_harmless(spec: GraphSpec) -> GraphSpec:
@@ -2024,6 +2031,11 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                     for c in ("", "+dynamo")),
         reproducer="func_function_vjp_ignored.py",
         trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(spec),
+        # grad(vmap) also calls the backward of a Function whose lost marks let it run there
+        # (func-grad-vmap-mark-non-differentiable-lost)
+        path_triggers={f"func.grad_vmap{c}": lambda spec: _eager_backward_runs(spec) and (
+            _vjp_backward_runs(spec) or any(spec.functions[n].backward_method == "vjp" for n in _marks_lost_by_vmap(spec)))
+            for c in ("", "+dynamo")},
         witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",
