@@ -242,14 +242,15 @@ def _misrouted_gradients(spec: GraphSpec) -> frozenset[str]:
                                for s in (spec.functions[n].tensor_slots[0], view)))
 
 
-def _backward_runs_misrouted(spec: GraphSpec) -> Callable[[int], bool]:
+def _backward_runs_misrouted(spec: GraphSpec, inputs_given: bool = False) -> Callable[[int], bool]:
     """Which Functions' backward torch runs with the misrouting. Given inputs (autograd.grad,
-    backward(inputs=...)), the engine runs only the nodes with an edge leading to an input
-    (engine.cpp, GraphTask::init_to_execute); the CopySlices over each such Function has the
-    view's base's edge in place of the first tensor input's, so a node that led to an input
-    only through that first input is not run. Without inputs every node in the loss runs."""
+    backward(inputs=...), and always under a torch.func gradient transform: `inputs_given`),
+    the engine runs only the nodes with an edge leading to an input (engine.cpp,
+    GraphTask::init_to_execute); the CopySlices over each such Function has the view's base's
+    edge in place of the first tensor input's, so a node that led to an input only through that
+    first input is not run. Without inputs every node in the loss runs."""
     flow = Dataflow(spec)
-    if not (spec.backward in ("grad", "double") or spec.grad_leaves):
+    if not (inputs_given or spec.backward in ("grad", "double") or spec.grad_leaves):
         return flow.backward_runs
     chosen = set(spec.grad_leaves) or {i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad}
     leads = flow.leads_to(chosen, cut=frozenset((n, spec.functions[n].tensor_slots[0])
@@ -322,8 +323,23 @@ def _misrouted_gradient_seen(spec: GraphSpec, result: RunResult, mismatches: lis
             or path_family(result.path) == "compiled" and _none_into_a_base_with_grad(spec)
             and raised("backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
             or _saved_mutated_outputs_never_unpacked(spec) and _version_error_not_raised(result, mismatches)
+            or path_family(result.path).startswith("func") and result.status != "error"
+            and _deliberate_error_of_a_pruned_backward_not_raised(spec, mismatches)
             or any(m.checkpoint == "backward" and _gradient_record_of(spec, _misrouted_gradients(spec), m)
                    for m in mismatches))
+
+
+def _deliberate_error_of_a_pruned_backward_not_raised(spec: GraphSpec, mismatches: list[Mismatch]) -> bool:
+    """Eager's backward (every node in the loss) raised the deliberate error of Function m, whose
+    node a torch.func gradient transform (given the chosen leaves as inputs) does not run: the
+    misrouted edge was its only way to them."""
+    runs = _backward_runs_misrouted(spec, inputs_given=True)
+    for m in mismatches:
+        raised_by = re.match(r"^eager raised RuntimeError at backward: [Ff]unction F(\d+)Backward ", m.detail)
+        if (m.role == "error" and m.checkpoint == "backward" and raised_by is not None
+                and _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and not runs(int(raised_by[1]))):
+            return True
+    return False
 
 
 def _misrouted_gradient_damage(spec: GraphSpec, m: Mismatch) -> bool:
