@@ -185,12 +185,22 @@ class Dataflow:
             self.spec, frozenset(i for i, leaf in enumerate(self.spec.leaves) if leaf.dtype is None))
 
     @functools.cached_property
+    def forward_ad_under_func(self) -> "ForwardAD":
+        """forward_ad as torch.func.jvp runs it: every float leaf has a tangent, and no output
+        loses its tangent to the early `return` (functorch's jvp rule for a custom Function
+        sets each output's tangent itself; seen on 2.13.0, a later output keeps its tangent)."""
+        return _simulate_forward_ad(
+            self.spec, frozenset(i for i, leaf in enumerate(self.spec.leaves) if leaf.dtype is None),
+            early_return=False)
+
+    @functools.cached_property
     def forward_ad_of_grad_leaves(self) -> "ForwardAD":
         """Only the leaves whose gradients eager computes have a tangent: torch.func.jacfwd
         differentiates just those (harness/paths/func.py, chosen_leaves: a partial backward's
-        grad_leaves, else every leaf that requires grad), the rest are constants."""
+        grad_leaves, else every leaf that requires grad), the rest are constants. No early
+        `return` (as forward_ad_under_func)."""
         chosen = self.spec.grad_leaves or [i for i, leaf in enumerate(self.spec.leaves) if leaf.requires_grad]
-        return _simulate_forward_ad(self.spec, frozenset(chosen))
+        return _simulate_forward_ad(self.spec, frozenset(chosen), early_return=False)
 
 
 @dataclass(frozen=True)
@@ -214,7 +224,7 @@ class ForwardAD:
     dropped: frozenset[str]
 
 
-def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int]) -> ForwardAD:
+def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int], early_return: bool = True) -> ForwardAD:
     has = {r for r in spec.value_refs() if r.startswith("x") and int(base_ref(r)[1:]) in tangent_leaves}
     asserts: list[tuple[int, int]] = []
     early: list[tuple[int, int]] = []
@@ -239,7 +249,7 @@ def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int]) -> For
                 asserts.append((n, k))  # the forward raises here: nothing after it runs
                 return ForwardAD(frozenset(has), tuple(asserts), tuple(early), frozenset(dropped))
             has.add(ref)
-            if out.kind in ("input", "view"):
+            if out.kind in ("input", "view") and early_return:
                 early.append((n, k))
                 later = {f"f{n}.{j}" for j in fn.tensor_outputs if j > k and differentiable(fn, j)}
                 dropped |= later

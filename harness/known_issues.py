@@ -395,8 +395,8 @@ def _assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
 
 def _jvp_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
     """func.jvp gives every leaf a tangent, as eager, and runs forward AD whatever
-    `spec.forward_ad` says (harness/paths/func.py)."""
-    return Dataflow(spec).forward_ad.asserts
+    `spec.forward_ad` says (harness/paths/func.py); without eager's early return."""
+    return Dataflow(spec).forward_ad_under_func.asserts
 
 
 def _jacfwd_assert_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:

@@ -276,3 +276,39 @@ def test_a_func_path_reproducer_runs_standalone(tmp_path) -> None:
     script = write_reproducer(SPEC, ["func.grad"], "cpu", verdict.report(), tmp_path / "repro.py", verdict=verdict)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+
+
+def test_torch_func_keeps_the_tangents_eager_forward_ad_drops_after_an_as_is_output() -> None:
+    """Eager forward AD drops every tangent after an output returned as-is from an input without
+    one (fwad-view-drops-later-tangents); torch.func's jvp rule for a custom Function does not,
+    which the func paths' forward-AD model (Dataflow.forward_ad_under_func) assumes: a later
+    Function then sees that tangent, and its own as-is output can assert (the 2.13.0 func audit's
+    jacfwd cause, docs/func_repros/jacfwd_as_is_no_tangent_after_kept_tangent_500e4a9c.json)."""
+    class AsIsThenDouble(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(c, x):
+            return c.view_as(c), x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def jvp(ctx, tc, tx):
+            return tc, tx * 2
+
+        @staticmethod
+        def backward(ctx, g0, g1):
+            return g0, g1 * 2
+
+    c = torch.ones(3)
+    _, tangent = torch.func.jvp(lambda x: AsIsThenDouble.apply(c, x)[1], (torch.ones(3),), (torch.ones(3),))
+    assert torch.equal(tangent, torch.full((3,), 2.0))
+    from harness.spec import load_spec
+
+    spec = load_spec(str(func.__file__).replace("harness/paths/func.py", "docs/func_repros/"
+                                                 "jacfwd_as_is_no_tangent_after_kept_tangent_500e4a9c.json"))
+    outcome = check(spec, [paths.get("func.jacfwd")], lifetimes=False).outcomes["func.jacfwd"]
+    assert outcome.status == "ok" and "fwad-input-as-is-none-tangent" in outcome.known, outcome.reason
