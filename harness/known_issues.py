@@ -497,18 +497,44 @@ def _unpacked_strings(spec: GraphSpec) -> set[tuple[str, str]]:
             if isinstance(value, str) and len(value) > 1}
 
 
+def _batched_under_vmap(spec: GraphSpec) -> dict[str, bool]:
+    """Which values are BatchedTensors inside the graph under vmap: every leaf (the func paths
+    batch them all, harness/paths/func.py _sample_leaves), and what is computed from one."""
+    batched = {ref: True for ref in spec.value_refs() if ref.startswith("x")}
+    for n, fn in enumerate(spec.functions):
+        for k, o in enumerate(fn.outputs):
+            if o.kind == "compute":
+                read = [fn.args[t.slot].ref for t in o.terms] + ([fn.args[o.mask].ref] if o.mask >= 0 else [])
+                batched[f"f{n}.{k}"] = any(batched[r] for r in read)
+            elif o.kind != "const":
+                batched[f"f{n}.{k}"] = batched[fn.args[o.slot].ref]
+    return batched
+
+
 def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
-    """Functions with generate_vmap_rule and a jvp that save an input for forward AD
-    (harness/build.py saves the inputs of its nonlinear terms and its masks there) and their
-    output or an intermediate for backward, whose backward runs under grad(vmap) (as in eager,
-    or because func-grad-vmap-mark-non-differentiable-lost made it run)."""
+    """Functions with generate_vmap_rule and a jvp, whose backward runs under grad(vmap) (as in
+    eager, or because func-grad-vmap-mark-non-differentiable-lost made it run), where what they
+    save for backward and for forward (harness/build.py _setup) is batched differently: the
+    vmapped ctx keeps one list of batch dims, which save_for_forward overwrites."""
     if not _eager_backward_runs(spec):
         return set()
     flow = Dataflow(spec)
-    return {n for n, fn in enumerate(spec.functions)
-            if fn.vmap and fn.jvp and (fn.nonlinear_slots or fn.mask_slots)
-            and {"outputs", "intermediates"} & set(fn.save)
-            and (flow.backward_runs(n) or n in _marks_lost_by_vmap(spec))}
+    batched = _batched_under_vmap(spec)
+    lost = _marks_lost_by_vmap(spec)
+    found = set()
+    for n, fn in enumerate(spec.functions):
+        if not (fn.vmap and fn.jvp and (flow.backward_runs(n) or n in lost)):
+            continue
+        bdims = lambda slots: [batched[fn.args[s].ref] for s in slots]  # noqa: E731
+        for_forward = bdims(fn.mask_slots + fn.nonlinear_slots)
+        for_backward = bdims(fn.mask_slots) + (bdims(fn.nonlinear_slots) if "inputs" in fn.save else [])
+        if "intermediates" in fn.save:
+            for_backward += [batched[fn.args[t.slot].ref] for o in fn.outputs for t in o.terms if t.op != "linear"]
+        if "outputs" in fn.save:
+            for_backward += [batched[f"f{n}.{k}"] for k in fn.tensor_outputs]
+        if for_forward and for_backward and for_forward != for_backward:
+            found.add(n)
+    return found
 
 
 def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
@@ -2097,17 +2123,20 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="func-grad-vmap-saved-output-and-forward",
-        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True that saves its output "
-               "(or an intermediate) for backward and an input for forward AD raises \"AssertionError: flat_bdims "
-               "must not be None\" in the vmapped backward (restore_vmap -> wrap_batched, "
-               "torch/_functorch/vmap.py); grad and vmap(grad) work, and dropping either save does"),
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True that saves tensors "
+               "for backward and for forward AD: the vmapped ctx (CtxCustomSave, torch/_functorch/autograd_function.py) "
+               "keeps one list of batch dims, which save_for_forward overwrites, so the backward unpacks its saved "
+               "tensors with the forward's batch dims: \"AssertionError: flat_bdims must not be None\" (restore_vmap "
+               "-> wrap_batched, torch/_functorch/vmap.py) or \"ValueError: SmallVector unable to grow\" where the "
+               "two lists are batched differently (e.g. an output saved for backward, or an unbatched input); grad "
+               "and vmap(grad) work, and dropping either save does"),
         first=(2, 13, 0), last=None,
         # +dynamo: where Dynamo breaks the graph (a print or side effect in a forward; on 2.13 any
         # user jvp, "Unsupported hasattr call"), its eager fallback runs torch.func eagerly
         paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
         reproducer="func_grad_vmap_saved_output_and_forward.py",
         trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
-        witness=raised("backward", r"flat_bdims must not be None", AssertionError),
+        witness=raised("backward", r"flat_bdims must not be None|SmallVector unable to grow"),
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",
         workaround=_saving_no_fresh_tensors,

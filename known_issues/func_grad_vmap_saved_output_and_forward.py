@@ -5,6 +5,12 @@ not be None" in the vmapped backward (restore_vmap -> wrap_batched, torch/_funct
 grad and vmap(grad) of the same Function work, and so does grad(vmap) when either save is
 dropped. (A saved intermediate instead of the output triggers it too.)
 
+Cause: the vmapped ctx (CtxCustomSave, torch/_functorch/autograd_function.py) keeps one list of
+batch dims, `_pt_saved_tensors_bdims`, which save_for_forward overwrites after save_for_backward
+set it, so the backward unpacks its saved tensors with the forward's batch dims. Where the two
+lists differ otherwise (an unbatched constant saved for forward, see `SavesAConstant`) the same
+bug raises "ValueError: SmallVector unable to grow. Requested capacity (18446744073709551615)".
+
 Exit status 1 and "REPRODUCED" when the bug is present; 0 when fixed.
 """
 import torch
@@ -35,7 +41,32 @@ class Sin(torch.autograd.Function):
         return -2 * torch.cos(a) * ta
 
 
+class SavesAConstant(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, c):
+        return torch.sin(x) + c
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, c = inputs
+        ctx.save_for_backward(c, x)
+        ctx.save_for_forward(x, c)  # c is not batched
+
+    @staticmethod
+    def backward(ctx, g):
+        c, x = ctx.saved_tensors
+        return g * torch.cos(x), None
+
+
 def main() -> int:
+    try:
+        grad(lambda xs: vmap(lambda x: SavesAConstant.apply(x, torch.zeros(())))(xs).sum())(torch.ones(2, 3))
+    except ValueError as e:
+        if "SmallVector unable to grow" not in str(e):
+            raise
+        print(f"the second form: ValueError: {e}")
     a, b = torch.randn(3), torch.randn(3)
     grad(lambda b: Sin.apply(a, b).sum())(b)
     vmap(grad(lambda a, b: Sin.apply(a, b).sum(), argnums=1))(a, b)

@@ -312,3 +312,36 @@ def test_torch_func_keeps_the_tangents_eager_forward_ad_drops_after_an_as_is_out
                                                  "jacfwd_as_is_no_tangent_after_kept_tangent_500e4a9c.json"))
     outcome = check(spec, [paths.get("func.jacfwd")], lifetimes=False).outcomes["func.jacfwd"]
     assert outcome.status == "ok" and "fwad-input-as-is-none-tangent" in outcome.known, outcome.reason
+
+
+KEPT = os.path.join(os.path.dirname(func.__file__), "..", "..", "docs", "func_repros")
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(KEPT) if f.startswith("grad_vmap_")))
+def test_the_kept_grad_vmap_specs_are_checked_past_their_saved_bdims_issue(name: str) -> None:
+    """The grad(vmap) audit specs (docs/func_repros/): each hits func-grad-vmap-saved-output-and-forward
+    (the vmapped ctx's one list of batch dims, overwritten by save_for_forward: "flat_bdims must
+    not be None" where the two saved lists differ in length, "SmallVector unable to grow" where
+    they differ in batching) and the rest is checked on its workaround."""
+    from harness.known_issues import KNOWN_ISSUES
+    from harness.spec import load_spec
+
+    spec = load_spec(os.path.join(KEPT, name))
+    outcome = check(spec, [paths.get("func.grad_vmap")], lifetimes=False).outcomes["func.grad_vmap"]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    issue = next(k for k in KNOWN_ISSUES if k.id == "func-grad-vmap-saved-output-and-forward")
+    assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
+
+
+def test_a_function_saving_the_same_batching_for_backward_and_forward_is_not_the_saved_bdims_issue() -> None:
+    """save_for_forward overwrites the batch dims save_for_backward recorded; where both lists are
+    the same (the inputs of the nonlinear terms saved for both) the backward unpacks them rightly,
+    so the trigger does not hold and grad(vmap) agrees with no known issue."""
+    from harness.known_issues import KNOWN_ISSUES
+
+    issue = next(k for k in KNOWN_ISSUES if k.id == "func-grad-vmap-saved-output-and-forward")
+    assert not issue.triggered(SPEC, "func.grad_vmap")
+    outcome = check(SPEC, [paths.get("func.grad_vmap")], lifetimes=False).outcomes["func.grad_vmap"]
+    assert outcome.status == "ok" and outcome.checked and not outcome.known, outcome
+    saves_output = _with(save=("inputs", "outputs"))
+    assert issue.triggered(saves_output, "func.grad_vmap")
