@@ -598,6 +598,67 @@ def _marks_lost_by_vmap_harmless(spec: GraphSpec) -> GraphSpec:
     return _without_errors(lambda n, fn: n in lost)(spec)
 
 
+def _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule and @once_differentiable whose backward runs under
+    grad(vmap), gets for an output without a batch dim a gradient that requires grad at the
+    grad level, and returns a batched gradient.
+
+    torch.func's grad runs the backward with create_graph=True, so a gradient that depends on a
+    differentiated value requires grad. The vmapped backward receives the gradient of an output
+    with no batch dim as it is (not a BatchedTensor, whose requires_grad reads False), so the
+    once_differentiable wrapper (torch/autograd/function.py) sees a gradient that requires grad
+    and sets requires_grad on detached copies of the results: on a BatchedTensor that raises.
+    A gradient requires grad where a nonlinear derivative on its way from the loss is computed
+    from a saved input that requires grad (harness/build.py _backward: an intermediate is saved
+    in setup_context, under no grad, so it is a constant); the loss's weights are constants."""
+    if not _eager_backward_runs(spec):
+        return set()
+    from harness.paths.func import chosen_leaves  # the path module imports this one's users
+
+    flow = Dataflow(spec)
+    lost = _marks_lost_by_vmap(spec)
+    batched = _batched_under_vmap(spec)
+    rg = flow.requires_grad_from(set(chosen_leaves(spec)))
+    # under grad(vmap) a vmapped Function's non-differentiable marks are lost
+    # (func-grad-vmap-mark-non-differentiable-lost): its outputs require grad from its inputs
+    for n, fn in enumerate(spec.functions):
+        from_inputs = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        for k in fn.tensor_outputs:
+            rg[f"f{n}.{k}"] = from_inputs and fn.outputs[k].kind != "const"
+    runs = {n for n in range(len(spec.functions)) if flow.backward_runs(n) or n in lost}
+    varies: dict[str, bool] = {}  # the gradient a value receives requires grad
+    for m in reversed(range(len(spec.functions))):
+        fn = spec.functions[m]
+        for s, a in enumerate(fn.args):
+            if a.ref is None or m not in runs or not rg[a.ref]:
+                continue
+            for k, o in enumerate(fn.outputs):
+                if not differentiable(fn, k) or not reads(o.kind, o, s):
+                    continue
+                nonlinear = o.kind == "compute" and "inputs" in fn.save and any(
+                    t.slot == s and t.op != "linear" for t in o.terms)
+                if nonlinear or varies.get(f"f{m}.{k}", False):
+                    varies[a.ref] = True
+    found = set()
+    for n in runs:
+        fn = spec.functions[n]
+        if not (fn.vmap and fn.once_differentiable):
+            continue
+        unbatched_varying = any(not batched[f"f{n}.{k}"] and varies.get(f"f{n}.{k}", False) for k in fn.tensor_outputs)
+        batched_result = any(batched[a.ref] and rg[a.ref] and any(
+            differentiable(fn, k) and batched[f"f{n}.{k}"] and reads(o.kind, o, s) for k, o in enumerate(fn.outputs))
+            for s, a in enumerate(fn.args) if a.ref is not None)
+        if unbatched_varying and batched_result:
+            found.add(n)
+    return found
+
+
+def _differentiable_twice_where_once_meets_batching(spec: GraphSpec) -> GraphSpec:
+    """Those Functions without @once_differentiable (their backward is the same)."""
+    found = _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, once_differentiable=False) if n in found else fn)
+
+
 def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
     """A Function with generate_vmap_rule whose backward returns a wrongly shaped gradient, and runs."""
     return _eager_backward_runs(spec) and any(
@@ -2215,6 +2276,23 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("backward"),
         damages="the error at backward (its message; the forward is still compared)",
         workaround=_without_errors(lambda n, fn: fn.vmap and fn.error == "grad_shape"),
+    ),
+    KnownIssue(
+        id="func-grad-vmap-once-differentiable-batched-result",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True and a "
+               "@once_differentiable backward raises \"RuntimeError: accessing `data` under vmap transform is not "
+               "allowed\" when an output without a batch dim gets a gradient that requires grad (grad runs the "
+               "backward with create_graph=True): the once_differentiable wrapper (torch/autograd/function.py) then "
+               "sets requires_grad on detached copies of the results, and a batched result is a BatchedTensor; "
+               "grad and vmap(grad) work"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
+        reproducer="func_grad_vmap_once_differentiable_batched_result.py",
+        trigger=lambda spec: bool(_once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec)),
+        witness=raised("backward", r"accessing `data` under vmap transform is not allowed", RuntimeError),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=_differentiable_twice_where_once_meets_batching,
     ),
     KnownIssue(
         id="func-dynamo-custom-rules-dropped",

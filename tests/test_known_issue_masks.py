@@ -223,6 +223,14 @@ CASES = {
     "func-grad-vmap-wrong-shape-gradient": ("func.grad_vmap", graph(
         fn(X1, X0, outputs=(SIN1,), save=("inputs",), style="setup_context", vmap=True, error="grad_shape"),
         fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
+    # F0's constant output f0.0 (no batch dim under vmap) is squared by F1, which saves it: its
+    # gradient requires grad under grad's create_graph, and F0 returns a batched gradient for x0
+    "func-grad-vmap-once-differentiable-batched-result": ("func.grad_vmap", graph(
+        fn(X0, outputs=(OutputSpec("compute", bias=0.5), lin(0)), style="setup_context", vmap=True,
+           once_differentiable=True),
+        fn(Arg("f0.0"), outputs=(OutputSpec("compute", terms=(Term(0, "square", -0.5),)),), save=("inputs",),
+           style="setup_context", vmap=True),
+        fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (2, 0), None),
     # no scaled-gradient case: the bug drops every custom backward on the path, the scaled one
     # too (a fault the bug itself hides, not the mask); a wrong value of the path still fails
     "func-dynamo-custom-rules-dropped": ("func.grad+dynamo", graph(

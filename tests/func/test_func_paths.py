@@ -345,3 +345,63 @@ def test_a_function_saving_the_same_batching_for_backward_and_forward_is_not_the
     assert outcome.status == "ok" and outcome.checked and not outcome.known, outcome
     saves_output = _with(save=("inputs", "outputs"))
     assert issue.triggered(saves_output, "func.grad_vmap")
+
+
+# --- func-grad-vmap-once-differentiable-batched-result: where its trigger holds, torch raises --
+
+_CONST, _X0, _X1 = OutputSpec("compute", bias=0.5), Arg("x0"), Arg("x1")
+
+
+def _fn(*args: Arg, outputs: tuple[OutputSpec, ...], **kw) -> FunctionSpec:
+    return FunctionSpec(args=args, outputs=outputs, tuple_output=len(outputs) > 1, style="setup_context",
+                        vmap=True, **kw)
+
+
+def _lin(slot: int) -> OutputSpec:
+    return OutputSpec("compute", terms=(Term(slot, "linear", 2.0),))
+
+
+def _square(ref: str, save: tuple[str, ...] = ("inputs",)) -> FunctionSpec:
+    return _fn(Arg(ref), outputs=(OutputSpec("compute", terms=(Term(0, "square", -0.5),)),), save=save)
+
+
+def _graph(*functions: FunctionSpec, leaves=(LeafSpec(), LeafSpec()), **kw) -> GraphSpec:
+    return GraphSpec(shape=(3,), dtype="float64", leaves=leaves, functions=functions, **kw)
+
+
+_ONCE = _fn(_X0, outputs=(_CONST, _lin(0)), once_differentiable=True)
+ONCE_DIFFERENTIABLE_CASES = {
+    # (spec, does torch raise): the trigger must say the same
+    "the constant squared, its input saved": (_graph(_ONCE, _square("f0.0")), True),
+    "through a linear Function, then squared": (_graph(_ONCE, _fn(Arg("f0.0"), outputs=(_lin(0),)), _square("f1.0")), True),
+    "read by sin beside x1": (_graph(_ONCE, _fn(Arg("f0.0"), _X1, outputs=(OutputSpec("compute", terms=(
+        Term(0, "sin", 1.0), Term(1, "linear", 1.0))),), save=("inputs",))), True),
+    "materialize_grads=False": (_graph(dataclasses.replace(_ONCE, materialize_grads=False), _square("f0.0")), True),
+    # the derivative is an intermediate saved under no grad: a constant
+    "squared with an intermediate saved": (_graph(_ONCE, _square("f0.0", ("intermediates",))), False),
+    "read linearly": (_graph(_ONCE, _fn(Arg("f0.0"), outputs=(_lin(0),))), False),
+    "without once_differentiable": (_graph(dataclasses.replace(_ONCE, once_differentiable=False), _square("f0.0")), False),
+    "no batched result": (_graph(_fn(_X0, outputs=(_CONST, OutputSpec("compute", bias=1.0)), once_differentiable=True),
+                                 _square("f0.0")), False),
+    "the transform differentiates x1 only": (_graph(_ONCE, _square("f0.0"), grad_leaves=(1,), backward="grad"), False),
+    "the constant marked non-differentiable": (_graph(_fn(_X0, outputs=(dataclasses.replace(_CONST, non_differentiable=True),
+                                                                      _lin(0)), once_differentiable=True),
+                                                      _square("f0.0")), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONCE_DIFFERENTIABLE_CASES))
+def test_grad_vmap_of_a_once_differentiable_function_raises_where_the_trigger_holds(case: str) -> None:
+    """On real grad(vmap) runs: torch raises "accessing `data` under vmap transform" exactly where
+    the entry's trigger holds; there the example is checked on its workaround, elsewhere as usual."""
+    from harness.known_issues import KNOWN_ISSUES
+
+    spec, raises = ONCE_DIFFERENTIABLE_CASES[case]
+    issue = next(k for k in KNOWN_ISSUES if k.id == "func-grad-vmap-once-differentiable-batched-result")
+    assert issue.triggered(spec, "func.grad_vmap") == raises
+    path = paths.get("func.grad_vmap")
+    error = path.run(build(spec)).error
+    assert (error is not None and "accessing `data` under vmap" in str(error)) == (raises and issue.affects_installed_torch())
+    outcome = check(spec, [path], lifetimes=False).outcomes["func.grad_vmap"]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert (issue.id in outcome.known) == (raises and issue.affects_installed_torch())
