@@ -598,6 +598,45 @@ def _marks_lost_by_vmap_harmless(spec: GraphSpec) -> GraphSpec:
     return _without_errors(lambda n, fn: n in lost)(spec)
 
 
+def _requires_grad_under_grad_vmap(spec: GraphSpec) -> dict[str, bool]:
+    """requires_grad of every value inside grad(vmap), at grad's level: computed from a leaf the
+    transform differentiates (harness/paths/func.py chosen_leaves); a vmapped Function's outputs
+    marked non-differentiable too where they have a batch dim, since those marks are lost (the
+    outputs are re-wrapped before setup_context: func-grad-vmap-mark-non-differentiable-lost)."""
+    from harness.paths.func import chosen_leaves  # the path module imports this one's users
+
+    rg = Dataflow(spec).requires_grad_from(set(chosen_leaves(spec)))
+    batched = _batched_under_vmap(spec)
+    for n, fn in enumerate(spec.functions):
+        from_inputs = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        for k in fn.tensor_outputs:
+            ref = f"f{n}.{k}"
+            rg[ref] = from_inputs and fn.outputs[k].kind != "const" and (
+                not fn.outputs[k].non_differentiable or fn.vmap and batched[ref])
+    return rg
+
+
+def _dirty_unbatched_views(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(Function, output) of each input marked dirty that is a view with no batch dim under vmap,
+    by a Function with generate_vmap_rule that has a node under grad(vmap) (an input requires
+    grad there).
+
+    vmap passes an input without a batch dim to the vmapped Function as it is (a batched one is
+    re-wrapped: func-vmap-mark-dirty), so mark_dirty marks the view itself; the vmapped Function
+    returns its outputs and their out_dims (vmapify_autograd_function, torch/_functorch/autograd_function.py),
+    two outputs or more, and autograd refuses a dirty view in a Function with more than one
+    output (custom_function.cpp). Under vmap(grad), vmap alone, or when no backward runs (the
+    forward under vmap(vjp)), the vmapped Function is applied below autograd: no check."""
+    if not _eager_backward_runs(spec):
+        return ()
+    batched = _batched_under_vmap(spec)
+    rg = _requires_grad_under_grad_vmap(spec)
+    return tuple((n, k) for n, fn in enumerate(spec.functions)
+                 if fn.vmap and any(rg[a.ref] for a in fn.args if a.ref is not None)
+                 for k, o in enumerate(fn.outputs)
+                 if o.kind == "dirty" and fn.args[o.slot].view and not batched[fn.args[o.slot].ref])
+
+
 def _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec: GraphSpec) -> set[int]:
     """Functions with generate_vmap_rule and @once_differentiable whose backward runs under
     grad(vmap), gets for an output without a batch dim a gradient that requires grad at the
@@ -613,18 +652,10 @@ def _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec: Gr
     in setup_context, under no grad, so it is a constant); the loss's weights are constants."""
     if not _eager_backward_runs(spec):
         return set()
-    from harness.paths.func import chosen_leaves  # the path module imports this one's users
-
     flow = Dataflow(spec)
     lost = _marks_lost_by_vmap(spec)
     batched = _batched_under_vmap(spec)
-    rg = flow.requires_grad_from(set(chosen_leaves(spec)))
-    # under grad(vmap) a vmapped Function's non-differentiable marks are lost
-    # (func-grad-vmap-mark-non-differentiable-lost): its outputs require grad from its inputs
-    for n, fn in enumerate(spec.functions):
-        from_inputs = any(rg[a.ref] for a in fn.args if a.ref is not None)
-        for k in fn.tensor_outputs:
-            rg[f"f{n}.{k}"] = from_inputs and fn.outputs[k].kind != "const"
+    rg = _requires_grad_under_grad_vmap(spec)
     runs = {n for n in range(len(spec.functions)) if flow.backward_runs(n) or n in lost}
     varies: dict[str, bool] = {}  # the gradient a value receives requires grad
     for m in reversed(range(len(spec.functions))):
@@ -2241,6 +2272,24 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-grad-vmap-dirty-unbatched-view",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True that marks dirty an input "
+               "that is a view without a batch dim raises \"If your Function modifies inplace an input that is a view "
+               "of another Tensor, your Function cannot return more than one Tensor\" though it returns one: the "
+               "vmapped Function (vmapify_autograd_function, torch/_functorch/autograd_function.py) returns its "
+               "outputs and their out_dims, and an unbatched input reaches it, and mark_dirty, as itself; eager, "
+               "grad, vmap and vmap(grad) run it"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
+        reproducer="func_grad_vmap_dirty_unbatched_view.py",
+        trigger=lambda spec: bool(_dirty_unbatched_views(spec)),
+        witness=raised("forward", r"modifies inplace an input that is a view of another Tensor, your Function "
+                                  r"cannot return more than one Tensor", RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_unbatched_views),
     ),
     KnownIssue(
         id="func-grad-grad-tensor-hook-outer-level",

@@ -223,6 +223,13 @@ CASES = {
     "func-grad-vmap-wrong-shape-gradient": ("func.grad_vmap", graph(
         fn(X1, X0, outputs=(SIN1,), save=("inputs",), style="setup_context", vmap=True, error="grad_shape"),
         fn(X1, outputs=(lin(0),), style="setup_context", vmap=True)), (1, 0), None),
+    # F1 doubles in place a view of F0's constant (no batch dim under vmap) beside x1
+    "func-grad-vmap-dirty-unbatched-view": ("func.grad_vmap", graph(
+        FunctionSpec(args=(), outputs=(OutputSpec("compute", bias=0.5),), tuple_output=False, style="setup_context",
+                     vmap=True),
+        fn(Arg("f0.0", clone=True, view=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0),),
+           style="setup_context", vmap=True),
+        fn(X1, outputs=(SIN0,), save=("inputs",), style="setup_context", vmap=True)), (2, 0), None),
     # F0's constant output f0.0 (no batch dim under vmap) is squared by F1, which saves it: its
     # gradient requires grad under grad's create_graph, and F0 returns a batched gradient for x0
     "func-grad-vmap-once-differentiable-batched-result": ("func.grad_vmap", graph(

@@ -405,3 +405,46 @@ def test_grad_vmap_of_a_once_differentiable_function_raises_where_the_trigger_ho
     outcome = check(spec, [path], lifetimes=False).outcomes["func.grad_vmap"]
     assert outcome.status == "ok" and outcome.checked, outcome.reason
     assert (issue.id in outcome.known) == (raises and issue.affects_installed_torch())
+
+
+# --- func-grad-vmap-dirty-unbatched-view: where its trigger holds, torch raises ----------------
+
+_NO_INPUTS = FunctionSpec(args=(), outputs=(_CONST,), tuple_output=False, style="setup_context", vmap=True)
+
+
+def _dirty(first: Arg, *others: Arg) -> FunctionSpec:
+    return _fn(first, *others, outputs=(OutputSpec("dirty", slot=0, coeff=2.0),))
+
+
+DIRTY_VIEW_CASES = {
+    # (spec, does torch raise "cannot return more than one Tensor"): the trigger must say the same
+    "a view of a constant, beside x1": (_graph(_NO_INPUTS, _dirty(Arg("f0.0", clone=True, view=True), _X1)), True),
+    "a view of a constant, beside x1, partial backward": (
+        _graph(_NO_INPUTS, _dirty(Arg("f0.0", clone=True, view=True), _X1), _fn(_X0, outputs=(_lin(0),)),
+               grad_leaves=(1,), backward="grad"), True),
+    # re-wrapped as a BatchedTensor: func-vmap-mark-dirty's message instead
+    "a view of x0": (_graph(_dirty(Arg("x0", clone=True, view=True), _X1)), False),
+    "a copy of a constant (no view)": (_graph(_NO_INPUTS, _dirty(Arg("f0.0", clone=True), _X1)), False),
+    "no input requires grad under grad": (_graph(_NO_INPUTS, _dirty(Arg("f0.0", clone=True, view=True)),
+                                                 _fn(_X1, outputs=(_lin(0),))), False),
+    "no backward (the forward under vmap(vjp))": (_graph(_NO_INPUTS, _dirty(Arg("f0.0", clone=True, view=True), _X1),
+                                                         leaves=(LeafSpec(False), LeafSpec(False))), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIRTY_VIEW_CASES))
+def test_grad_vmap_of_a_dirty_unbatched_view_raises_where_the_trigger_holds(case: str) -> None:
+    """On real grad(vmap) runs: torch raises its dirty-view error for a one-output Function exactly
+    where the entry's trigger holds; the example is then checked on its workaround."""
+    from harness.known_issues import KNOWN_ISSUES
+
+    spec, raises = DIRTY_VIEW_CASES[case]
+    issue = next(k for k in KNOWN_ISSUES if k.id == "func-grad-vmap-dirty-unbatched-view")
+    assert issue.triggered(spec, "func.grad_vmap") == raises
+    path = paths.get("func.grad_vmap")
+    error = path.run(build(spec)).error
+    seen = error is not None and "cannot return more than one Tensor" in str(error)
+    assert seen == (raises and issue.affects_installed_torch()), error
+    outcome = check(spec, [path], lifetimes=False).outcomes["func.grad_vmap"]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert (issue.id in outcome.known) == (raises and issue.affects_installed_torch())
