@@ -179,18 +179,29 @@ def raises_as_eager(spec: GraphSpec, transform: Transform, reference: RunResult)
     transform does not differentiate: torch checks a Function's gradients against its inputs'
     edges, and skips an input without one (torch/csrc/autograd/engine.cpp, validate_outputs:
     `if (!edge.is_valid()) continue`). Eager's leaves outside a partial backward's `grad_leaves`
-    still require grad, so eager checks them; under the transform they are constants."""
+    still require grad, so eager checks them; under the transform they are constants. Past such
+    a skipped gradient the transform's backward goes on, so it still raises where another
+    Function whose backward runs has a deliberate error the transform checks (eager stopped at
+    the first one and never reached it)."""
     if not runs_phase(transform, reference.error_checkpoint):
         return False
     wrong_shape = re.match(r"^[Ff]unction F(\d+)Backward returned an invalid gradient at index \d+ - got .* "
                            r"but expected shape compatible", str(reference.error))
     if wrong_shape is None or int(wrong_shape[1]) >= len(spec.functions):
         return True
-    fn = spec.functions[int(wrong_shape[1])]
-    if fn.error != "grad_shape":
+    skipped = int(wrong_shape[1])
+    if spec.functions[skipped].error != "grad_shape":
         return True
-    differentiated = Dataflow(spec).requires_grad_from(set(chosen_leaves(spec)))
-    return differentiated[fn.args[fn.float_slots[0]].ref]  # the slot build._break gives the wrong shape
+    flow = Dataflow(spec)
+    differentiated = flow.requires_grad_from(set(chosen_leaves(spec)))
+
+    def checked(n: int) -> bool:
+        """Function n's deliberate error is raised under the transform when its backward runs."""
+        fn = spec.functions[n]
+        return fn.error is not None and (fn.error != "grad_shape" or differentiated[fn.args[fn.float_slots[0]].ref])
+    # the slot build._break gives the wrong shape is the first float one
+    return checked(skipped) or any(n != skipped and checked(n) and flow.backward_runs(n)
+                                   for n in range(len(spec.functions)))
 
 
 def unreached(spec: GraphSpec, transform: Transform, reference: RunResult) -> set[tuple[str, str]]:

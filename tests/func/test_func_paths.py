@@ -263,6 +263,26 @@ def test_a_wrong_shaped_gradient_raises_under_a_transform_only_for_a_differentia
         assert outcome.result.tensors["backward"], outcome.result.tensors
 
 
+@pytest.mark.parametrize("name", ["func.grad", "func.vjp", "func.jacrev", "func.vmap_grad"])
+def test_past_a_skipped_wrong_shaped_gradient_the_transform_raises_the_next_deliberate_error(name: str) -> None:
+    """F1's deliberate wrong-shaped gradient goes to x1, F0's to x0, and only x0 is differentiated.
+    Eager's backward runs F1 first and raises there (x1 requires grad); the transform skips
+    F1's gradient for the constant x1 and raises F0's instead, which eager never reached: the
+    same error at the same checkpoint (the 2.13.0 func audit of stop 20: 8 examples, where a
+    shape (0,) input had a wrong gradient of shape (1,))."""
+    spec = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), backward="grad", grad_leaves=(0,),
+                     functions=(
+                         _fn(_X0, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.0),)),), save=("inputs",),
+                             error="grad_shape"),
+                         _fn(_X1, Arg("f0.0"), outputs=(OutputSpec("compute", terms=(
+                             Term(0, "linear", 1.0), Term(1, "linear", 2.0))),), error="grad_shape")))
+    eager = check(spec, [paths.get("eager")], lifetimes=False).outcomes["eager"]
+    assert eager.status == "ok" and "F1Backward" in str(eager.result.error), eager.result.describe_error()
+    outcome = check(spec, [paths.get(name)], lifetimes=False).outcomes[name]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert "F0" in str(outcome.result.error), outcome.result.describe_error()
+
+
 def test_a_func_path_reproducer_runs_standalone(tmp_path) -> None:
     """A reproducer of a torch.func path embeds harness.paths.func (it did not: the 2.13.0 func
     audit's reproducers stopped at 'reproducer does not embed harness.paths.func'). On a spec that
