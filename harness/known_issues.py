@@ -691,9 +691,13 @@ def _differentiable_twice_where_once_meets_batching(spec: GraphSpec) -> GraphSpe
 
 
 def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
-    """A Function with generate_vmap_rule whose backward returns a wrongly shaped gradient, and runs."""
-    return _eager_backward_runs(spec) and any(
-        fn.vmap and fn.error == "grad_shape" and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
+    """A Function with generate_vmap_rule whose backward returns a wrongly shaped gradient, and runs
+    (as in eager, or because func-grad-vmap-mark-non-differentiable-lost made it run)."""
+    if not _eager_backward_runs(spec):
+        return False
+    lost = _marks_lost_by_vmap(spec)
+    return any(fn.vmap and fn.error == "grad_shape" and (_backward_runs(spec, n) or n in lost)
+               for n, fn in enumerate(spec.functions))
 
 
 def _side_effect_functions_on_transformed_tensors(spec: GraphSpec) -> set[int]:
