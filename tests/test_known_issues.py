@@ -436,3 +436,15 @@ def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_che
         assert outcome.result.status == "error" and outcome.result.error_checkpoint == "backward"
     else:
         assert outcome.status == "ok", outcome.reason
+
+
+def test_every_registry_entry_has_a_row_in_the_docs():
+    """docs/known_issues.md (what each entry says) and docs/versions.md (the matrix per release)
+    name every entry, and no entry the registry does not have."""
+    import re
+
+    ids = {k.id for k in KNOWN_ISSUES}
+    for doc in ("known_issues.md", "versions.md"):
+        text = (REPRODUCERS.parent / "docs" / doc).read_text()
+        rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, re.M))
+        assert rows == ids, f"docs/{doc}: missing {sorted(ids - rows)}, not in the registry {sorted(rows - ids)}"
