@@ -555,21 +555,31 @@ def _dirty_outputs_vmapped(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
 
 
 def _marks_lost_by_vmap(spec: GraphSpec) -> set[int]:
-    """Functions with generate_vmap_rule whose backward eager never calls, but grad(vmap) does:
-    they have a node there (an input depends on a differentiated leaf), and an output marked
-    non-differentiable, which the lost mark lets require grad, is read by a Function whose
-    backward runs (the engine then calls theirs, whatever gradient it gets)."""
+    """Functions whose backward eager never calls, but grad(vmap) does: there a vmapped
+    Function's output marked non-differentiable requires grad (the output is re-wrapped as a new
+    BatchedTensor before setup_context, so the mark is on a wrapper; on an output without a batch
+    dim, passed as it is, the mark holds), so a Function reading it has a node, and the engine
+    runs every node on the way from the loss to a differentiated leaf, whatever gradient it
+    gets: the marking Function's, and those of Functions that have a node only through such an
+    output, transitively."""
     if not _eager_backward_runs(spec):
         return set()
-    from harness.paths.func import chosen_leaves  # the path module imports this one's users
+    from harness.paths.func import loss_refs  # the path module imports this one's users
 
     flow = Dataflow(spec)
-    differentiated = flow.requires_grad_from(set(chosen_leaves(spec)))
-    read_by_a_backward = {a.ref for m, fn in enumerate(spec.functions) if flow.backward_runs(m)
-                          for a in fn.args if a.ref is not None}
-    return {n for n, fn in enumerate(spec.functions)
-            if fn.vmap and not flow.backward_runs(n) and any(differentiated[a.ref] for a in fn.args if a.ref is not None)
-            and any(fn.outputs[k].non_differentiable and f"f{n}.{k}" in read_by_a_backward for k in fn.tensor_outputs)}
+    rg = _requires_grad_under_grad_vmap(spec)
+    in_loss = set(loss_refs(spec))  # eager's loss, the transform's too
+    readers: dict[str, set[int]] = {}
+    for m, fn in enumerate(spec.functions):
+        for a in fn.args:
+            if a.ref is not None:
+                readers.setdefault(a.ref, set()).add(m)
+    runs: set[int] = set()
+    for n in reversed(range(len(spec.functions))):
+        outputs = [f"f{n}.{k}" for k in spec.functions[n].tensor_outputs]
+        if any(rg[r] and (r in in_loss or readers.get(r, set()) & runs) for r in outputs):
+            runs.add(n)
+    return {n for n in runs if not flow.backward_runs(n)}
 
 
 def _vmapped_backward_of_lost_marks_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:

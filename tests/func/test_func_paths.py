@@ -354,6 +354,10 @@ KEPT_GRAD_VMAP = {
     # on purpose: eager never calls it, the lost marks make it run under grad(vmap), and reductify's
     # "is not expandable to size" comes first (stop 20's audit: 11 examples)
     "grad_vmap_marks_lost_wrong_shape_75b4c7d1.json": "func-grad-vmap-wrong-shape-gradient",
+    # F1's one output is marked non-differentiable, F2 reads it and raises on purpose (one gradient
+    # too few), F3 reads F2's: F2 runs only through the lost mark, two Functions down (stop 20's
+    # 2.14.1 func audit)
+    "grad_vmap_marks_lost_two_down_f16bcbc2.json": "func-grad-vmap-mark-non-differentiable-lost",
 }
 
 
@@ -489,3 +493,51 @@ def test_grad_vmap_of_a_dirty_unbatched_view_raises_where_the_trigger_holds(case
     assert outcome.status == "ok" and outcome.checked, outcome.reason
     assert (issue.id in outcome.known) == (raises and issue.affects_installed_torch())
 
+
+
+# --- which backwards the lost marks run (func-grad-vmap-mark-non-differentiable-lost) ------------
+
+def _marked(out: OutputSpec) -> OutputSpec:
+    return dataclasses.replace(out, non_differentiable=True)
+
+
+_COUNT = dict(error="grad_count")  # a backward that raises when it runs
+LOST_MARK_CASES = {
+    # (spec, the Function whose deliberate error grad(vmap) raises, or None)
+    # F0 marks its batched output f0.0; F1 reads it, and F2 (which runs in eager, through x1) reads F1's
+    "a batched marked output": (_graph(
+        _fn(_X0, outputs=(_marked(_lin(0)), _lin(0))), _fn(Arg("f0.0"), outputs=(_lin(0),), **_COUNT),
+        _fn(Arg("f1.0"), _X1, outputs=(_lin(0), _lin(1)))), 1),
+    # a mark on an output without a batch dim (a constant) holds: F1 has no node
+    "an unbatched marked output": (_graph(
+        _fn(_X0, outputs=(_marked(_CONST), _lin(0))), _fn(Arg("f0.0"), outputs=(_lin(0),), **_COUNT),
+        _fn(Arg("f1.0"), _X1, outputs=(_lin(0), _lin(1)))), None),
+    # F2 has a node only through F1's output, which has one only through the lost mark
+    "two Functions down": (_graph(
+        _fn(_X0, outputs=(_marked(_lin(0)), _lin(0))), _fn(Arg("f0.0"), outputs=(_lin(0),)),
+        _fn(Arg("f1.0"), outputs=(_lin(0),), **_COUNT), _fn(Arg("f2.0"), _X1, outputs=(_lin(0), _lin(1)))), 2),
+    # nothing whose backward runs reads F1's output: F1 has a node but is never reached
+    "read by nothing that runs": (_graph(
+        _fn(_X0, outputs=(_marked(_lin(0)), _lin(0))), _fn(Arg("f0.0"), outputs=(_lin(0),), **_COUNT),
+        _fn(_X1, outputs=(_lin(0),))), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOST_MARK_CASES))
+def test_the_backwards_lost_marks_run_under_grad_vmap_are_those_the_model_says(case: str) -> None:
+    """On real grad(vmap) runs: a backward that raises on purpose raises exactly where the model
+    of the lost marks (known_issues._marks_lost_by_vmap) says it runs; eager never calls it."""
+    from harness.known_issues import KNOWN_ISSUES, _marks_lost_by_vmap
+
+    spec, raising = LOST_MARK_CASES[case]
+    assert check(spec, [paths.get("eager")], lifetimes=False).outcomes["eager"].result.status == "ok"
+    issue = next(k for k in KNOWN_ISSUES if k.id == "func-grad-vmap-mark-non-differentiable-lost")
+    assert (raising in _marks_lost_by_vmap(spec)) if raising is not None else not any(
+        spec.functions[n].error for n in _marks_lost_by_vmap(spec))
+    error = paths.get("func.grad_vmap").run(build(spec)).error
+    if raising is None or not issue.affects_installed_torch():
+        assert error is None, error
+    else:
+        assert error is not None and f"VmappedF{raising}Generated" in str(error), error
+    outcome = check(spec, [paths.get("func.grad_vmap")], lifetimes=False).outcomes["func.grad_vmap"]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
