@@ -1443,12 +1443,19 @@ def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
 
 
 def _marks_on_the_real_ctx_lost(spec: GraphSpec) -> set[str]:
-    """Non-differentiable outputs of plain Functions that Dynamo runs through its eager
-    fallback, whose forward frame it then compiles with the real ctx as an input (an old-style
-    forward, or a setup_context that runs a tensor op)."""
+    """Non-differentiable outputs of plain Functions whose apply Dynamo runs eagerly, compiling
+    their forward frame on its own with the real ctx as an input (an old-style forward, or a
+    setup_context that runs a tensor op). It runs an apply eagerly when the Function breaks the
+    graph itself, and, in the eager fallback of the harness's forward, which applies the
+    Functions in a loop (a graph break in a loop makes Dynamo skip the loop's frame, and each
+    apply is compiled in a frame of its own), every apply after a Function with no tensor
+    input (seen on 2.13.0, 2.14.1 and 2.15.0, the reproducer's second form; where Dynamo
+    decides this is not pinned down). The witness needs the eager fallback."""
     flow = Dataflow(spec)
+    no_tensor_input = [n for n, fn in enumerate(spec.functions) if not fn.tensor_slots]
     return {f"f{n}.{k}" for n, fn in enumerate(spec.functions)
-            if fn.code == "plain" and _breaks_the_graph_itself(fn) and flow.node_exists(n)
+            if fn.code == "plain" and flow.node_exists(n)
+            and (_breaks_the_graph_itself(fn) or any(m < n for m in no_tensor_input))
             and (fn.style == "old" or "intermediates" in fn.save and fn.nonlinear_slots)
             for k, o in enumerate(fn.outputs) if o.non_differentiable}
 
@@ -1477,25 +1484,51 @@ def _ref_of(role: str) -> str:
 
 
 def _requires_grad_came_back(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-    marked = _marks_on_the_real_ctx_lost(spec)
-    return "eager fallback" in result.note and any(
-        m.checkpoint == "forward" and m.role.startswith("requires_grad:") and _ref_of(m.role) in marked
-        and m.detail == "expected False, got True" for m in mismatches)
+    """Through the eager fallback, an output that lost its mark requires grad: `requires_grad`
+    at forward, or (where an error at backward leaves only the metadata compared) its grad_fn
+    and is_leaf."""
+    return "eager fallback" in result.note and _marks_seen_lost(_marks_on_the_real_ctx_lost(spec), mismatches)
+
+
+def _marks_seen_lost(lost: set[str] | frozenset[str], mismatches: list[Mismatch]) -> bool:
+    came_back = {("forward", "requires_grad"): "expected False, got True",
+                 ("meta:forward", "grad_fn"): "expected False, got True",
+                 ("meta:forward", "is_leaf"): "expected True, got False"}
+    return any(came_back.get((m.checkpoint, m.role.split(":")[0])) == m.detail and _ref_of(m.role) in lost
+               for m in mismatches)
 
 
 def _marked_outputs_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
-    lost = _marks_on_the_real_ctx_lost(spec)
-    tainted = Dataflow(spec).downstream(lost)
+    return _lost_marks_damage(spec, _marks_on_the_real_ctx_lost(spec), m)
+
+
+def _lost_marks_damage(spec: GraphSpec, lost: set[str] | frozenset[str], m: Mismatch) -> bool:
+    """What outputs that lost their non-differentiable mark cause. At forward, requires_grad,
+    grad_fn and is_leaf of them and of what is computed from them. At backward they join the
+    loss, so a backward runs where eager's had none: what it records (gradients, and their
+    strides under meta:) is on this side only; when that backward is one that eager skips, the
+    path raises autograd's error for its deliberate invalid results, or torch's version-counter
+    error for a value it saved that was modified after the forward, where eager raised nothing
+    (or later)."""
+    tainted = Dataflow(spec).downstream(set(lost))
     if m.checkpoint in ("forward", "meta:forward"):
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in tainted
-    # the output now requires grad, so it joins the loss: a backward runs where eager's had none,
-    # and what it records (gradients, and their strides under meta:) is on this side only; when
-    # that backward is one that eager skips and it returns invalid results on purpose, the path
-    # raises autograd's error for them at backward, where eager raised nothing (or later)
     return m.checkpoint in ("backward", "meta:backward") and (
         m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook")
         or m.role.startswith("stride:") and m.detail.startswith("expected '<absent>', got ")
-        or m.role == "error" and _skipped_invalid_backward_raised(spec, lost, m))
+        or m.role == "error" and (_skipped_invalid_backward_raised(spec, lost, m)
+                                  or _skipped_backward_version_error(spec, tainted, m)))
+
+
+def _skipped_backward_version_error(spec: GraphSpec, tainted: frozenset[str], m: Mismatch) -> bool:
+    """The path raised torch's version-counter error at backward where eager did not: a Function
+    whose backward eager skips, and which now runs (it made or reads a value that lost its mark),
+    saved an output modified in place after the forward."""
+    if VERSION_ERROR.search(m.detail) is None or "; eager raised" in m.detail:
+        return False
+    now_runs = {n for n, fn in enumerate(spec.functions) if not _backward_runs(spec, n) and (
+        any(f"f{n}.{k}" in tainted for k in fn.tensor_outputs) or any(a.ref in tainted for a in fn.args))}
+    return bool(saved_mutated_outputs(spec, backward_runs=lambda n: n in now_runs))
 
 
 def _skipped_invalid_backward_raised(spec: GraphSpec, lost: set[str], m: Mismatch) -> bool:
@@ -1516,6 +1549,60 @@ def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
         dataclasses.replace(o, non_differentiable=False) if f"f{n}.{k}" in lost else o
         for k, o in enumerate(fn.outputs))))
+
+
+def _marks_shifted_by_constants(spec: GraphSpec) -> tuple[frozenset[str], frozenset[str]]:
+    """(outputs marked non-differentiable that lose the mark, outputs that get it instead) under
+    torch.compile: in Functions Dynamo traces (not those that break the graph themselves) with an
+    input that requires grad, each mark is replayed at its index among all outputs on the traced
+    graph's outputs, the tensors only, so a non-tensor output before a marked one shifts it."""
+    flow = Dataflow(spec)
+    lost: set[str] = set()
+    moved: set[str] = set()
+    for n, fn in enumerate(spec.functions):
+        marked = {k for k, o in enumerate(fn.outputs) if o.non_differentiable}
+        if not marked or _breaks_the_graph_itself(fn) or not flow.node_exists(n):
+            continue
+        tensors = fn.tensor_outputs
+        replayed = {tensors[k] for k in marked if k < len(tensors)}
+        lost |= {f"f{n}.{k}" for k in marked - replayed}
+        moved |= {f"f{n}.{k}" for k in replayed - marked}
+    return frozenset(lost), frozenset(moved)
+
+
+def _shifted_marks_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """An output whose mark the shift drops requires grad, or one it moves to does not."""
+    lost, moved = _marks_shifted_by_constants(spec)
+    return _marks_seen_lost(lost, mismatches) or any(
+        m.checkpoint in ("forward", "meta:forward") and m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:"))
+        and _ref_of(m.role) in moved for m in mismatches)
+
+
+def _shifted_marks_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
+    """What the outputs that lose their mark cause (`_lost_marks_damage`), and what the outputs
+    that get it instead do: whether they and what is computed from them require grad, and the
+    gradients of the values they were computed from, which no longer get their gradient."""
+    lost, moved = _marks_shifted_by_constants(spec)
+    if _lost_marks_damage(spec, lost, m):
+        return True
+    flow = Dataflow(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in flow.downstream(
+            set(moved))
+    upstream = frozenset().union(*(flow.upstream(r) for r in moved))
+    return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and (
+        m.role.startswith(("grad:", "agrad:", "dgrad:", "stride:grad:", "stride:agrad:")) and _ref_of(m.role) in upstream
+        or m.detail == "present on one side only")
+
+
+def _constants_before_marks_as_tensors(spec: GraphSpec) -> GraphSpec:
+    """In the Functions whose marks shift, the non-tensor outputs become computed constants
+    (bias-only tensors): no index shifts, every mark and every other value stays."""
+    lost, moved = _marks_shifted_by_constants(spec)
+    shifted = {int(r[1:].split(".")[0]) for r in lost | moved}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        OutputSpec("compute", bias=0.5) if n in shifted and o.kind == "const" else o for o in fn.outputs))
+        if n in shifted else fn)
 
 
 def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
@@ -2066,6 +2153,25 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                  "them; at backward, a backward that eager skipped (nothing else required grad): what it records, "
                  "gradient strides included, and autograd's error for its invalid results if it returns them"),
         workaround=_differentiable_after_all,
+    ),
+    KnownIssue(
+        id="dynamo-mark-non-differentiable-index-shifted",
+        title=("torch.compile of a custom Function that returns a non-tensor value before tensors it marks with "
+               "ctx.mark_non_differentiable marks the wrong outputs, silently, with fullgraph=True: Dynamo records "
+               "each mark's index among all outputs (AutogradFunctionApplyVariable, torch/_dynamo/variables/"
+               "higher_order_ops.py: non_differentiable_idx over fwd_out.items) and ApplyTemplate.setup_context "
+               "(torch/_functorch/autograd_function.py) replays it on the traced graph's outputs, the tensors only; "
+               "a marked output requires grad, a later one loses its gradient"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_mark_non_differentiable_index_shifted.py",
+        trigger=lambda spec: any(_marks_shifted_by_constants(spec)),
+        witness=_shifted_marks_seen,
+        damage=_shifted_marks_and_what_follows,
+        damages=("requires_grad, grad_fn and is_leaf of the outputs the marks move to or from and of what is "
+                 "computed from them; at backward, the gradients of what an output that lost its gradient was "
+                 "computed from, and what a backward eager skipped records or raises"),
+        workaround=_constants_before_marks_as_tensors,
     ),
     KnownIssue(
         id="dynamo-fallback-dirty-view-made-in-no-grad",

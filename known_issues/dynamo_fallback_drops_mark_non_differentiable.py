@@ -27,7 +27,15 @@ aot_eager and inductor alike (torch 2.13.0+cpu).
 Related, not the same: pytorch/pytorch#118396 (ctx methods ignored when Dynamo traces
 the Function as a whole; mark_non_differentiable there has since been supported).
 
-Exit status 1 and "REPRODUCED" when the bug is present (backend aot_eager); 0 when fixed.
+The second form (`loop_form`): Functions applied in a loop, through a helper frame, as the
+harness's forward applies them. A graph break in the loop (here a print in one forward) makes
+Dynamo skip the loop's frame ("graph breaks in loops are not supported") and compile each call
+of the helper on its own; once a Function with no tensor input has been applied there, a later
+old-style Function's apply runs eagerly and its forward frame is compiled on its own, with the
+same loss of the mark. Without the Function with no tensor input, or with it after the marking
+Function, the mark holds (2.13.0, 2.14.1, 2.15.0); where Dynamo decides this is not pinned down.
+
+Exit status 1 and "REPRODUCED" when the bug is present (backend aot_eager; either form); 0 when fixed.
 Other backends are reported for information: python <this file> eager aot_eager
 """
 import sys
@@ -80,7 +88,63 @@ def reproduces(backend):
     return False
 
 
+class Prints(torch.autograd.Function):  # a print in its forward: a graph break
+    @staticmethod
+    def forward(ctx, a):
+        print("", end="")
+        return a * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class NoTensorInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx):
+        return "tag"
+
+    @staticmethod
+    def backward(ctx, g):
+        return ()
+
+
+class Marks(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        out = a * 0.0
+        ctx.mark_non_differentiable(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0.0
+
+
+def apply_one(cls, args):
+    return cls.apply(*args)
+
+
+def in_a_loop(a):
+    values = {"a": a}
+    for cls, reads, name in ((Prints, ("a",), "b"), (NoTensorInput, (), "tag"), (Marks, ("b",), "c")):
+        values[name] = apply_one(cls, [values[r] for r in reads])
+    return values["c"]
+
+
+def loop_form() -> bool:
+    a = torch.ones(3, requires_grad=True)
+    assert in_a_loop(a).requires_grad is False  # eager honours the marking
+    torch._dynamo.reset()
+    if torch.compile(in_a_loop, backend="aot_eager")(a).requires_grad:
+        print("aot_eager, Functions applied in a loop with a graph break, after one with no tensor input: "
+              "REPRODUCED: the marked output has requires_grad=True")
+        return True
+    print(f"loop form: not reproduced (fixed in torch {torch.__version__}?)")
+    return False
+
+
 if __name__ == "__main__":
     backends = sys.argv[1:] or ["aot_eager"]
     results = [reproduces(b) for b in backends]
-    raise SystemExit(1 if results[0] else 0)
+    raise SystemExit(1 if loop_form() | results[0] else 0)

@@ -171,6 +171,12 @@ CASES = {
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    # outputs (7, a, b) with a marked: under torch.compile b is marked instead (a requires grad, b
+    # gets no gradient)
+    "dynamo-mark-non-differentiable-index-shifted": ("dynamo", graph(
+        fn(X0, outputs=(OutputSpec("const", value=7), OutputSpec("compute", terms=(Term(0, "linear", 2.0),),
+                                                                   non_differentiable=True), SIN0),
+           style="setup_context", code="plain", save=("inputs",)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     # F0's print breaks the graph: the view of x1's clone (x1 does not require grad) comes out of
     # the compiled region before it, and F0 scales it in place beside x0, which requires grad
     "dynamo-fallback-dirty-view-made-in-no-grad": ("dynamo", GraphSpec(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pytest
+
 import torch
 
 from harness.build import build
@@ -57,3 +59,62 @@ def test_a_fault_visible_only_in_the_fallback_is_reported():
     assert outcome.result.note.endswith("ran through Dynamo's eager fallback")
     assert "dynamo:perturbed vs eager: forward out:f0.0: outside tolerance" in verdict.report()
     assert torch.is_grad_enabled()
+
+
+# --- where Dynamo loses a ctx.mark_non_differentiable: the triggers on real runs ---------------
+
+def _fn(*args: Arg, outputs: tuple[OutputSpec, ...], **kw) -> FunctionSpec:
+    # returned as tuples: one tensor marked and returned alone is dynamo-single-non-differentiable-output
+    return FunctionSpec(args=args, outputs=outputs, tuple_output=True, code="plain", **kw)
+
+
+_LIN = OutputSpec("compute", terms=(Term(0, "linear", 2.0),))
+_MARKED = OutputSpec("compute", terms=(Term(0, "linear", 1.5),), non_differentiable=True)
+_PRINTS = _fn(Arg("x0"), outputs=(_LIN,), untraceable="print")  # a graph break in the harness's loop
+_NO_INPUT = _fn(outputs=(OutputSpec("const", value=7),))
+
+
+def _graph(*functions: FunctionSpec) -> GraphSpec:
+    return GraphSpec(shape=(3,), leaves=(LeafSpec(), LeafSpec()), functions=functions, backward="backward")
+
+
+MARK_CASES = {
+    # (spec, its entry, the outputs whose requires_grad Dynamo gets wrong)
+    # outputs (7, a, b) with a marked: the mark is replayed at index 1 of the traced tensors, b
+    "a constant before the marked output": (_graph(_fn(Arg("x0"), outputs=(
+        OutputSpec("const", value=7), _MARKED, _LIN), style="setup_context")),
+        "dynamo-mark-non-differentiable-index-shifted", {"f0.1", "f0.2"}),
+    "the constant after it": (_graph(_fn(Arg("x0"), outputs=(_MARKED, OutputSpec("const", value=7), _LIN),
+                                         style="setup_context")), "dynamo-mark-non-differentiable-index-shifted", set()),
+    # the loop form of the eager fallback: a graph break, a Function with no tensor input, then an
+    # old-style Function that marks its output
+    "graph break, no-input Function, old-style mark": (_graph(
+        _PRINTS, _NO_INPUT, _fn(Arg("f0.0"), outputs=(_MARKED,))), "dynamo-fallback-drops-mark-non-differentiable", {"f2.0"}),
+    "no Function with no tensor input": (_graph(_PRINTS, _fn(Arg("f0.0"), outputs=(_MARKED,))),
+                                         "dynamo-fallback-drops-mark-non-differentiable", set()),
+    "the no-input Function after the mark": (_graph(
+        _PRINTS, _fn(Arg("f0.0"), outputs=(_MARKED,)), _NO_INPUT), "dynamo-fallback-drops-mark-non-differentiable", set()),
+    "a setup_context mark": (_graph(_PRINTS, _NO_INPUT, _fn(Arg("f0.0"), outputs=(_MARKED,), style="setup_context")),
+                             "dynamo-fallback-drops-mark-non-differentiable", set()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MARK_CASES))
+def test_dynamo_loses_a_mark_exactly_where_the_entry_says(case: str) -> None:
+    """On real dynamo:aot_eager runs: an output marked non-differentiable requires grad exactly
+    where the entry's trigger predicts it; there the example is checked past it, elsewhere as usual."""
+    from harness.known_issues import KNOWN_ISSUES
+
+    spec, entry, wrong = MARK_CASES[case]
+    issue = next(k for k in KNOWN_ISSUES if k.id == entry)
+    assert issue.triggered(spec, "dynamo:aot_eager") == bool(wrong)
+    from harness import paths
+
+    eager, result = paths.get("eager").run(build(spec)), dynamo_path("aot_eager").run(build(spec))
+    assert result.status == "ok", result.describe_error()
+    for ref in [r for r in result.values["forward"] if r.startswith("requires_grad:")]:
+        same = result.values["forward"][ref] == eager.values["forward"][ref]
+        assert same != (ref.removeprefix("requires_grad:") in wrong and issue.affects_installed_torch()), ref
+    outcome = check(spec, [dynamo_path("aot_eager")], lifetimes=False).outcomes["dynamo:aot_eager"]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert (issue.id in outcome.known) == (bool(wrong) and issue.affects_installed_torch()), outcome.known
