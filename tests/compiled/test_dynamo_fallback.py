@@ -94,6 +94,15 @@ MARK_CASES = {
                                          "dynamo-fallback-drops-mark-non-differentiable", set()),
     "the no-input Function after the mark": (_graph(
         _PRINTS, _fn(Arg("f0.0"), outputs=(_MARKED,)), _NO_INPUT), "dynamo-fallback-drops-mark-non-differentiable", set()),
+    # a print or a branch on a value in an old-style forward: Dynamo cannot trace the Function as
+    # a whole (stop 20's dynamo audit); a side effect it traces
+    "a print in the marking forward": (_graph(_fn(Arg("x0"), outputs=(_MARKED, _LIN), untraceable="print")),
+                                       "dynamo-fallback-drops-mark-non-differentiable", {"f0.0"}),
+    "a branch on a value in the marking forward": (_graph(_fn(Arg("x0"), outputs=(_MARKED, _LIN),
+                                                              untraceable="data_branch")),
+                                                   "dynamo-fallback-drops-mark-non-differentiable", {"f0.0"}),
+    "a side effect in the marking forward": (_graph(_fn(Arg("x0"), outputs=(_MARKED, _LIN), untraceable="side_effect")),
+                                             "dynamo-fallback-drops-mark-non-differentiable", set()),
     "a setup_context mark": (_graph(_PRINTS, _NO_INPUT, _fn(Arg("f0.0"), outputs=(_MARKED,), style="setup_context")),
                              "dynamo-fallback-drops-mark-non-differentiable", set()),
 }
