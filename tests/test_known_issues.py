@@ -448,3 +448,22 @@ def test_every_registry_entry_has_a_row_in_the_docs():
         text = (REPRODUCERS.parent / "docs" / doc).read_text()
         rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, re.M))
         assert rows == ids, f"docs/{doc}: missing {sorted(ids - rows)}, not in the registry {sorted(rows - ids)}"
+
+
+def test_a_dropped_tangent_that_a_later_as_is_output_zeroes_is_the_early_return():
+    """Stop 20's 2.15.0 func audit (spec kept): F1 returns a view of a tangentless input, so
+    eager's forward AD drops the tangent of its later output f1.2 (fwad-view-drops-later-tangents);
+    F2 then returns f1.2 as-is, and torch materializes its undefined tangent as zeros and sets
+    that on it. The dropped tangent reads zeros, not None: still the entry's witness."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros/fwad_dropped_tangent_zeroed_by_as_is_9341cbf9.json"))
+    issue = next(k for k in KNOWN_ISSUES if k.id == "fwad-view-drops-later-tangents")
+    outcome = check(spec, [paths.get("eager")]).outcomes["eager"]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
+    if issue.affects_installed_torch():
+        from harness.build import build
+
+        raw = paths.get("eager").run(build(spec))  # the example itself, not its workaround variant
+        assert not raw.tensors["forward_ad"]["tangent:f1.2"].any()  # zeros, not None
