@@ -2360,8 +2360,9 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                "for backward and for forward AD: the vmapped ctx (CtxCustomSave, torch/_functorch/autograd_function.py) "
                "keeps one list of batch dims, which save_for_forward overwrites, so the backward unpacks its saved "
                "tensors with the forward's batch dims: \"AssertionError: flat_bdims must not be None\" (restore_vmap "
-               "-> wrap_batched, torch/_functorch/vmap.py) or \"ValueError: SmallVector unable to grow\" where the "
-               "two lists are batched differently (e.g. an output saved for backward, or an unbatched input); grad "
+               "-> wrap_batched, torch/_functorch/vmap.py), \"ValueError: SmallVector unable to grow\" or a shape error "
+               "(\"The size of tensor a (3) must match the size of tensor b (4)\") where the two lists are batched "
+               "differently (e.g. an output saved for backward, or an unbatched input); grad "
                "and vmap(grad) work, and dropping either save does"),
         first=(2, 13, 0), last=None,
         # +dynamo: where Dynamo breaks the graph (a print or side effect in a forward; on 2.13 any
@@ -2369,7 +2370,10 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
         reproducer="func_grad_vmap_saved_output_and_forward.py",
         trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
-        witness=raised("backward", r"flat_bdims must not be None|SmallVector unable to grow"),
+        # where the two lists have the same length, a batched value is unpacked as unbatched and
+        # the reverse: a shape error between the batch size and a size of the graph's shape
+        witness=raised("backward", r"flat_bdims must not be None|SmallVector unable to grow|"
+                                   r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"),
         damage=error_at("backward"),
         damages="the error at backward (the gradients; the forward is still compared)",
         workaround=_saving_no_fresh_tensors,

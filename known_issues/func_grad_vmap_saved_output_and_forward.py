@@ -9,7 +9,10 @@ Cause: the vmapped ctx (CtxCustomSave, torch/_functorch/autograd_function.py) ke
 batch dims, `_pt_saved_tensors_bdims`, which save_for_forward overwrites after save_for_backward
 set it, so the backward unpacks its saved tensors with the forward's batch dims. Where the two
 lists differ otherwise (an unbatched constant saved for forward, see `SavesAConstant`) the same
-bug raises "ValueError: SmallVector unable to grow. Requested capacity (18446744073709551615)".
+bug raises "ValueError: SmallVector unable to grow. Requested capacity (18446744073709551615)";
+where the two lists have the same length in another order (`SavesSwapped`), a batched value is
+unpacked as unbatched and the reverse: "RuntimeError: The size of tensor a (3) must match the
+size of tensor b (4)" (batch size 3, shape (4,)).
 
 Exit status 1 and "REPRODUCED" when the bug is present; 0 when fixed.
 """
@@ -60,7 +63,32 @@ class SavesAConstant(torch.autograd.Function):
         return g * torch.cos(x), None
 
 
+class SavesSwapped(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, c):
+        return torch.tanh(x) + c * c
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, c = inputs
+        ctx.save_for_backward(x, c)
+        ctx.save_for_forward(c, x)  # the same tensors, c (not batched) first
+
+    @staticmethod
+    def backward(ctx, g):
+        x, c = ctx.saved_tensors
+        return g * (1 - torch.tanh(x) ** 2), 2 * c * g
+
+
 def main() -> int:
+    try:
+        grad(lambda xs: vmap(lambda x: SavesSwapped.apply(x, torch.ones(4)))(xs).sum())(torch.ones(3, 4))
+    except RuntimeError as e:
+        if "must match the size of tensor b" not in str(e):
+            raise
+        print(f"the third form: RuntimeError: {e}")
     try:
         grad(lambda xs: vmap(lambda x: SavesAConstant.apply(x, torch.zeros(())))(xs).sum())(torch.ones(2, 3))
     except ValueError as e:

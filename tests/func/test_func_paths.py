@@ -347,6 +347,8 @@ KEPT_GRAD_VMAP = {
     "grad_vmap_marks_lost_version_error_9463c23b.json": "func-grad-vmap-saved-output-and-forward",
     "grad_vmap_saved_output_and_mask_for_forward_db9f0f56.json": "func-grad-vmap-saved-output-and-forward",
     "grad_vmap_smallvector_saved_bdims_a267186b.json": "func-grad-vmap-saved-output-and-forward",
+    # the same length, another order: a size error between the batch and the shape (2.15.0 audit)
+    "grad_vmap_saved_bdims_swapped_c94f535f.json": "func-grad-vmap-saved-output-and-forward",
     # a dirty view with no batch dim (the stop-20 audit's open "empty dirty view" specs)
     "grad_vmap_empty_dirty_view_059531cc.json": "func-grad-vmap-dirty-unbatched-view",
     "grad_vmap_empty_dirty_view_43feae5f.json": "func-grad-vmap-dirty-unbatched-view",
