@@ -533,9 +533,9 @@ def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
     for n, fn in enumerate(spec.functions):
         if not (fn.vmap and fn.jvp and (flow.backward_runs(n) or n in lost)):
             continue
-        bdims = lambda slots: [batched[fn.args[s].ref] for s in slots]  # noqa: E731
-        for_forward = bdims(fn.mask_slots + fn.nonlinear_slots)
-        for_backward = bdims(fn.mask_slots) + (bdims(fn.nonlinear_slots) if "inputs" in fn.save else [])
+        masks, nonlinear = ([batched[fn.args[s].ref] for s in slots] for slots in (fn.mask_slots, fn.nonlinear_slots))
+        for_forward = masks + nonlinear
+        for_backward = masks + (nonlinear if "inputs" in fn.save else [])
         if "intermediates" in fn.save:
             for_backward += [batched[fn.args[t.slot].ref] for o in fn.outputs for t in o.terms if t.op != "linear"]
         if "outputs" in fn.save:

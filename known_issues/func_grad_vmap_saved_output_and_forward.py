@@ -59,7 +59,7 @@ class SavesAConstant(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        c, x = ctx.saved_tensors
+        _, x = ctx.saved_tensors
         return g * torch.cos(x), None
 
 

@@ -446,7 +446,7 @@ def test_every_registry_entry_has_a_row_in_the_docs():
     ids = {k.id for k in KNOWN_ISSUES}
     for doc in ("known_issues.md", "versions.md"):
         text = (REPRODUCERS.parent / "docs" / doc).read_text()
-        rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, re.M))
+        rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, re.MULTILINE))
         assert rows == ids, f"docs/{doc}: missing {sorted(ids - rows)}, not in the registry {sorted(rows - ids)}"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
-
 import torch
 
 from harness.build import build

@@ -411,7 +411,10 @@ def _square(ref: str, save: tuple[str, ...] = ("inputs",)) -> FunctionSpec:
     return _fn(Arg(ref), outputs=(OutputSpec("compute", terms=(Term(0, "square", -0.5),)),), save=save)
 
 
-def _graph(*functions: FunctionSpec, leaves=(LeafSpec(), LeafSpec()), **kw) -> GraphSpec:
+_TWO_LEAVES = (LeafSpec(), LeafSpec())
+
+
+def _graph(*functions: FunctionSpec, leaves: tuple[LeafSpec, ...] = _TWO_LEAVES, **kw) -> GraphSpec:
     return GraphSpec(shape=(3,), dtype="float64", leaves=leaves, functions=functions, **kw)
 
 
@@ -503,7 +506,7 @@ def _marked(out: OutputSpec) -> OutputSpec:
     return dataclasses.replace(out, non_differentiable=True)
 
 
-_COUNT = dict(error="grad_count")  # a backward that raises when it runs
+_COUNT = {"error": "grad_count"}  # a backward that raises when it runs
 LOST_MARK_CASES = {
     # (spec, the Function whose deliberate error grad(vmap) raises, or None)
     # F0 marks its batched output f0.0; F1 reads it, and F2 (which runs in eager, through x1) reads F1's
