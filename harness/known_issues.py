@@ -1536,22 +1536,29 @@ def _skipped_backward_version_error(spec: GraphSpec, tainted: frozenset[str], m:
     saved an output modified in place after the forward."""
     if VERSION_ERROR.search(m.detail) is None or "; eager raised" in m.detail:
         return False
-    now_runs = {n for n, fn in enumerate(spec.functions) if not _backward_runs(spec, n) and (
-        any(f"f{n}.{k}" in tainted for k in fn.tensor_outputs) or any(a.ref in tainted for a in fn.args))}
+    now_runs = _now_running(spec, tainted)
     return bool(saved_mutated_outputs(spec, backward_runs=lambda n: n in now_runs))
 
 
-def _skipped_invalid_backward_raised(spec: GraphSpec, lost: set[str], m: Mismatch) -> bool:
+def _skipped_invalid_backward_raised(spec: GraphSpec, lost: set[str] | frozenset[str], m: Mismatch) -> bool:
     """The path raised autograd's error for the deliberate invalid results of Function n's
-    backward, which eager never calls (its outputs that reach the loss are all marked
-    non-differentiable, and the marks are among those lost)."""
+    backward, which eager never calls, and which now runs: it made a value that lost its mark
+    (its outputs that reach the loss were all marked non-differentiable), or reads one or what is
+    computed from one (it has a node only through it: stop 20's dynamo audit, spec 49deffdf)."""
     detail = m.detail.removeprefix(f"{m.path} ")  # "<path> raised ...; eager ran without error"
     raised = _PATH_RAISED_DOCUMENTED_BACKWARD_ERROR.match(detail)
     if raised is None:
         return False
     n = int(raised.group(1))
-    return (n < len(spec.functions) and spec.functions[n].error is not None and not _backward_runs(spec, n)
-            and any(ref.startswith(f"f{n}.") for ref in lost))
+    return n < len(spec.functions) and spec.functions[n].error is not None and not _backward_runs(spec, n) and (
+        n in _now_running(spec, Dataflow(spec).downstream(set(lost))))
+
+
+def _now_running(spec: GraphSpec, tainted: frozenset[str]) -> set[int]:
+    """Functions whose backward eager skips that made or read a value in `tainted` (outputs that
+    lost their mark and what is computed from them): they have a node now."""
+    return {n for n, fn in enumerate(spec.functions) if not _backward_runs(spec, n) and (
+        any(f"f{n}.{k}" in tainted for k in fn.tensor_outputs) or any(a.ref in tainted for a in fn.args))}
 
 
 def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:

@@ -419,7 +419,10 @@ def test_the_skipped_saver_script_kept_in_func_repros_reproduces_where_the_entry
 
 
 @pytest.mark.parametrize("name", ["dynamo_fallback_skipped_backward_raises_68701d32.json",
-                                  "dynamo_fallback_skipped_backward_raises_50eca82c.json"])
+                                  "dynamo_fallback_skipped_backward_raises_50eca82c.json",
+                                  # F1 reads the output whose mark was lost: it has a node only
+                                  # through it, and its backward returns a wrongly shaped gradient
+                                  "dynamo_fallback_reader_of_lost_mark_raises_49deffdf.json"])
 def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_checked_past_it(name):
     """The dynamo audit's specs (docs/func_repros/, stop 20): a Function whose one output is
     marked non-differentiable returns too few gradients on purpose. Eager never calls that
