@@ -470,3 +470,17 @@ def test_a_dropped_tangent_that_a_later_as_is_output_zeroes_is_the_early_return(
 
         raw = paths.get("eager").run(build(spec))  # the example itself, not its workaround variant
         assert not raw.tensors["forward_ad"]["tangent:f1.2"].any()  # zeros, not None
+
+
+def test_a_dynamo_audit_spec_whose_lost_mark_gives_a_leaf_a_gradient_eager_leaves_none():
+    """Stop 20's 2.14.1 dynamo audit (spec kept): F0's one tensor output is marked
+    non-differentiable and its mark is lost in the eager fallback, so F0's backward runs and
+    sends its inputs gradients (zeros, empty here: shape (0,)) where eager's are None. That is the
+    entry's damage; the rest is checked on its workaround."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros/dynamo_fallback_lost_mark_gradient_not_none_a8ed736c.json"))
+    outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    issue = next(k for k in KNOWN_ISSUES if k.id == "dynamo-fallback-drops-mark-non-differentiable")
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
