@@ -1445,11 +1445,12 @@ def _needs_input_grad_read_in_backward_only(spec: GraphSpec) -> GraphSpec:
 
 
 def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
-    """Dynamo cannot trace this Function's apply as a whole: a user jvp, one tensor passed twice,
-    or a print or a branch on a tensor's value in its forward (a Python side effect it traces;
-    seen on 2.13.0, stop 20's dynamo audit)."""
+    """Dynamo cannot trace this Function's apply as a whole: a user jvp, a `vjp` instead of
+    `backward` ("Unsupported custom vjp"), one tensor passed twice, or a print or a branch on a
+    tensor's value in its forward (a Python side effect it traces; stop 20's dynamo audits)."""
     refs = [a.ref for a in fn.args if a.ref is not None and not a.clone]
-    return fn.jvp or len(refs) != len(set(refs)) or fn.untraceable in ("print", "data_branch")
+    return (fn.jvp or fn.backward_method == "vjp" or len(refs) != len(set(refs))
+            or fn.untraceable in ("print", "data_branch"))
 
 
 def _marks_on_the_real_ctx_lost(spec: GraphSpec) -> set[str]:

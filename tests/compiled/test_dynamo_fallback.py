@@ -102,6 +102,11 @@ MARK_CASES = {
                                                    "dynamo-fallback-drops-mark-non-differentiable", {"f0.0"}),
     "a side effect in the marking forward": (_graph(_fn(Arg("x0"), outputs=(_MARKED, _LIN), untraceable="side_effect")),
                                              "dynamo-fallback-drops-mark-non-differentiable", set()),
+    # a vjp instead of backward: "Unsupported custom vjp"; a setup_context that computes a tensor
+    # to save then marks in a frame Dynamo compiles (stop 20's 2.14.1 dynamo audit)
+    "a vjp, a setup_context saving an intermediate": (_graph(_fn(Arg("x0"), outputs=(OutputSpec(
+        "compute", terms=(Term(0, "square", 1.0),), non_differentiable=True), _LIN), style="setup_context",
+        save=("intermediates",), backward_method="vjp")), "dynamo-fallback-drops-mark-non-differentiable", {"f0.0"}),
     "a setup_context mark": (_graph(_PRINTS, _NO_INPUT, _fn(Arg("f0.0"), outputs=(_MARKED,), style="setup_context")),
                              "dynamo-fallback-drops-mark-non-differentiable", set()),
 }
