@@ -340,26 +340,27 @@ class CampaignResult:
 
     def summary(self) -> str:
         oracle = "with" if self.lifetimes else "without"
+        w = max([18, *map(len, self.paths)])  # the path column, as wide as its longest name
         lines = [f"torch {torch.__version__} on {self.device}: {self.examples} examples "
                  f"({self.with_backward} with a backward) in {self.fuzz_seconds:.1f} s of fuzzing "
                  f"({self.examples_per_second:.1f} examples/s, {oracle} the lifetime oracle), "
                  f"{self.seconds:.1f} s in all", "",
                  "checked = ok + failed: compared and judged, on the example or on the workaround variant",
                  "that steps around a known torch issue; stopped = a known issue ended the check.", "",
-                 f"{'path':<18} {'checked':>15} {'ok':>7} {'failed':>7} {'stopped':>8} {'unsupported':>12}"]
+                 f"{'path':<{w}} {'checked':>15} {'ok':>7} {'failed':>7} {'stopped':>8} {'unsupported':>12}"]
         for name in self.paths:
             c = self.counts.get(name, PathCounts())
             share = f"{c.checked} ({100 * c.checked / self.examples:.0f}%)" if self.examples else "0"
-            lines.append(f"{name:<18} {share:>15} {c.ok:>7} {c.failed:>7} {c.stopped:>8} "
+            lines.append(f"{name:<{w}} {share:>15} {c.ok:>7} {c.failed:>7} {c.stopped:>8} "
                          f"{sum(c.unsupported.values()):>12}")
             for reason, n in sorted(c.unsupported.items()):
-                lines.append(f"{'':<18}   unsupported: {reason} ({n})")
+                lines.append(f"{'':<{w}}   unsupported: {reason} ({n})")
             for issue, n in sorted(c.known.items()):
-                lines.append(f"{'':<18}   known torch issue hit: {issue} ({n})")
+                lines.append(f"{'':<{w}}   known torch issue hit: {issue} ({n})")
             if c.past_known:
-                lines.append(f"{'':<18}   checked past a known issue on its workaround: {c.past_known}")
+                lines.append(f"{'':<{w}}   checked past a known issue on its workaround: {c.past_known}")
             if name.startswith("compiled") and self.with_backward:  # it can only check a backward
-                lines.append(f"{'':<18}   checked {100 * c.checked / self.with_backward:.0f}% of the "
+                lines.append(f"{'':<{w}}   checked {100 * c.checked / self.with_backward:.0f}% of the "
                              f"{self.with_backward} examples where a backward runs")
         g = self.gradcheck
         lines += ["", f"float64 gradcheck (examples of at most {CAMPAIGN_GRADCHECK_ELEMENTS} input elements): "

@@ -111,3 +111,19 @@ def test_progress_is_a_live_table_on_a_terminal_and_plain_lines_otherwise(campai
     lines = log.getvalue().splitlines()
     assert len(lines) == 2 and all(line.startswith("progress ") for line in lines)
     assert f"{result.examples} examples" in lines[0] and "eager" in lines[0]
+
+
+def test_the_summary_table_keeps_its_columns_for_long_path_names():
+    from harness.campaign import PathCounts
+
+    paths = ["eager", "func.vmap_grad+dynamo", "func.vmap.user+dynamo"]
+    result = CampaignResult(paths=paths, device="cpu", examples=100,
+                            counts={p: PathCounts(ok=70 + i, failed=i) for i, p in enumerate(paths)})
+    lines = result.summary().splitlines()
+    header = next(line for line in lines if line.startswith("path "))
+    rows = [line for line in lines if line.split(" ")[0] in paths]
+    assert len(rows) == 3
+    # every row's numbers end where the header's column names end
+    ends = [m.end() for m in re.finditer(r"\S+", header)][1:]
+    for row in rows:
+        assert [m.end() for m in re.finditer(r"\S+", row)][-5:] == ends[-5:], row
