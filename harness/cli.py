@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -116,17 +118,19 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             progress.update(record)
 
         try:
-            if args.workers == 0:
-                run_campaign(paths, budget_s=budget, device=device, out_dir=out,
-                             database=_database(database, local_database), max_examples=args.max_examples,
-                             lifetimes=lifetimes, result=result, on_record=on_record)
-            else:
-                from harness.workers import run_parallel
+            with _sigterm_as_ctrl_c():
+                if args.workers == 0:
+                    run_campaign(paths, budget_s=budget, device=device, out_dir=out,
+                                 database=_database(database, local_database), max_examples=args.max_examples,
+                                 lifetimes=lifetimes, result=result, on_record=on_record)
+                else:
+                    from harness.workers import run_parallel
 
-                memory = {} if args.worker_memory is None else {"memory_limit": args.worker_memory}
-                run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
-                             out_dir=out, database=database, max_examples=args.max_examples, lifetimes=lifetimes,
-                             hang_s=args.hang_timeout, result=result, on_record=on_record, **memory)
+                    memory = {} if args.worker_memory is None else {"memory_limit": args.worker_memory}
+                    run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
+                                 out_dir=out, database=database, max_examples=args.max_examples,
+                                 lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
+                                 on_record=on_record, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -136,6 +140,20 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
         return 130
     return 1 if result.failures else 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """SIGTERM (a CI job cancelled or timed out, `timeout`, `kill`) ends the campaign as Ctrl-C does:
+    workers stopped, summary and reports written from what was checked, exit code 130, resumable."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _database(location: str, local: Path):
@@ -383,7 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "campaigns/<date>-<time>/)")
     fuzz.add_argument("--resume", metavar="DIR",
                       help="continue the campaign in DIR (after an interrupt or a kill) with this budget: "
-                           "its earlier failures are replayed first, its counts carry on")
+                           "its earlier failures are replayed first, its counts carry on (Ctrl-C and SIGTERM "
+                           "end a campaign with its summary and reports written; after kill -9 they are "
+                           "rebuilt from its log)")
     fuzz.add_argument("--database", help="Hypothesis example database shared between campaigns: a folder, "
                                          "or redis://host:port (needs the cluster extra) so failures found on "
                                          "any machine replay first everywhere, or github:OWNER/REPO[/ARTIFACT]: "

@@ -1,5 +1,6 @@
 """Persistence: a campaign killed with SIGKILL mid-run resumes from its log; nothing already
-written is lost, counts are rebuilt from the log, earlier failures are replayed first."""
+written is lost, counts are rebuilt from the log, earlier failures are replayed first. SIGTERM
+ends a campaign as Ctrl-C does."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from harness.selfeval import subprocess_env
 from harness.campaign import CampaignResult
@@ -83,3 +86,25 @@ def test_a_failure_found_fixed_on_one_resume_stays_fixed_on_the_next():
     assert CampaignResult.from_records(records).failures[cause].replay == "fixed"
     still = records[:4] + [{**start, "t": 5.0}, {"kind": "replay", "t": 6.0, "cause": cause, "result": "still fails"}]
     assert CampaignResult.from_records(still).failures[cause].replay == "still fails"
+
+
+def test_sigterm_ends_a_campaign_as_ctrl_c_does(tmp_path):
+    """A cancelled CI job or `timeout` sends SIGTERM: the campaign stops its workers and writes its
+    summary and reports from what it checked, and says how to resume."""
+    out = tmp_path / "campaign"
+    campaign = subprocess.Popen([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--workers", "1",
+                                 "--budget", "240s", "--out", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 200
+    while time.monotonic() < deadline and campaign.poll() is None and len(examples_in(out)) < 5:
+        time.sleep(0.5)
+    assert campaign.poll() is None
+    campaign.send_signal(signal.SIGTERM)  # the campaign's own process only, not its worker
+    stdout, stderr = campaign.communicate(timeout=120)
+    assert campaign.returncode == 130, stderr[-3000:]
+    assert f"fuzz --resume {out}" in stdout
+    examples = len(examples_in(out))
+    assert f": {examples} examples" in stdout and examples >= 5
+    assert (out / "report.md").exists() and (out / "report.html").exists()
+    with pytest.raises(ProcessLookupError):  # no worker outlives it
+        os.killpg(campaign.pid, 0)
