@@ -1,5 +1,11 @@
+import os
 import sys
 
-from harness.cli import main
+from harness import cli
 
-sys.exit(main())
+code = cli.main()
+if cli.EXIT_AT_ONCE:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+sys.exit(code)
