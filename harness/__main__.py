@@ -3,6 +3,7 @@ import sys
 
 from harness import cli
 
+cli.PROCESS_STARTED = cli.process_started()
 code = cli.main()
 if cli.EXIT_AT_ONCE:
     sys.stdout.flush()
