@@ -3,8 +3,7 @@ import sys
 
 from harness import cli
 
-cli.PROCESS_STARTED = cli.process_started()
-code = cli.main()
+code = cli.main(started=cli.process_started())
 if cli.EXIT_AT_ONCE:
     sys.stdout.flush()
     sys.stderr.flush()

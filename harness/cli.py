@@ -88,11 +88,6 @@ def process_started() -> float:
     return time.perf_counter() - max(age, 0.0)
 
 
-#: set by `python -m harness` (harness/__main__.py) to process_started(): a command line's budget
-#: includes the interpreter's start-up, a sitecustomize and the imports; main() called in a
-#: process that does other things (a test) counts from its call
-PROCESS_STARTED: float | None = None
-
 #: set by a local fuzz campaign: `python -m harness` then exits without the interpreter's teardown
 #: (seconds with torch loaded on a busy machine), so the budget includes the exit too
 EXIT_AT_ONCE = False
@@ -100,8 +95,9 @@ EXIT_AT_ONCE = False
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     global EXIT_AT_ONCE
-    # importing torch and the paths is inside the budget too
-    started = time.perf_counter() if PROCESS_STARTED is None else PROCESS_STARTED
+    # importing torch and the paths is inside the budget too; from the command line, all the
+    # process's start-up (main's `started`)
+    started = time.perf_counter() if args.started is None else args.started
     from harness.campaign import CampaignResult, run_campaign
     from harness.progress import CampaignProgress
     from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
@@ -392,11 +388,14 @@ def cmd_build_native(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, started: float | None = None) -> int:
+    """`started`: where a budget starts counting (python -m harness gives process_started(): the
+    interpreter's start-up, a sitecustomize and the imports are inside it); None: now."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in PASSTHROUGH:  # their own options may start with "--"
         return _passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
+    args.started = started
     return args.func(args)
 
 
