@@ -44,6 +44,7 @@ from harness.dataflow import Dataflow
 from harness.devices import is_cuda
 from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS, gradcheck_verdict
 from harness.paths import Path as ExecPath
+from harness.paths.tracing import EXAMPLE_TRACES
 from harness.records import cause_of, features, now, outcome_record, spec_hash, spec_size
 from harness.repro import write_reproducer
 from harness.spec import GraphSpec
@@ -73,14 +74,23 @@ class PathCounts:
     past_known: int = 0
     unsupported: collections.Counter = field(default_factory=collections.Counter)
     known: collections.Counter = field(default_factory=collections.Counter)
+    #: paths that compile the forward: how Dynamo ran the Functions, per example (one of
+    #: harness.paths.tracing.EXAMPLE_TRACES), of all examples and of those with a backward
+    traces: collections.Counter = field(default_factory=collections.Counter)
+    traces_with_backward: collections.Counter = field(default_factory=collections.Counter)
 
     @property
     def checked(self) -> int:
         return self.ok + self.failed
 
-    def add(self, outcome: Record) -> None:
-        """One path's outcome record (records.outcome_record)."""
+    def add(self, outcome: Record, backward: bool = False) -> None:
+        """One path's outcome record (records.outcome_record) of an example (`backward`: one
+        where a backward runs)."""
         status, known = outcome["status"], outcome.get("known", [])
+        if "trace" in outcome:
+            self.traces[outcome["trace"]] += 1
+            if backward:
+                self.traces_with_backward[outcome["trace"]] += 1
         if status == "ok":
             self.ok += 1
         elif status == "failed":
@@ -96,12 +106,31 @@ class PathCounts:
         return {"checked": self.checked, "checked_share": round(self.checked / examples, 4) if examples else 0.0,
                 "ok": self.ok, "failed": self.failed, "stopped_by_known": self.stopped,
                 "checked_past_known": self.past_known, "unsupported": dict(self.unsupported),
-                "known": dict(self.known)}
+                "known": dict(self.known),
+                **({"trace": {**self.traces, "with_backward": dict(self.traces_with_backward)}}
+                   if self.traces else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PathCounts:
+        traces = dict(data.get("trace", {}))
+        with_backward = traces.pop("with_backward", {})
         return cls(data["ok"], data["failed"], data["stopped_by_known"], data["checked_past_known"],
-                   collections.Counter(data["unsupported"]), collections.Counter(data["known"]))
+                   collections.Counter(data["unsupported"]), collections.Counter(data["known"]),
+                   collections.Counter(traces), collections.Counter(with_backward))
+
+    def trace_lines(self) -> list[str]:
+        """How Dynamo ran the Functions (harness.paths.tracing), in words with shares."""
+        if not self.traces:
+            return []
+        total = sum(self.traces.values())
+        lines = ["how Dynamo ran the Functions: " + ", ".join(
+            f"{how} {self.traces[how]} ({100 * self.traces[how] / total:.0f}%)" for how in EXAMPLE_TRACES)]
+        back = self.traces_with_backward
+        if sum(back.values()):
+            n = sum(back.values())
+            lines.append(f"of the {n} with a backward: every Function traced {100 * back['traced'] / n:.0f}%, "
+                         f"at least one {100 * (back['traced'] + back['partly traced']) / n:.0f}%")
+        return lines
 
     def merge(self, other: PathCounts) -> None:
         self.ok += other.ok
@@ -110,6 +139,8 @@ class PathCounts:
         self.past_known += other.past_known
         self.unsupported.update(other.unsupported)
         self.known.update(other.known)
+        self.traces.update(other.traces)
+        self.traces_with_backward.update(other.traces_with_backward)
 
 
 @dataclass
@@ -232,7 +263,7 @@ class CampaignResult:
                 self.coverage.setdefault(axis, collections.Counter()).update(str(v) for v in values)
         by_cause: dict[str, set[str]] = {}
         for name, outcome in record["outcomes"].items():
-            self.counts.setdefault(name, PathCounts()).add(outcome)
+            self.counts.setdefault(name, PathCounts()).add(outcome, backward=bool(record["backward"]))
             if outcome["status"] == "failed":
                 by_cause.setdefault(outcome["cause"], set()).add(name)
         if record["gradcheck"] == "failed":
@@ -359,6 +390,7 @@ class CampaignResult:
                 lines.append(f"{'':<{w}}   known torch issue hit: {issue} ({n})")
             if c.past_known:
                 lines.append(f"{'':<{w}}   checked past a known issue on its workaround: {c.past_known}")
+            lines += [f"{'':<{w}}   {line}" for line in c.trace_lines()]
             if name.startswith("compiled") and self.with_backward:  # it can only check a backward
                 lines.append(f"{'':<{w}}   checked {100 * c.checked / self.with_backward:.0f}% of the "
                              f"{self.with_backward} examples where a backward runs")
@@ -520,6 +552,18 @@ def favours_torch_func(paths: list[ExecPath]) -> bool:
     return any(getattr(p, "runs_torch_func", False) for p in paths)
 
 
+def favours_dynamo(paths: list[ExecPath]) -> bool:
+    """Whether a campaign over `paths` draws graphs for torch.compile (graphs(favour_dynamo=True):
+    most of them traceable by Dynamo): when one of them compiles the forward (`runs_dynamo`)."""
+    return any(getattr(p, "runs_dynamo", False) for p in paths)
+
+
+def drawing(paths: list[ExecPath]) -> dict[str, bool]:
+    """The graphs() options of a campaign over `paths`. Fuzzing, replaying and shrinking must
+    draw with the same options, or a saved choice sequence decodes to another graph."""
+    return {"favour_torch_func": favours_torch_func(paths), "favour_dynamo": favours_dynamo(paths)}
+
+
 def needs_backward(paths: list[ExecPath]) -> bool:
     """Whether every path of a campaign checks nothing without a backward (compiled autograd):
     then it skips the graphs without one (`has_backward`), which would only be counted
@@ -527,15 +571,15 @@ def needs_backward(paths: list[ExecPath]) -> bool:
     return bool(paths) and all(getattr(p, "needs_backward", False) for p in paths)
 
 
-def _graph_test(body: Callable[[GraphSpec], None], device: str, favour_torch_func: bool,
+def _graph_test(body: Callable[[GraphSpec], None], device: str, drawn: dict[str, bool],
                 **options: Any) -> Callable[[], None]:
     """A Hypothesis test over graphs() (with CPU scalars beside CUDA leaves on a CUDA device).
     Every test made here has the same database key (the key is a digest of this inner
     function), so fuzzing, replaying and shrinking meet there; they must draw from the same
-    graphs() (the campaign's `favours_torch_func`), so that a saved example decodes again."""
+    graphs() (the campaign's `drawing`), so that a saved example decodes again."""
     @settings(deadline=None, suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               derandomize=False, **options)
-    @given(graphs(mixed_device=is_cuda(device), favour_torch_func=favour_torch_func))
+    @given(graphs(mixed_device=is_cuda(device), **drawn))
     def graph_example(spec: GraphSpec) -> None:
         body(spec)
     return graph_example
@@ -602,10 +646,10 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             raise _Found
 
     # the first batch replays the failures that campaigns sharing the database found before
-    favour = favours_torch_func(paths)
-    batch = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
+    drawn = drawing(paths)
+    batch = _graph_test(one_example, device, drawn, max_examples=BATCH, database=db,
                         phases=[Phase.explicit, *([Phase.reuse] if replay_saved else []), Phase.generate])
-    later = _graph_test(one_example, device, favour, max_examples=BATCH, database=db,
+    later = _graph_test(one_example, device, drawn, max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.generate])
     while more():
         db.causes = []  # an example is saved only under the new causes it raised for
@@ -621,15 +665,14 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
 
 
 def replay(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase,
-           lifetimes: bool, *, favour_torch_func: bool | None = None) -> str:
+           lifetimes: bool, *, drawn: dict[str, bool] | None = None) -> str:
     """Run a cause's saved example again: "still fails", "fixed" or "not saved".
-    favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
+    drawn: the campaign's graphs() options (its whole path list's `drawing`), else those of `paths`."""
     def again(spec: GraphSpec) -> None:
         if shows(failure, spec, paths, device, lifetimes):
             raise _Found
 
-    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
-    test = _graph_test(again, device, favour, database=_saved(failure, database, unshrunk=True),
+    test = _graph_test(again, device, drawing(paths) if drawn is None else drawn, database=_saved(failure, database, unshrunk=True),
                        phases=[Phase.reuse], report_multiple_bugs=False)
     try:
         test()
@@ -648,14 +691,14 @@ def replay_failures(failures: list[Failure], paths: list[ExecPath], device: str,
             failing = [p for p in paths if p.name in failure.paths]
             on_record({"kind": "replay", "t": now(), "cause": failure.signature,
                        "result": replay(failure, failing, device, database, lifetimes,
-                                        favour_torch_func=favours_torch_func(paths))})
+                                        drawn=drawing(paths))})
 
 
 def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
-           *, until: float, favour_torch_func: bool | None = None) -> tuple[GraphSpec, str]:
+           *, until: float, drawn: dict[str, bool] | None = None) -> tuple[GraphSpec, str]:
     """(the smallest failing spec found, how shrinking ended) for one cause, by Hypothesis'
     shrinker from the example saved when the cause was found, stopped at `until`.
-    favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
+    drawn: the campaign's graphs() options (its whole path list's `drawing`), else those of `paths`."""
     best = [failure.spec]
 
     def same_cause(spec: GraphSpec) -> None:
@@ -666,8 +709,7 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
                 best[0] = spec
             raise _Found
 
-    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
-    test = _graph_test(same_cause, device, favour, database=_saved(failure, database),
+    test = _graph_test(same_cause, device, drawing(paths) if drawn is None else drawn, database=_saved(failure, database),
                        phases=[Phase.reuse, Phase.shrink], report_multiple_bugs=False)
     try:
         test()
@@ -782,7 +824,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         failing = [p for p in paths if p.name in failure.paths]
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
-                           favour_torch_func=favours_torch_func(paths))
+                           drawn=drawing(paths))
         destination: Path | None = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
         if failure.in_child:  # checked here, the example would kill this process
             report = failure.report

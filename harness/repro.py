@@ -29,7 +29,8 @@ MODULES = (
     "harness", "harness.spec", "harness.devices", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
     "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
     "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues",
-    "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo", "harness.paths.func",
+    "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.tracing", "harness.paths.dynamo",
+    "harness.paths.func",
     "harness.paths.on_device", "harness.check",
 )
 #: paths that need the compiled extension, so their reproducers use the installed harness

@@ -43,7 +43,10 @@ import torch
 from harness.build import BuiltGraph, GeneratedFunction, make_function
 from harness.dataflow import Dataflow
 from harness.paths import register
-from harness.run import CHECKPOINTS, RunResult, forward, function_output_refs, weighted_sum
+from harness.paths.tracing import TraceRecorder
+from harness.plain import graph_forward, graph_forward_source
+from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, leaf_values, named_outputs,
+                         weighted_sum)
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
@@ -293,12 +296,20 @@ class GraphFunction:
         requires_grad = Dataflow(built.spec).requires_grad_from(set(chosen_leaves(built.spec)))
         self.hooked = tuple(h.target for h in built.spec.hooks if hooks and h.kind == "tensor"
                             and requires_grad[h.target])
+        #: the straight-line forward (spec.forward_code), made here: made inside a compiled
+        #: region, its exec() would break Dynamo's graph
+        self.straight = (graph_forward(graph_forward_source(self.spec), self.functions)
+                         if self.spec.forward_code == "straight" else None)
 
     def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
         return self.functions[n].apply(*args)
 
     def outputs(self, leaves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        values = forward(self.built, self.apply, leaves, self.consts)
+        if self.straight is None:
+            values = forward(self.built, self.apply, leaves, self.consts)
+        else:
+            values = leaf_values(self.built, leaves)
+            named_outputs(self.built, self.straight(*values.values()), values, self.consts)
         for ref in self.mutated:  # the user's in-place update after the forward, as run.py
             values[ref].mul_(2.0)
         for ref in self.hooked:  # as run.py registers them: after that update
@@ -529,6 +540,7 @@ class FuncPath:
     def __init__(self, transform: Transform, dynamo: bool = False) -> None:
         self.transform = transform
         self.dynamo = dynamo
+        self.runs_dynamo = dynamo  # (harness.campaign.favours_dynamo)
         self.name = f"func.{transform.name}" + ("+dynamo" if dynamo else "")
 
     def available(self) -> str | None:
@@ -571,9 +583,13 @@ class FuncPath:
         from harness.paths.dynamo import GRAPH_BREAK
 
         def compiled(fullgraph: bool) -> RunResult:
+            recorder = TraceRecorder(built.spec)
             with isolated():
-                return run_classified(self.name, lambda: self._run(
-                    built, lambda f: torch.compile(f, backend=DYNAMO_BACKEND, fullgraph=fullgraph)))
+                result = run_classified(self.name, lambda: self._run(
+                    built, recorder.compiler(DYNAMO_BACKEND, fullgraph)))
+            if result.status != "unsupported":
+                recorder.record(built, result)
+            return result
 
         whole = compiled(fullgraph=True)
         if whole.status != "unsupported" or not whole.reason.startswith(GRAPH_BREAK):
