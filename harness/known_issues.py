@@ -1621,13 +1621,31 @@ def _shifted_marks_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
 
 
 def _constants_before_marks_as_tensors(spec: GraphSpec) -> GraphSpec:
-    """In the Functions whose marks shift, the non-tensor outputs become computed constants
-    (bias-only tensors): no index shifts, every mark and every other value stays."""
+    """In the Functions whose marks shift, the non-tensor outputs become computed constants."""
     lost, moved = _marks_shifted_by_constants(spec)
-    shifted = {int(r[1:].split(".")[0]) for r in lost | moved}
+    return _constants_as_tensors(spec, {int(r[1:].split(".")[0]) for r in lost | moved})
+
+
+def _dirty_marks_shifted_by_constants(spec: GraphSpec) -> set[int]:
+    """Functions whose ctx.mark_dirty Dynamo replays at a shifted index (the mark_non_differentiable
+    shift's twin, `_marks_shifted_by_constants`): traced (an input requires grad, nothing breaks the
+    graph, the dirty input returned as itself: the other form is dynamo-mark-dirty-inplace-result's
+    graph break) with a non-tensor output before a dirty one."""
+    flow = Dataflow(spec)
+    shifted = set()
+    for n, fn in enumerate(spec.functions):
+        dirty = [k for k, o in enumerate(fn.outputs) if o.kind == "dirty"]
+        if (dirty and fn.dirty_return == "input" and not _breaks_the_graph_itself(fn) and flow.node_exists(n)
+                and any(o.kind == "const" for o in fn.outputs[:max(dirty)])):
+            shifted.add(n)
+    return shifted
+
+
+def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
+    """In these Functions the non-tensor outputs become computed constants (bias-only tensors):
+    no output index shifts, every mark and every other value stays."""
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
-        OutputSpec("compute", bias=0.5) if n in shifted and o.kind == "const" else o for o in fn.outputs))
-        if n in shifted else fn)
+        OutputSpec("compute", bias=0.5) if o.kind == "const" else o for o in fn.outputs)) if n in functions else fn)
 
 
 def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
@@ -2208,6 +2226,25 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
                  "computed from them; at backward, the gradients of what an output that lost its gradient was "
                  "computed from, and what a backward eager skipped records or raises"),
         workaround=_constants_before_marks_as_tensors,
+    ),
+    KnownIssue(
+        id="dynamo-mark-dirty-index-shifted",
+        title=("torch.compile of a custom Function that returns a non-tensor value before an input it marks "
+               "with ctx.mark_dirty marks another output dirty, and fails with fullgraph=True "
+               "(InternalTorchDynamoError: \"a leaf Variable that requires grad has been used in an in-place "
+               "operation\", or \"ctx.mark_dirty() received a tensor that was not an input\"): the twin of "
+               "dynamo-mark-non-differentiable-index-shifted, the dirty index counted among all outputs and "
+               "replayed on the traced graph's tensor outputs (ApplyTemplate.setup_context, "
+               "torch/_functorch/autograd_function.py); eager runs it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_mark_dirty_index_shifted.py",
+        trigger=lambda spec: bool(_dirty_marks_shifted_by_constants(spec)),
+        witness=raised("forward", r"a leaf Variable that requires grad has been used in an in-place operation"
+                                  r"|mark_dirty\(\) received a tensor that was not an input"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _constants_as_tensors(spec, _dirty_marks_shifted_by_constants(spec)),
     ),
     KnownIssue(
         id="dynamo-fallback-dirty-view-made-in-no-grad",
