@@ -19,6 +19,8 @@ import pytest
 from harness.campaign import CampaignResult, fuzz
 from harness.cluster import ClusterError, example_database
 from harness.records import log_path, read_log
+from harness.replay import replay_first
+from harness.selfeval import subprocess_env
 
 needs_redis = pytest.mark.skipif(
     shutil.which("redis-server") is None or importlib.util.find_spec("redis") is None,
@@ -63,12 +65,14 @@ def test_a_failure_found_by_one_campaign_is_replayed_first_by_the_next(redis_url
     (cause,) = first.failures
     assert seeded_path.bug(first.failures[cause].spec)
 
-    # another campaign (another client, as on another machine), with nothing known: its very
-    # first example is the failure, although the bug is rare in generated examples
+    # another campaign (another client, as on another machine), with nothing known, replays it
+    # first: one example, the failure, although the bug is rare in generated examples
     second = CampaignResult([seeded_path.name], "cpu")
-    fuzz([seeded_path], until=time.perf_counter() + 120, device="cpu", database=example_database(redis_url),
-         lifetimes=False, on_record=second.add_record, known=set(), max_examples=1)
-    assert second.examples == 1 and set(second.failures) == {cause}
+    known: set[str] = set()
+    replay_first([], [seeded_path], "cpu", example_database(redis_url), False, until=time.perf_counter() + 120,
+                 on_record=second.add_record, known=known)
+    assert second.examples == 1 and set(second.failures) == known == {cause}
+    assert second.replays == {cause: "still fails"}
 
 
 @needs_redis
@@ -80,6 +84,50 @@ def test_fuzz_takes_a_redis_database_on_the_command_line(redis_url, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert not (out / "examples-db").exists()  # the examples went to Redis
     assert CampaignResult.from_records(read_log(log_path(out))).examples > 0
+
+
+def fuzz_cli(out, database, *, fault: str | None, max_examples: int):
+    """One `fuzz --workers 2` campaign as the README's "Beyond one machine" runs it (a seeded fault in
+    every process, or none): its exit status, JSON summary and records."""
+    env = subprocess_env(fault) if fault else None
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--workers", "2",
+                           "--budget", "40s", "--max-examples", str(max_examples), "--database", database,
+                           "--out", str(out), "--json", str(out) + ".json"],
+                          capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "summary written to" in done.stdout, (done.stdout + done.stderr)[-3000:]
+    return done, json.loads(Path(str(out) + ".json").read_text()), list(read_log(log_path(out)))
+
+
+@pytest.mark.parametrize("backend", ["folder", pytest.param("redis", marks=needs_redis)])
+def test_campaigns_sharing_a_database_replay_its_failures_first_and_never_crash(backend, tmp_path, request):
+    """The README's flow: campaigns sharing a database, each with --workers 2. The first finds the
+    seeded fault's failures; the second replays every one of them first (they still fail); the
+    third, with the fault gone, replays them and says they did not reproduce, and exits 0. Before
+    harness.replay the second died in Hypothesis' engine ("Failed on the first call but did not on a
+    subsequent one") with no summary, and with two workers even the first could."""
+    database = request.getfixturevalue("redis_url") if backend == "redis" else str(tmp_path / "shared-db")
+    done, first, _ = fuzz_cli(tmp_path / "first", database, fault="wrong_backward", max_examples=60)
+    assert done.returncode == 1 and first["failures"] and not first["replayed"]
+    causes = {f["signature"] for f in first["failures"]}
+
+    done, second, records = fuzz_cli(tmp_path / "second", database, fault="wrong_backward", max_examples=20)
+    assert done.returncode == 1
+    assert second["replayed"] == dict.fromkeys(causes, "still fails"), second["replayed"]
+    assert {(f["signature"], f["replay"]) for f in second["failures"]} >= {(c, "still fails") for c in causes}
+    assert "replayed first: " in done.stdout and second["replay_seconds"] > 0
+    # first: the first worker's first examples are the replayed ones, and fuzzing went on after them
+    mine = [r for r in records if r["kind"] == "example" and r["worker"] == "w0.0"]
+    replayed = [r.get("replayed", False) for r in mine]
+    assert replayed[:second["replay_examples"]] == [True] * second["replay_examples"] and not any(
+        replayed[second["replay_examples"]:])
+    assert second["examples"] > second["replay_examples"] > 0
+
+    done, third, _ = fuzz_cli(tmp_path / "third", database, fault=None, max_examples=20)
+    assert done.returncode == 0 and not third["failures"], done.stdout[-3000:]
+    # (the second may have found and saved a cause of its own: it is replayed too)
+    assert causes <= set(third["replayed"]) and set(third["replayed"].values()) == {"did not reproduce"}
+    assert "did not reproduce: " in done.stdout
 
 
 @pytest.mark.skipif(importlib.util.find_spec("redis") is None, reason="needs the redis client (the cluster extra)")
