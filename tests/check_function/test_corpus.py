@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from torch.autograd.gradcheck import GradcheckError
 
 from harness.function_check import check_function
@@ -22,7 +21,7 @@ from harness.function_check import check_function
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))  # imported by name, as a project imports its own module
-import corpus  # noqa: E402
+import corpus
 
 
 @functools.cache
