@@ -229,6 +229,11 @@ class _EagerRunner:
     def unsupported(self, mode: str) -> str | None:
         return None
 
+    def not_compared(self) -> dict[str, str]:
+        """check -> why that check cannot fail on this path in the run just done (the path ran
+        eager's own code for what it judges): such a record is not_applicable, never passed."""
+        return {}
+
     def run(self, observe: Callable[[], RunResult]) -> RunResult:
         return observe()
 
@@ -261,6 +266,9 @@ class _CompiledAutogradRunner(_EagerRunner):
         super().__init__(name)
         self.mode = mode
         self._escaped: list[BaseException] = []
+
+    def not_compared(self) -> dict[str, str]:
+        return {"outputs": "the forward is eager's own code on this path (compiled autograd compiles the backward only)"}
 
     def around_backward(self) -> contextlib.AbstractContextManager:
         from harness.paths.compiled import _compiled_autograd
@@ -299,9 +307,31 @@ class _DynamoRunner(_EagerRunner):
         super().__init__(name)
         self.backend = backend
         self._fullgraph = True
+        #: per graph Dynamo compiled in the last forward: whether it applies the Function as one
+        #: traced autograd_function_apply (else its forward frame ran compiled, its apply eagerly)
+        self._graphs: list[bool] = []
 
     def forward(self, function: type, args: Sequence[Any]) -> Any:
-        return torch.compile(lambda *a: function.apply(*a), backend=self.backend, fullgraph=self._fullgraph)(*args)
+        from torch._dynamo import lookup_backend
+
+        backend = lookup_backend(self.backend)
+        self._graphs = []
+
+        def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+            self._graphs.append(any(n.op == "call_function" and "autograd_function_apply" in str(n.target)
+                                    for n in gm.graph.nodes))
+            return backend(gm, example_inputs)
+        return torch.compile(lambda *a: function.apply(*a), backend=counting, fullgraph=self._fullgraph)(*args)
+
+    def not_compared(self) -> dict[str, str]:
+        if any(self._graphs):
+            return {}
+        untraced = ("Dynamo did not trace the Function (it fell back to eager at its apply), so its backward "
+                    "is eager's own code on this path")
+        why = {"gradients": untraced, "double_backward": untraced}
+        if not self._graphs:
+            why["outputs"] = "Dynamo compiled no graph (it fell back to eager for the whole call)"
+        return why
 
     def unsupported(self, mode: str) -> str | None:
         from harness.paths.dynamo import AOT_DOUBLE_BACKWARD
@@ -680,9 +710,12 @@ def _check_paths(function: type, sample: tuple, options: _Options, add: Callable
         for runner in options.runners:  # eager first: the reference
             timings: dict[str, float] = {}
             started = time.perf_counter()
+            if mode == "forward_ad" and not runner.runs_forward_ad:  # cannot fail here: eager's own code
+                for check in judged:
+                    add(check, runner.name, "not_applicable", "forward AD is not compiled on this path: it runs "
+                        "eager's own code")
+                continue
             reason = runner.unsupported(mode)
-            if mode == "forward_ad" and not runner.runs_forward_ad:
-                reason = reason or "forward AD is not compiled on this path: it runs eager's own code"
             if reason is not None:
                 for check in judged:
                     add(check, runner.name, "unsupported", reason)
@@ -727,8 +760,14 @@ def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
         elif runner.name == "eager" and check != "lifetimes":
             add(check, runner.name, "reference", "the reference for the other paths; judged by the float64 oracles",
                 seconds)
+        elif check in runner.not_compared():
+            add(check, runner.name, "not_applicable", "; ".join(t for t in (runner.not_compared()[check], note) if t),
+                seconds)
         else:
-            add(check, runner.name, "passed", "; ".join(t for t in (beside, note) if t), seconds, issues)
+            unseen = "" if check != "lifetimes" or runner.observes_saved else (
+                "saved tensors are not observed on this path (a saved-tensor hook would change what it "
+                "compiles); leaks, cycles and use counts were checked")
+            add(check, runner.name, "passed", "; ".join(t for t in (beside, unseen, note) if t), seconds, issues)
 
 
 def _known_text(issue_id: str) -> str:

@@ -100,3 +100,32 @@ def test_a_defect_fails_from_the_command_line_and_names_the_check():
     done = _cli("corpus:CubeGenVmap", "--samples", "corpus:cube_samples")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "gradcheck [eager float64]" in done.stdout
+
+
+def test_a_check_that_cannot_fail_on_a_path_is_not_applicable_with_why():
+    outcomes = _report("Select").outcomes()
+    # compiled autograd compiles the backward only: the outputs are eager's own
+    assert outcomes[("outputs", "compiled:capture")] == (
+        "not_applicable", "the forward is eager's own code on this path (compiled autograd compiles the backward only)")
+    # Select has a jvp, which Dynamo does not trace: it falls back to eager at the apply, so the
+    # backward on dynamo is eager's own code; its forward frame still ran compiled
+    status, why = outcomes[("gradients", "dynamo:aot_eager")]
+    assert status == "not_applicable" and why.startswith("Dynamo did not trace the Function"), why
+    assert outcomes[("outputs", "dynamo:aot_eager")][0] == "passed"
+    assert outcomes[("jvp", "dynamo:aot_eager")][0] == "not_applicable"
+    # traced: compared, and passed
+    assert _report("MemoryEfficientSwish").outcomes()[("gradients", "dynamo:aot_eager")] == ("passed", "")
+
+
+def test_a_known_torch_issue_is_named_beside_what_was_still_checked():
+    status, detail = _report("Select").outcomes()[("lifetimes", "dynamo:aot_eager")]
+    assert status == "passed" and detail.startswith(
+        "known: dynamo-trace-state-cycle (known_issues/dynamo_skipped_frame_tracer_cycle.py)"), detail
+
+
+def test_reentrant_checkpoint_with_grad_is_a_documented_limitation_not_a_failure():
+    outcomes = _report("CheckpointFunction").outcomes()
+    for key in (("gradcheck", "eager float64"), ("double_backward", "eager"), ("double_backward", "eager float64")):
+        status, why = outcomes[key]
+        assert status == "unsupported" and "use_reentrant=True is documented as incompatible" in why, (key, why)
+    assert outcomes[("gradients", "owned")] == ("passed", "")
