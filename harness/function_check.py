@@ -918,13 +918,48 @@ def _float64_function(function: type, sample: Sequence[Any]) -> tuple[Callable[.
     return fn, inputs, None
 
 
-def _run_oracle(run: Callable[[], Any]) -> tuple[str, str]:
+_JACOBIAN_MISMATCH = re.compile(r"Jacobian (computed with forward mode )?mismatch for output (\d+) with respect to "
+                                r"input (\d+),\s*numerical:(tensor\(.*?\))\s*analytical:(tensor\(.*?\))\s*$", re.DOTALL)
+
+
+@contextlib.contextmanager
+def _tensors_printed_whole() -> Iterator[None]:
+    """gradcheck puts both Jacobians in its message: printed whole and exact, they can be read back."""
+    opts = torch._tensor_str.PRINT_OPTS
+    saved = {"precision": opts.precision, "threshold": opts.threshold, "edgeitems": opts.edgeitems,
+             "linewidth": opts.linewidth, "sci_mode": opts.sci_mode}
+    torch.set_printoptions(precision=17, threshold=2**62, linewidth=2**30)
+    try:
+        yield
+    finally:
+        torch.set_printoptions(**saved)
+
+
+def _largest_jacobian_error(message: str, differentiated: str) -> str | None:
+    """gradcheck's Jacobian mismatch as one line: the entry that differs most, with its output,
+    input and (flat) element indices, instead of both whole Jacobians."""
+    found = _JACOBIAN_MISMATCH.search(message.split("\n\n")[0] + "\n")
+    if found is None:
+        return None
+    names = {"tensor": torch.tensor, "torch": torch, "inf": float("inf"), "nan": float("nan")}
+    numerical, analytical = (eval(text, names) for text in found.group(4, 5))  # torch's own repr, printed above
+    error = (analytical - numerical).abs().nan_to_num(nan=float("inf"))
+    row, col = divmod(int(error.argmax()), error.shape[1])  # gradcheck's layout: (input elements, output elements)
+    which = "forward AD (the jvp)" if found.group(1) else differentiated
+    wrong = int((~torch.isclose(analytical, numerical, rtol=1e-3, atol=1e-5)).sum())
+    return (f"d output {found.group(2)}[{col}] / d input {found.group(3)}[{row}] (flat indices): {which} gives "
+            f"{float(analytical[row, col]):.6g}, finite differences {float(numerical[row, col]):.6g} "
+            f"({wrong} of {error.numel()} Jacobian entries differ beyond gradcheck's rtol=1e-3, atol=1e-5)")
+
+
+def _run_oracle(run: Callable[[], Any], differentiated: str = "backward") -> tuple[str, str]:
     from torch.autograd.gradcheck import GradcheckError
 
     try:
-        run()
+        with _tensors_printed_whole():
+            run()
     except GradcheckError as e:
-        return "failed", " ".join(str(e).split("\n\n")[0].split())
+        return "failed", _largest_jacobian_error(str(e), differentiated) or " ".join(str(e).split("\n\n")[0].split())
     except RuntimeError as e:
         incompatible = documented_incompatibility(e)
         if incompatible is not None:
@@ -957,7 +992,8 @@ def _gradgradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
     if why is not None:
         return "not_applicable", why
-    return _run_oracle(lambda: torch.autograd.gradgradcheck(fn, inputs, fast_mode=False))
+    return _run_oracle(lambda: torch.autograd.gradgradcheck(fn, inputs, fast_mode=False),
+                       "double backward (indices of gradgradcheck's function: inputs then grad_outputs)")
 
 
 # --- vmap ----------------------------------------------------------------------------------

@@ -129,3 +129,10 @@ def test_reentrant_checkpoint_with_grad_is_a_documented_limitation_not_a_failure
         status, why = outcomes[key]
         assert status == "unsupported" and "use_reentrant=True is documented as incompatible" in why, (key, why)
     assert outcomes[("gradients", "owned")] == ("passed", "")
+
+
+def test_a_gradcheck_failure_is_one_line_with_the_largest_error_not_whole_jacobians():
+    status, detail = _report("NumpySort").outcomes()[("gradcheck", "eager float64")]
+    assert status == "failed" and "numerical:" not in detail and "\n" not in detail, detail
+    assert detail == ("d output 0[4] / d input 0[4] (flat indices): backward gives 0, finite differences 1 "
+                      "(28 of 225 Jacobian entries differ beyond gradcheck's rtol=1e-3, atol=1e-5)")
