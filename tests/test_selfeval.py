@@ -16,6 +16,7 @@ from torch.autograd.function import BackwardCFunction
 
 from harness import build, paths, plain, run, selfeval
 from harness.check import check
+from harness.selfeval import evaluate
 from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
 
 ONE = GraphSpec(
@@ -153,6 +154,7 @@ def test_the_catalog():
     assert len(selfeval.CATALOG) == len(selfeval.FAULTS)
     assert {f.family for f in evaluated} == {"formulas", "autograd", "compilers", "dynamo", "lifetimes", "native"}
     assert all(f.description and f.paths for f in selfeval.FAULTS)
+    assert max(len(f.name) for f in selfeval.FAULTS) <= evaluate.NAME_WIDTH  # the table's columns line up
     with pytest.raises(KeyError, match="no seeded fault 'nope'"):
         selfeval.get("nope")
 
