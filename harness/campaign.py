@@ -185,6 +185,8 @@ class CampaignResult:
     replays: dict[str, str] = field(default_factory=dict)
     replay_seconds: float = 0.0
     replay_examples: int = 0
+    #: a campaign of Ray shards (harness.cluster): one row each, node, examples, failures, how it ended
+    shards: list[dict[str, Any]] = field(default_factory=list)
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
     _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
@@ -309,6 +311,7 @@ class CampaignResult:
             "replayed": dict(self.replays),
             "replay_seconds": round(self.replay_seconds, 3),
             "replay_examples": self.replay_examples,
+            **({"shards": self.shards} if self.shards else {}),
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
                           "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json(),
                           "size_before": f.size_before, "size_after": f.size, "shrink": f.shrink,
@@ -388,6 +391,10 @@ class CampaignResult:
                       f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"]
         if self.retirements:
             lines += ["", f"worker retirements: {self.retirements} ({self.retirements_note()})"]
+        if self.shards:
+            lines += ["", f"{'shard':<6} {'node':<32} {'examples':>9} {'failures':>9}  ended"]
+            lines += [f"{s['shard']:<6} {s['node']:<32} {s['examples']:>9} {s['failures']:>9}  {s['ended']}"
+                      for s in self.shards]
         if self.replays:
             lines += ["", self.replay_note() + ":"]
             lines += [f"  {result}: {cause}" for cause, result in self.replays.items()]

@@ -207,7 +207,9 @@ def _sections(r: CampaignResult) -> list[_Section]:
         _Section("Known torch issues (counted apart from failures)", ["path", "issue", "examples"], _known_rows(r)),
     ] + ([_Section("Saved failures replayed first", ["cause", "result"],
                    [[cause, result] for cause, result in r.replays.items()], note=r.replay_note())]
-         if r.replays else [])
+         if r.replays else []) + ([_Section("Ray shards", ["shard", "node", "examples", "failures", "ended"],
+                                      [[str(s["shard"]), s["node"], str(s["examples"]), str(s["failures"]),
+                                        s["ended"]] for s in r.shards])] if r.shards else [])
 
 
 def _failure_lines(f: Failure) -> list[tuple[str, str]]:

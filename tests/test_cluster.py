@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -142,33 +144,77 @@ def test_an_unreachable_redis_is_one_clear_sentence(tmp_path):
 
 @pytest.fixture
 def ray_cluster():
-    """A real local Ray cluster (`ray start --head`), stopped after."""
+    """A real local Ray cluster of two nodes on this machine (`ray start --head`, then `ray start
+    --address`), one CPU each; stopped after."""
     pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[cluster]'; .ci/run does)")
     ray = Path(sys.executable).with_name("ray")
     port = free_port()
     env_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # its sockets' paths must stay under 108 bytes
-    started = subprocess.run([str(ray), "start", "--head", "--port", str(port), "--num-cpus", "2",
-                              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={env_dir}"],
-                             capture_output=True, text=True, timeout=300)
-    assert started.returncode == 0, started.stderr[-2000:]
-    yield f"127.0.0.1:{port}"
-    subprocess.run([str(ray), "stop", "--force"], capture_output=True, timeout=300)
-    shutil.rmtree(env_dir, ignore_errors=True)
+    try:
+        for role in (["--head", "--port", str(port), "--include-dashboard=false", f"--temp-dir={env_dir}"],
+                     ["--address", f"127.0.0.1:{port}"]):
+            started = subprocess.run([str(ray), "start", *role, "--num-cpus", "1", "--disable-usage-stats"],
+                                     capture_output=True, text=True, timeout=300, check=False)
+            assert started.returncode == 0, started.stderr[-2000:]
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(ray), "stop", "--force"], capture_output=True, timeout=300, check=False)
+        shutil.rmtree(env_dir, ignore_errors=True)
 
 
-def test_a_campaign_runs_as_ray_shards_and_merges_into_one_summary(ray_cluster, tmp_path):
+def shard_campaign(index: int) -> tuple[int, Path] | None:
+    """The process id of Ray shard `index`'s campaign (`fuzz ... --shard INDEX --out DIR`), wherever its
+    node put it on this machine, and its log; None before it started."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().decode().split("\0")
+        except OSError:
+            continue
+        if "fuzz" in argv and "--shard" in argv and argv[argv.index("--shard") + 1] == str(index):
+            return int(cmdline.parent.name), Path(argv[argv.index("--out") + 1]) / "examples.jsonl"
+    return None
+
+
+def examples_logged(log: Path) -> int:
+    return sum(r["kind"] == "example" for r in read_log(log)) if log.exists() else 0
+
+
+def test_ray_shards_on_two_nodes_stream_their_logs_and_a_killed_shard_loses_nothing(ray_cluster, tmp_path):
+    """Two shards on two Ray nodes. Shard 1's task is killed halfway (as with its node): the
+    campaign finishes with shard 0, says that shard 1 was lost, and counts every example shard 1
+    had checked, which it streamed to the driver as it wrote them (its log, on its node, is gone
+    with it)."""
+    from harness.cluster import STREAM_S
+
     out, summary = tmp_path / "campaign", tmp_path / "summary.json"
-    # each shard stops at 20 examples; the budget only bounds a stuck run (a loaded CI machine
-    # once spent a 30 s budget starting one shard, which then checked nothing)
-    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--cluster", ray_cluster, "--shards", "2",
-                           "--paths", "eager", "--budget", "300s", "--max-examples", "20", "--workers", "0",
-                           "--out", str(out),
-                           "--json", str(summary)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    campaign = subprocess.Popen([sys.executable, "-m", "harness", "fuzz", "--cluster", ray_cluster, "--shards", "2",
+                                 "--paths", "eager", "--budget", "300s", "--max-examples", "300", "--workers", "0",
+                                 "--out", str(out), "--json", str(summary)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while (found := shard_campaign(1)) is None or examples_logged(found[1]) < 10:
+            assert time.monotonic() < deadline and campaign.poll() is None, campaign.communicate()
+            time.sleep(0.05)
+        pid, log = found
+        os.kill(pid, signal.SIGSTOP)  # it checks nothing more...
+        time.sleep(3 * STREAM_S)  # ...and its task sends what it wrote
+        checked = examples_logged(log)
+        task = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # its parent
+        os.kill(task, signal.SIGKILL)  # the Ray worker running shard 1; the kernel kills its campaign too
+        stdout, stderr = campaign.communicate(timeout=600)
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+    assert campaign.returncode == 1, (stdout + stderr)[-3000:]  # a shard was lost
     merged = json.loads(summary.read_text())
     shards = [CampaignResult.from_records(read_log(out / f"shard-{i}" / "examples.jsonl")) for i in (0, 1)]
-    assert [s.examples for s in shards] == [20, 20]
-    assert merged["examples"] == sum(s.examples for s in shards)
+    assert [s.examples for s in shards] == [300, checked]
+    assert merged["examples"] == 300 + checked
     assert merged["paths"]["eager"]["ok"] == sum(s.counts["eager"].ok for s in shards)
-    assert (out / "report.html").exists()
-    assert "2 shard(s) on Ray" in done.stdout
+    rows = merged["shards"]
+    assert [(r["shard"], r["examples"], r["ended"]) for r in rows] == [(0, 300, "exit status 0"), (1, checked, "lost")]
+    assert rows[0]["node"] != rows[1]["node"]  # one shard per node
+    assert "shard 1 on " in stdout and "was lost" in stdout and f"its {checked} examples" in stdout
+    assert (out / "report.html").exists() and "Ray shards" in (out / "report.md").read_text()
+    assert "2 shard(s) on Ray" in stdout
