@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import functools
 import gc
 import hashlib
 import os
@@ -38,6 +39,7 @@ from typing import Any
 import torch
 from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
+from hypothesis.errors import Flaky
 
 from harness.check import Verdict, check
 from harness.dataflow import Dataflow
@@ -48,7 +50,7 @@ from harness.paths.tracing import EXAMPLE_TRACES
 from harness.records import cause_of, features, now, outcome_record, spec_hash, spec_size
 from harness.repro import write_reproducer
 from harness.spec import GraphSpec
-from strategies import graphs
+import strategies
 
 BATCH = 25
 #: the share of a campaign's budget kept for shrinking failures and writing reproducers
@@ -155,7 +157,7 @@ class Failure:
     paths: set[str] = field(default_factory=set)
     size_before: int = 0  # records.spec_size of the first example that showed it
     shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved"
-    replay: str = ""  # on resume: "still fails" or "fixed"
+    replay: str = ""  # replayed first (harness.replay): "still fails", "did not reproduce" or "not saved"
     #: a crash or hang: the choice sequence of the example the worker died on (sent before it
     #: began; base64 text, as records and worker configs carry it), which shrinking saves under
     #: the cause's key; the other causes are saved by the fuzz test itself
@@ -211,6 +213,12 @@ class CampaignResult:
     #: workers retired at their memory limit (fuzz --worker-memory): count, largest resident bytes
     retirements: int = 0
     retired_resident_bytes: int = 0
+    #: the saved failures replayed first (harness.replay): cause -> its latest result, and their time
+    replays: dict[str, str] = field(default_factory=dict)
+    replay_seconds: float = 0.0
+    replay_examples: int = 0
+    #: a campaign of Ray shards (harness.cluster): one row each, node, examples, failures, how it ended
+    shards: list[dict[str, Any]] = field(default_factory=list)
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
     _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
@@ -234,11 +242,16 @@ class CampaignResult:
             self.examples += 1
             self._add_failure(record["cause"], record, set(record["paths"]))
         elif kind == "replay":
-            f = self.failures[record["cause"]]
-            # Hypothesis drops an example that no longer fails from its cause's corpus, so a later
-            # resume of the campaign finds it "not saved": the earlier "fixed" stands
-            if not (record["result"] == "not saved" and f.replay == "fixed"):
-                f.replay = record["result"]
+            cause, result = record["cause"], record["result"]
+            # an older log's replay dropped an example that no longer failed from its cause's corpus,
+            # so a later resume found it "not saved": the earlier result stands
+            if not (result == "not saved" and cause in self.replays):
+                self.replays[cause] = result
+            if cause in self.failures:
+                self.failures[cause].replay = self.replays[cause]
+        elif kind == "replayed":
+            self.replay_seconds += record["seconds"]
+            self.replay_examples += record["examples"]
         elif kind == "shrunk":
             f = self.failures[record["cause"]]
             f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]
@@ -327,6 +340,10 @@ class CampaignResult:
             "known_torch_issues": dict(self.known),
             "worker_retirements": self.retirements,
             "retired_resident_bytes": self.retired_resident_bytes,
+            "replayed": dict(self.replays),
+            "replay_seconds": round(self.replay_seconds, 3),
+            "replay_examples": self.replay_examples,
+            **({"shards": self.shards} if self.shards else {}),
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
                           "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json(),
                           "size_before": f.size_before, "size_after": f.size, "shrink": f.shrink,
@@ -342,6 +359,9 @@ class CampaignResult:
         result.counts = {name: PathCounts.from_json(c) for name, c in data["paths"].items()}
         result.retirements = data.get("worker_retirements", 0)
         result.retired_resident_bytes = data.get("retired_resident_bytes", 0)
+        result.replays = dict(data.get("replayed", {}))
+        result.replay_seconds = data.get("replay_seconds", 0.0)
+        result.replay_examples = data.get("replay_examples", 0)
         for f in data["failures"]:
             result.failures[f["signature"]] = Failure(
                 f["signature"], GraphSpec.from_json(f["spec"]), f["report"], f["count"], f["reproducer"],
@@ -355,6 +375,11 @@ class CampaignResult:
         self.with_backward += other.with_backward
         self.retirements += other.retirements
         self.retired_resident_bytes = max(self.retired_resident_bytes, other.retired_resident_bytes)
+        self.replay_seconds += other.replay_seconds
+        self.replay_examples += other.replay_examples
+        for cause, replayed in other.replays.items():  # a shard where it still fails wins
+            if self.replays.get(cause) != "still fails":
+                self.replays[cause] = replayed
         self.gradcheck.update(other.gradcheck)
         self.inputs.update(other.inputs)
         for axis, counter in other.coverage.items():
@@ -399,6 +424,13 @@ class CampaignResult:
                       f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"]
         if self.retirements:
             lines += ["", f"worker retirements: {self.retirements} ({self.retirements_note()})"]
+        if self.shards:
+            lines += ["", f"{'shard':<6} {'node':<32} {'examples':>9} {'failures':>9}  ended"]
+            lines += [f"{s['shard']:<6} {s['node']:<32} {s['examples']:>9} {s['failures']:>9}  {s['ended']}"
+                      for s in self.shards]
+        if self.replays:
+            lines += ["", self.replay_note() + ":"]
+            lines += [f"  {result}: {cause}" for cause, result in self.replays.items()]
         if self.failures:
             lines += ["", f"{len(self.failures)} distinct failure cause(s):"]
             for f in self.failures.values():
@@ -411,6 +443,14 @@ class CampaignResult:
             lines += ["", "no failures"]
         return "\n".join(lines)
 
+
+    def replay_note(self) -> str:
+        """The saved failures replayed first, and what that cost apart from fuzzing."""
+        outcomes = collections.Counter(self.replays.values())
+        return (f"replayed first: {len(self.replays)} saved failure cause(s) "
+                f"({', '.join(f'{n} {result}' for result, n in sorted(outcomes.items()))}), "
+                f"{self.replay_examples} example(s) in {self.replay_seconds:.1f} s; fuzzing had the rest "
+                f"of the budget")
 
     def retirements_note(self) -> str:
         return (f"a worker reached its memory limit, largest resident {self.retired_resident_bytes / 2**30:.2f} GiB, "
@@ -492,8 +532,9 @@ class CauseDatabase(ExampleDatabase):
     With `failures_first=True` (fuzzing) a failing example is also kept under FAILURES_FIRST,
     which is what the fuzz test reads while no cause is set: the next campaign sharing the
     database (a folder, or Redis across machines) replays every failure found so far before it
-    generates anything. They stay there (a fixed one costs one example per campaign), since
-    Hypothesis would drop a replayed example that raised nothing new, e.g. a cause already known."""
+    generates anything (harness.replay). They stay there (a fixed one costs one example per
+    campaign), and each one's causes are kept beside it (`causes_key`), so that a campaign can
+    say which cause no longer reproduces."""
 
     FAILURES_FIRST = b"failures-first/"
 
@@ -506,6 +547,11 @@ class CauseDatabase(ExampleDatabase):
     def prefix(cause: str) -> bytes:
         return hashlib.sha1(cause.encode()).hexdigest()[:20].encode() + b"/"
 
+    @classmethod
+    def causes_key(cls, value: bytes) -> bytes:
+        """The key holding the causes a FAILURES_FIRST example was saved for (each a value)."""
+        return cls.FAILURES_FIRST + b"causes/" + hashlib.sha1(value).hexdigest()[:20].encode()
+
     def _keys(self, key: bytes) -> list[bytes]:
         if self.failures_first and not self.causes:
             return [self.FAILURES_FIRST + key]
@@ -516,6 +562,8 @@ class CauseDatabase(ExampleDatabase):
             self.base.save(k + b".secondary" if self.unshrunk else k, value)
         if self.failures_first and self.causes:
             self.base.save(self.FAILURES_FIRST + key, value)
+            for cause in self.causes:
+                self.base.save(self.causes_key(value), cause.encode())
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         for k in self._keys(key):
@@ -558,7 +606,11 @@ def favours_dynamo(paths: list[ExecPath]) -> bool:
     return any(getattr(p, "runs_dynamo", False) for p in paths)
 
 
-def drawing(paths: list[ExecPath]) -> dict[str, bool]:
+#: graphs() options of a campaign (`drawing`)
+Drawing = dict[str, bool]
+
+
+def drawing(paths: list[ExecPath]) -> Drawing:
     """The graphs() options of a campaign over `paths`. Fuzzing, replaying and shrinking must
     draw with the same options, or a saved choice sequence decodes to another graph."""
     return {"favour_torch_func": favours_torch_func(paths), "favour_dynamo": favours_dynamo(paths)}
@@ -571,15 +623,27 @@ def needs_backward(paths: list[ExecPath]) -> bool:
     return bool(paths) and all(getattr(p, "needs_backward", False) for p in paths)
 
 
-def _graph_test(body: Callable[[GraphSpec], None], device: str, drawn: dict[str, bool],
+def graph_strategy(device: str, drawn: Drawing):
+    """The graphs() every campaign test draws from (harness.replay decodes saved examples with it).
+    _graph_test spells it out: the example database's key is a digest of its source, decorators
+    included, so that line must not change (every database saved before would be lost)."""
+    return strategies.graphs(mixed_device=is_cuda(device), **drawn)
+
+
+def _graph_test(body: Callable[[GraphSpec], None], device: str, drawn: Drawing,
                 **options: Any) -> Callable[[], None]:
     """A Hypothesis test over graphs() (with CPU scalars beside CUDA leaves on a CUDA device).
     Every test made here has the same database key (the key is a digest of this inner
     function), so fuzzing, replaying and shrinking meet there; they must draw from the same
     graphs() (the campaign's `drawing`), so that a saved example decodes again."""
+    # (the @given line is part of that key, so it reads as it did before favour_dynamo: the
+    # other options come in through this `graphs`)
+    graphs = functools.partial(strategies.graphs, **{k: v for k, v in drawn.items() if k != "favour_torch_func"})
+    favour_torch_func = drawn["favour_torch_func"]
+
     @settings(deadline=None, suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               derandomize=False, **options)
-    @given(graphs(mixed_device=is_cuda(device), **drawn))
+    @given(graphs(mixed_device=is_cuda(device), favour_torch_func=favour_torch_func))  # as graph_strategy()
     def graph_example(spec: GraphSpec) -> None:
         body(spec)
     return graph_example
@@ -588,13 +652,11 @@ def _graph_test(body: Callable[[GraphSpec], None], device: str, drawn: dict[str,
 def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
          on_record: OnRecord, known: set[str], max_examples: int | None = None,
          on_example: Callable[[GraphSpec], None] | None = None, worker: str = "",
-         until_failure: bool = False, should_stop: Callable[[], bool] | None = None,
-         replay_saved: bool = True) -> None:
+         until_failure: bool = False, should_stop: Callable[[], bool] | None = None) -> None:
     """Check generated examples until `until` (time.perf_counter()), max_examples, should_stop()
     or, with until_failure, the first example that fails; each is one record. An example with
     a cause not in `known` is saved in `database` under that cause (and the cause becomes known).
-    replay_saved: first check the failures saved in `database` (off for a worker that takes
-    over from a retired or crashed one: its campaign has checked them, and would count them twice)."""
+    The failures saved in `database` before are not replayed here: harness.replay does that first."""
     checked = [0]
     checked_specs: set[str] = set()  # their spec hashes
     failed = [False]
@@ -626,18 +688,12 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
         checked_specs.add(key)
         if on_example is not None:
             on_example(spec)
-        started = time.perf_counter()
-        verdict = check(spec, paths, device, lifetimes=lifetimes)
-        checked_at = time.perf_counter()
-        gradcheck = gradcheck_verdict(spec, device)
-        record = example_record(spec, verdict, gradcheck, generate_ms=1000 * (started - last_end[0]),
-                                check_ms=1000 * (checked_at - started), worker=worker, key=key)
+        record = check_example(spec, paths, device, lifetimes, generate_ms=1000 * (time.perf_counter() - last_end[0]),
+                               worker=worker, key=key)
         checked[0] += 1
         on_record(record)
         last_end[0] = time.perf_counter()
-        causes = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"}
-        if record["gradcheck"] == "failed":
-            causes.add(record["gradcheck_cause"])
+        causes = record_causes(record)
         failed[0] = bool(causes)
         new = causes - known
         if new:
@@ -645,11 +701,9 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             db.causes, pending[:] = sorted(new), [spec]
             raise _Found
 
-    # the first batch replays the failures that campaigns sharing the database found before
-    drawn = drawing(paths)
-    batch = _graph_test(one_example, device, drawn, max_examples=BATCH, database=db,
-                        phases=[Phase.explicit, *([Phase.reuse] if replay_saved else []), Phase.generate])
-    later = _graph_test(one_example, device, drawn, max_examples=BATCH, database=db,
+    # the failures saved before (a shared database's) are replayed before fuzz by harness.replay, outside
+    # this engine: Hypothesis' own reuse phase raises Flaky on a saved example that no longer fails
+    batch = _graph_test(one_example, device, drawing(paths), max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.generate])
     while more():
         db.causes = []  # an example is saved only under the new causes it raised for
@@ -659,43 +713,30 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             pending.clear()
         except _Stop:
             return
-        else:  # every saved failure was replayed (each one found raises, and ends its batch)
-            batch = later
         last_end[0] = time.perf_counter()
 
 
-def replay(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase,
-           lifetimes: bool, *, drawn: dict[str, bool] | None = None) -> str:
-    """Run a cause's saved example again: "still fails", "fixed" or "not saved".
-    drawn: the campaign's graphs() options (its whole path list's `drawing`), else those of `paths`."""
-    def again(spec: GraphSpec) -> None:
-        if shows(failure, spec, paths, device, lifetimes):
-            raise _Found
-
-    test = _graph_test(again, device, drawing(paths) if drawn is None else drawn, database=_saved(failure, database, unshrunk=True),
-                       phases=[Phase.reuse], report_multiple_bugs=False)
-    try:
-        test()
-    except _Found:
-        return "still fails"
-    except unittest.SkipTest:  # nothing under the cause's key: no example ran
-        return "not saved"
-    return "fixed"
+def check_example(spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool, *, generate_ms: float,
+                  worker: str = "", key: str | None = None) -> Record:
+    """Check one example on every path and with gradcheck: its "example" record."""
+    started = time.perf_counter()
+    verdict = check(spec, paths, device, lifetimes=lifetimes)
+    checked_at = time.perf_counter()
+    gradcheck = gradcheck_verdict(spec, device)
+    return example_record(spec, verdict, gradcheck, generate_ms=generate_ms, check_ms=1000 * (checked_at - started),
+                          worker=worker, key=key)
 
 
-def replay_failures(failures: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
-                    lifetimes: bool, *, until: float, on_record: OnRecord) -> None:
-    """A resumed campaign's earlier failures first: does each still fail? One "replay" record each."""
-    for failure in failures:
-        if failure.shrinkable and time.perf_counter() < until:
-            failing = [p for p in paths if p.name in failure.paths]
-            on_record({"kind": "replay", "t": now(), "cause": failure.signature,
-                       "result": replay(failure, failing, device, database, lifetimes,
-                                        drawn=drawing(paths))})
+def record_causes(record: Record) -> set[str]:
+    """The failure causes an example record shows: its paths' and gradcheck's."""
+    causes = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"}
+    if record["gradcheck"] == "failed":
+        causes.add(record["gradcheck_cause"])
+    return causes
 
 
 def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
-           *, until: float, drawn: dict[str, bool] | None = None) -> tuple[GraphSpec, str]:
+           *, until: float, drawn: Drawing | None = None) -> tuple[GraphSpec, str]:
     """(the smallest failing spec found, how shrinking ended) for one cause, by Hypothesis'
     shrinker from the example saved when the cause was found, stopped at `until`.
     drawn: the campaign's graphs() options (its whole path list's `drawing`), else those of `paths`."""
@@ -719,6 +760,8 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
         return best[0], "time cap"
     except unittest.SkipTest:
         return best[0], "not saved"
+    except Flaky:  # a flaky cause: its example failed once, and not when Hypothesis replayed it last
+        return best[0], "not reproduced"
     return best[0], "not reproduced"
 
 
@@ -779,16 +822,16 @@ def _saved(failure: Failure, database: ExampleDatabase, *, unshrunk: bool = Fals
     (the worker died before Hypothesis could save it)."""
     db = CauseDatabase(database, [failure.signature], unshrunk=unshrunk)
     if failure.choices is not None:
-        db.save(_graph_test_key(), base64.b64decode(failure.choices))
+        db.save(graph_test_key(), base64.b64decode(failure.choices))
     return db
 
 
-def _graph_test_key() -> bytes:
+def graph_test_key() -> bytes:
     """The example-database key of every test _graph_test makes (Hypothesis' digest of the test
     function, which is the same inner function for all of them)."""
     from hypothesis.internal.reflection import function_digest
 
-    return function_digest(_graph_test(lambda spec: None, "cpu", False).hypothesis.inner_test)
+    return function_digest(_graph_test(lambda spec: None, "cpu", drawing([])).hypothesis.inner_test)
 
 
 def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
@@ -867,11 +910,14 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  result: CampaignResult | None = None, on_record: OnRecord | None = None,
                  on_example: Callable[[GraphSpec], None] | None = None,
                  on_progress: Callable[[CampaignResult], None] | None = None,
-                 name_prefix: str = "", until_failure: bool = False) -> CampaignResult:
+                 name_prefix: str = "", until_failure: bool = False, replay_shared: bool = True) -> CampaignResult:
     """A campaign in this process: replay the failures `result` already holds (a resumed
-    campaign), fuzz, then shrink each new cause, all within `budget_s`. Each record goes to
+    campaign) and, with replay_shared, those saved in `database` by earlier campaigns
+    (harness.replay), fuzz, then shrink each new cause, all within `budget_s`. Each record goes to
     `result` and then to on_record (the log, the progress display); on_example sees each spec
     before it is checked and on_progress the result after each example."""
+    from harness.replay import replay_first
+
     start = time.perf_counter()
     end = start + budget_s
     database = database if database is not None else InMemoryExampleDatabase()
@@ -888,11 +934,12 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     record({"kind": "start", "t": now(), "paths": [p.name for p in paths], "device": device,
             "torch": torch.__version__, "budget_s": budget_s, "lifetimes": lifetimes,
             "resumed": bool(result.examples)})
-    replay_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
-                    on_record=record)
+    known = set(result.failures)
+    replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
+                 known=known, shared=replay_shared, on_example=on_example)
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
-         known=set(result.failures), max_examples=max_examples, on_example=on_example,
+         known=known, max_examples=max_examples, on_example=on_example,
          until_failure=until_failure,
          should_stop=lambda: time.perf_counter() >= fuzz_end and bool(to_shrink(result)))
     shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
@@ -902,6 +949,6 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     return result.finish()
 
 
-__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "example_record", "fuzz", "replay",
-           "replay_failures", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink",
+__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "check_example", "example_record", "fuzz",
+           "record_causes", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink",
            "write_unshrunk_reproducers"]

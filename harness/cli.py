@@ -142,7 +142,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                 if args.workers == 0:
                     run_campaign(paths, budget_s=budget, device=device, out_dir=out,
                                  database=_database(database, local_database), max_examples=args.max_examples,
-                                 lifetimes=lifetimes, result=result, on_record=on_record)
+                                 lifetimes=lifetimes, result=result, on_record=on_record,
+                                 replay_shared=not args.shard)
                 else:
                     from harness.workers import run_parallel
 
@@ -150,7 +151,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
                                  out_dir=out, database=database, max_examples=args.max_examples,
                                  lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
-                                 on_record=on_record, **memory)
+                                 on_record=on_record, replay_shared=not args.shard, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -438,6 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "shard keeps --workers' crash isolation. Needs pip install -e '.[cluster]'")
     fuzz.add_argument("--shards", type=int, help="with --cluster: this many shards (default: one per node)")
     fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
+    # set by --cluster for each Ray shard: shard 0 alone replays the shared database's failures
+    # first, so that the merged campaign counts their examples once
+    fuzz.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
     fuzz.add_argument("--workers", type=int, default=1,
                       help="worker processes, each isolated from crashes and hangs (default 1; "
                            "0 runs in this process, without isolation)")

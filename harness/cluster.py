@@ -5,8 +5,10 @@ Shared state is Hypothesis' own example database: a folder on one machine, Redis
 everywhere, or a GitHub Actions artifact (`--database github:OWNER/REPO/ARTIFACT`, read-only:
 the nightly workflow carries its database from night to night that way). Scheduling is Ray (`fuzz --cluster ADDRESS`): one task per node, each running an
 ordinary `python -m harness fuzz` in a subprocess on its node, so the process-level crash
-isolation of `--workers` stays inside every shard. Each shard's examples.jsonl and reproducers
-come back; the counts are rebuilt from the logs and merged with `CampaignResult.merge`.
+isolation of `--workers` stays inside every shard. Each shard streams its examples.jsonl and
+reproducers to the driver as it writes them (a shard or node lost mid-campaign keeps what it
+checked); the counts are rebuilt from the logs and merged with `CampaignResult.merge`, with a row
+per shard. Shard 0 alone replays the shared database's failures first (fuzz --shard).
 
 Both need the optional extra `cluster` (pip install -e '.[cluster]'): `redis` and `ray`.
 """
@@ -84,31 +86,87 @@ def example_database(location: str | None, local: str | Path | None = None) -> A
     return DirectoryBasedExampleDatabase(location)
 
 
-def _run_shard(index: int, fuzz_argv: list[str]) -> dict[str, Any]:
-    """One shard on whatever node Ray put it: an ordinary fuzz campaign in a subprocess.
+#: how often a shard sends the driver the records and reproducers it has written since
+STREAM_S = 1.0
 
-    Returns the text of what it wrote (its examples.jsonl and reproducers), which lives on
-    that node, and the tail of its output when it wrote no log."""
+
+class ShardLogs:
+    """The driver's copy of every shard's log and reproducers, a Ray actor on the driver's node:
+    each shard sends what it writes as it writes it (every STREAM_S), so a shard or a node lost
+    mid-campaign keeps every example it checked up to its last send."""
+
+    def __init__(self) -> None:
+        self.shards: dict[int, dict[str, Any]] = {}
+
+    def add(self, index: int, node: str, lines: list[str], files: dict[str, str]) -> None:
+        shard = self.shards.setdefault(index, {"node": node, "lines": [], "files": {}})
+        shard["lines"] += lines
+        shard["files"].update(files)
+
+    def get(self, index: int) -> dict[str, Any]:
+        return self.shards.get(index, {"node": "?", "lines": [], "files": {}})
+
+
+#: `python -c` this, then the arguments of `python -m harness`: the shard's campaign process, which
+#: the kernel kills with the Ray task that started it (Linux's PR_SET_PDEATHSIG), as it would be with
+#: its node, instead of running on with nobody sending its log
+DIE_WITH_PARENT = ("import ctypes, runpy, signal, sys\n"
+                   "try:\n    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\nexcept (OSError, AttributeError):\n    pass\n"
+                   "sys.argv[0] = 'harness'\nrunpy.run_module('harness', run_name='__main__', alter_sys=True)")
+
+
+def _run_shard(index: int, fuzz_argv: list[str], logs: Any) -> dict[str, Any]:
+    """One shard on whatever node Ray put it: an ordinary fuzz campaign in a subprocess, its log
+    and reproducers sent to `logs` (a ShardLogs actor) as they are written. Returns how it ended,
+    and the tail of its output when it wrote no log."""
     import socket
 
+    import ray
+
+    node = f"{socket.gethostname()} (node {ray.get_runtime_context().get_node_id()[:8]})"
     with tempfile.TemporaryDirectory(prefix=f"harness-shard-{index}-") as tmp:
         out = Path(tmp) / "campaign"
-        done = subprocess.run([sys.executable, "-m", "harness", "fuzz", *fuzz_argv, "--out", str(out)],
-                              capture_output=True, text=True)
-        log = out / LOG_NAME
+        output = Path(tmp) / "output.txt"
+        with open(output, "w") as sink:
+            campaign = subprocess.Popen([sys.executable, "-c", DIE_WITH_PARENT, "fuzz", *fuzz_argv,
+                                         "--shard", str(index), "--out", str(out)], stdout=sink,
+                                        stderr=subprocess.STDOUT)
+        log, sent, files_sent = out / LOG_NAME, 0, {}
+        while True:
+            ended = campaign.poll() is not None
+            lines: list[str] = []
+            if log.exists():
+                with open(log, encoding="utf-8") as f:
+                    f.seek(sent)
+                    text = f.read()
+                whole = text[:text.rfind("\n") + 1]  # a line still being written waits for the next send
+                sent += len(whole.encode())
+                lines = whole.splitlines(keepends=True)
+            files = {}
+            for p in out.glob("*.py"):
+                text = p.read_text()
+                if files_sent.get(p.name) != text:
+                    files[p.name] = files_sent[p.name] = text
+            if lines or files:
+                ray.get(logs.add.remote(index, node, lines, files))  # acknowledged: the driver holds them
+            if ended:
+                break
+            time.sleep(STREAM_S)
         if not log.exists():
-            return {"index": index, "node": socket.gethostname(), "error":
-                    f"exit status {done.returncode}: {(done.stderr or done.stdout).strip()[-2000:]}"}
-        files = {p.name: p.read_text() for p in out.glob("*.py")}
-        return {"index": index, "node": socket.gethostname(), "log": log.read_text(), "files": files}
+            return {"index": index, "node": node, "error": f"exit status {campaign.returncode}: "
+                                                          f"{output.read_text().strip()[-2000:]}"}
+        return {"index": index, "node": node, "returncode": campaign.returncode}
 
 
 def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: int | None = None):
     """Run campaign shards as Ray tasks (one per alive node unless `shards` says) and merge them.
 
     `fuzz_argv` is the fuzz command line each shard runs (budget, paths, workers, database...),
-    without --out/--cluster. Each shard's log and reproducers come back under
-    out_dir/shard-<i>/; the merged result has the wall time of the whole run."""
+    without --out/--cluster. Each shard streams its log and reproducers to the driver as it writes
+    them (ShardLogs); they land under out_dir/shard-<i>/, also for a shard whose task or node was
+    lost (its examples up to then count). The merged result has the wall time of the whole run and
+    one row per shard (`shards`: node, examples, failures, how it ended); the errors name the
+    shards lost."""
     from harness.campaign import CampaignResult
 
     try:
@@ -125,24 +183,41 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
     try:
         nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
         count = shards or len(nodes)
+        # on the driver's own node, so that losing any other node loses none of what was sent
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        logs = ray.remote(num_cpus=0)(ShardLogs).options(scheduling_strategy=here).remote()
         task = ray.remote(num_cpus=1, max_retries=0)(_run_shard)
         # one shard per node, round robin; a shard's own --workers use the node's other cores
         futures = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True))
-                   .remote(i, fuzz_argv) for i in range(count)]
-        outcomes = ray.get(futures)
+                   .remote(i, fuzz_argv, logs) for i in range(count)]
+        outcomes = []
+        for i, future in enumerate(futures):
+            try:
+                outcomes.append(ray.get(future))
+            except ray.exceptions.RayError as e:  # its task's process or its node died
+                outcomes.append({"index": i, "lost": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"})
+        streamed = ray.get([logs.get.remote(i) for i in range(count)])
     finally:
         ray.shutdown()
-    merged, errors, fuzz_seconds = None, [], 0.0
-    for shard in sorted(outcomes, key=lambda s: s["index"]):
-        if "error" in shard:
-            errors.append(f"shard {shard['index']} on {shard['node']}: {shard['error']}")
+    merged, errors, fuzz_seconds, rows = None, [], 0.0, []
+    for outcome, shard in zip(outcomes, streamed):
+        index = outcome["index"]
+        node = outcome.get("node", shard["node"])
+        if "error" in outcome:
+            errors.append(f"shard {index} on {node}: {outcome['error']}")
+            rows.append({"shard": index, "node": node, "examples": 0, "failures": 0, "ended": "failed to start"})
             continue
-        where = Path(out_dir) / f"shard-{shard['index']}"
+        where = Path(out_dir) / f"shard-{index}"
         where.mkdir(parents=True, exist_ok=True)
-        (where / LOG_NAME).write_text(shard["log"])
+        (where / LOG_NAME).write_text("".join(shard["lines"]))
         for name, text in shard["files"].items():
             (where / name).write_text(text)
         part = CampaignResult.from_records(read_log(where / LOG_NAME))
+        if "lost" in outcome:
+            errors.append(f"shard {index} on {node} was lost ({outcome['lost']}); its {part.examples} examples "
+                          f"up to then are counted")
+        rows.append({"shard": index, "node": node, "examples": part.examples, "failures": len(part.failures),
+                     "ended": "lost" if "lost" in outcome else f"exit status {outcome['returncode']}"})
         for failure in part.failures.values():
             if failure.reproducer:
                 failure.reproducer = str(where / Path(failure.reproducer).name)
@@ -155,4 +230,5 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
         raise ClusterError("every shard failed: " + "; ".join(errors))
     # the shards ran side by side: the merged rate is over the wall time, not the sum
     merged.seconds, merged.fuzz_seconds = time.monotonic() - started, fuzz_seconds
+    merged.shards = rows
     return merged, errors

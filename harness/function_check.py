@@ -31,7 +31,9 @@ import contextlib
 import dataclasses
 import gc
 import inspect
+import re
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -39,6 +41,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch.autograd.function import _SingleLevelFunction, once_differentiable
 
+from harness import known_issues
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LifetimeTracker, rule_violations
 from harness.run import CHECKPOINTS, RunResult, _checkpoint, _Stop
@@ -76,10 +79,13 @@ class CheckRecord:
 
     check: str
     path: str
-    status: str  # passed | failed | reference | unsupported | not_applicable
+    status: str  # passed | failed | error | reference | unsupported | not_applicable
     detail: str = ""
     seconds: float = 0.0
     sample: int = 0
+    #: known torch issues (harness/known_issues.py) that explained differences here; what they
+    #: do not explain was still judged, and fails the record
+    known: tuple[str, ...] = ()
 
 
 @dataclass
@@ -92,12 +98,13 @@ class FunctionReport:
 
     @property
     def failures(self) -> list[CheckRecord]:
-        return [r for r in self.records if r.status == "failed"]
+        """Failed checks, and checks that could not complete because something raised (error)."""
+        return [r for r in self.records if r.status in ("failed", "error")]
 
     def outcomes(self) -> dict[tuple[str, str], tuple[str, str]]:
         """(check, path) -> (status, detail) over every sample: failed if any failed, else
         passed if any passed, else why it did not run."""
-        rank = ("failed", "passed", "reference", "unsupported", "not_applicable")
+        rank = ("failed", "error", "passed", "reference", "unsupported", "not_applicable")
         out: dict[tuple[str, str], CheckRecord] = {}
         for r in self.records:
             held = out.get((r.check, r.path))
@@ -222,6 +229,11 @@ class _EagerRunner:
     def unsupported(self, mode: str) -> str | None:
         return None
 
+    def not_compared(self) -> dict[str, str]:
+        """check -> why that check cannot fail on this path in the run just done (the path ran
+        eager's own code for what it judges): such a record is not_applicable, never passed."""
+        return {}
+
     def run(self, observe: Callable[[], RunResult]) -> RunResult:
         return observe()
 
@@ -254,6 +266,9 @@ class _CompiledAutogradRunner(_EagerRunner):
         super().__init__(name)
         self.mode = mode
         self._escaped: list[BaseException] = []
+
+    def not_compared(self) -> dict[str, str]:
+        return {"outputs": "the forward is eager's own code on this path (compiled autograd compiles the backward only)"}
 
     def around_backward(self) -> contextlib.AbstractContextManager:
         from harness.paths.compiled import _compiled_autograd
@@ -292,9 +307,31 @@ class _DynamoRunner(_EagerRunner):
         super().__init__(name)
         self.backend = backend
         self._fullgraph = True
+        #: per graph Dynamo compiled in the last forward: whether it applies the Function as one
+        #: traced autograd_function_apply (else its forward frame ran compiled, its apply eagerly)
+        self._graphs: list[bool] = []
 
     def forward(self, function: type, args: Sequence[Any]) -> Any:
-        return torch.compile(lambda *a: function.apply(*a), backend=self.backend, fullgraph=self._fullgraph)(*args)
+        from torch._dynamo import lookup_backend
+
+        backend = lookup_backend(self.backend)
+        self._graphs = []
+
+        def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+            self._graphs.append(any(n.op == "call_function" and "autograd_function_apply" in str(n.target)
+                                    for n in gm.graph.nodes))
+            return backend(gm, example_inputs)
+        return torch.compile(lambda *a: function.apply(*a), backend=counting, fullgraph=self._fullgraph)(*args)
+
+    def not_compared(self) -> dict[str, str]:
+        if any(self._graphs):
+            return {}
+        untraced = ("Dynamo did not trace the Function (it fell back to eager at its apply), so its backward "
+                    "is eager's own code on this path")
+        why = {"gradients": untraced, "double_backward": untraced}
+        if not self._graphs:
+            why["outputs"] = "Dynamo compiled no graph (it fell back to eager for the whole call)"
+        return why
 
     def unsupported(self, mode: str) -> str | None:
         from harness.paths.dynamo import AOT_DOUBLE_BACKWARD
@@ -324,7 +361,10 @@ def _runners(names: Iterable[str] | None) -> tuple[list[_EagerRunner], dict[str,
     """Runners for the selected registry paths (default: every one), and why others cannot run."""
     from harness import paths as registry
 
-    chosen = list(names) if names is not None else registry.names()
+    # default: every path but the opt-in families (as campaigns choose); those that cannot run
+    # here are reported as unsupported, with why
+    chosen = list(names) if names is not None else [
+        n for n in registry.names() if n.partition(".")[0] not in registry.OPT_IN_FAMILIES]
     runners: list[_EagerRunner] = []
     unavailable: dict[str, str] = {}
     for name in chosen:
@@ -592,27 +632,57 @@ def _check_sample(function: type, sample: tuple, index: int, options: _Options) 
     if options.device is not None:
         sample = tuple(_fresh(sample, options.device))
 
-    def add(check: str, path: str, status: str, detail: str = "", seconds: float = 0.0) -> None:
+    def add(check: str, path: str, status: str, detail: str = "", seconds: float = 0.0,
+            known: tuple[str, ...] = ()) -> None:
         if check in options.checks:
-            records.append(CheckRecord(check, path, status, detail, seconds, index))
+            records.append(CheckRecord(check, path, status, detail, seconds, index, known))
 
     for path, why in options.unavailable.items():
         for check in PATH_CHECKS:
             add(check, path, "unsupported", f"path not available here: {why}")
     _check_paths(function, sample, options, add)
     if "mark_dirty" in options.checks:
-        _check_mark_dirty(function, sample, options, add)
+        with _isolated(function, ("mark_dirty",), "eager", add):
+            _check_mark_dirty(function, sample, options, add)
     for check, oracle in (("gradcheck", _gradcheck), ("jvp", _gradcheck_forward_ad),
                           ("double_backward", _gradgradcheck)):
         if check in options.checks:
-            started = time.perf_counter()
-            status, detail = oracle(function, sample)
-            add(check, FLOAT64, status, detail, time.perf_counter() - started)
+            with _isolated(function, (check,), FLOAT64, add):
+                started = time.perf_counter()
+                status, detail = oracle(function, sample)
+                add(check, FLOAT64, status, detail, time.perf_counter() - started)
     if "vmap" in options.checks:
-        started = time.perf_counter()
-        status, detail = _check_vmap(function, sample)
-        add("vmap", VMAP, status, detail, time.perf_counter() - started)
+        with _isolated(function, ("vmap",), VMAP, add):
+            started = time.perf_counter()
+            status, detail = _check_vmap(function, sample)
+            add("vmap", VMAP, status, detail, time.perf_counter() - started)
     return records
+
+
+@contextlib.contextmanager
+def _isolated(function: type, checks: Sequence[str], path: str, add: Callable[..., None]) -> Iterator[None]:
+    """One check on one path: whatever escapes it becomes that record's `error`, with its
+    traceback, so the report always completes. The record tells the user's Function raising
+    (a frame of the Function's own file is on the traceback) from an error of the harness or
+    torch itself."""
+    started = time.perf_counter()
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001  reported as the record's error, never swallowed
+        frames = traceback.extract_tb(e.__traceback__)
+        where = _source_file(function)
+        who = (f"{function.__name__} raised" if where is not None and any(f.filename == where for f in frames)
+               else "internal error (of the harness or torch, not your Function; please report it):")
+        shown = "".join(traceback.format_exception(e)[-6:]).rstrip()
+        for check in checks:
+            add(check, path, "error", f"{who} {type(e).__name__}: {e}\n{shown}", time.perf_counter() - started)
+
+
+def _source_file(function: type) -> str | None:
+    try:
+        return inspect.getsourcefile(function)
+    except (OSError, TypeError):
+        return None
 
 
 def _check_paths(function: type, sample: tuple, options: _Options, add: Callable[..., None]) -> None:
@@ -640,19 +710,27 @@ def _check_paths(function: type, sample: tuple, options: _Options, add: Callable
         for runner in options.runners:  # eager first: the reference
             timings: dict[str, float] = {}
             started = time.perf_counter()
+            if mode == "forward_ad" and not runner.runs_forward_ad:  # cannot fail here: eager's own code
+                for check in judged:
+                    add(check, runner.name, "not_applicable", "forward AD is not compiled on this path: it runs "
+                        "eager's own code")
+                continue
             reason = runner.unsupported(mode)
-            if mode == "forward_ad" and not runner.runs_forward_ad:
-                reason = reason or "forward AD is not compiled on this path: it runs eager's own code"
             if reason is not None:
                 for check in judged:
                     add(check, runner.name, "unsupported", reason)
                 continue
-            result = observe(function, sample, runner, mode, timings=timings,
-                             lifetimes="lifetimes" in wants and mode == "backward")
-            elapsed = time.perf_counter() - started
-            if runner.name == "eager":
-                eager = result
-            _judge_run(judged, runner, result, eager, timings, elapsed, add)
+            with _isolated(function, judged, runner.name, add):
+                result = observe(function, sample, runner, mode, timings=timings,
+                                 lifetimes="lifetimes" in wants and mode == "backward")
+                elapsed = time.perf_counter() - started
+                if runner.name == "eager":
+                    eager = result
+                if eager is None:  # eager itself raised outside the runner: nothing to compare with
+                    for check in judged:
+                        add(check, runner.name, "not_applicable", "eager, the reference, did not complete")
+                    continue
+                _judge_run(judged, runner, result, eager, timings, elapsed, add)
 
 
 def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult, eager: RunResult | None,
@@ -663,26 +741,47 @@ def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
         for check in judged:
             add(check, runner.name, "unsupported", result.reason)
         return
-    problems = _problems(judged, runner, result, eager)
+    incompatible = documented_incompatibility(result.error) if result.status == "error" else None
+    if incompatible is not None:
+        for check in judged:
+            add(check, runner.name, "unsupported", incompatible)
+        return
+    problems, known = _problems(judged, runner, result, eager)
     note = result.note  # how the path got this result, e.g. through Dynamo's eager fallback
     for check in judged:
         seconds = timings.get(check, 0.0) if len(judged) > 1 else elapsed
+        issues = known.get(check, ())
+        beside = f"known: {', '.join(_known_text(k) for k in issues)}" if issues else ""
         if problems[check]:
-            add(check, runner.name, "failed", "; ".join(problems[check]) + (f" ({note})" if note else ""), seconds)
+            detail = "; ".join(problems[check]) + "".join(f" ({t})" for t in (beside, note) if t)
+            add(check, runner.name, "failed", detail, seconds, issues)
         elif not _reached(check, result):
             add(check, runner.name, "not_applicable", f"the run stopped earlier ({result.describe_error()})", seconds)
         elif runner.name == "eager" and check != "lifetimes":
             add(check, runner.name, "reference", "the reference for the other paths; judged by the float64 oracles",
                 seconds)
+        elif check in runner.not_compared():
+            add(check, runner.name, "not_applicable", "; ".join(t for t in (runner.not_compared()[check], note) if t),
+                seconds)
         else:
-            add(check, runner.name, "passed", note, seconds)
+            unseen = "" if check != "lifetimes" or runner.observes_saved else (
+                "saved tensors are not observed on this path (a saved-tensor hook would change what it "
+                "compiles); leaks, cycles and use counts were checked")
+            add(check, runner.name, "passed", "; ".join(t for t in (beside, unseen, note) if t), seconds, issues)
+
+
+def _known_text(issue_id: str) -> str:
+    issue = next(k for k in known_issues.KNOWN_ISSUES if k.id == issue_id)
+    return f"{issue.id} (known_issues/{issue.reproducer})"
 
 
 def _problems(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
-              eager: RunResult | None) -> dict[str, list[str]]:
+              eager: RunResult | None) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]]]:
     """check -> what is wrong: eager's own errors; every other path's differences from eager;
-    the lifetime rules of a run that completed."""
+    the lifetime rules of a run that completed. And check -> the known torch issues that
+    explained some differences (as in campaigns: only the differences each one causes)."""
     problems: dict[str, list[str]] = {check: [] for check in judged}
+    known: dict[str, tuple[str, ...]] = {}
 
     def note(checkpoint: str, text: str) -> None:
         check = CHECK_OF_CHECKPOINT.get(checkpoint, judged[0])
@@ -696,9 +795,33 @@ def _problems(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
         for m in _against_eager(eager, result, runner.exact):
             note(m.checkpoint, _mismatch_text(m))
     if "lifetimes" in problems and result.status != "error":
-        problems["lifetimes"] = [f"{_role_text(v.role)} {WHEN.get(v.checkpoint, 'at ' + v.checkpoint)}: {v.detail}"
-                                 for v in rule_violations(result, "backward")]
-    return problems
+        violations = [Mismatch(result.path, "lifetime rule", v.checkpoint, v.role, v.detail)
+                      for v in rule_violations(result, "backward")]
+        issues = known_issues.function_hits(result, violations) if violations else []
+        unexplained = [m for m in violations if not known_issues.explained(None, issues, m)]
+        problems["lifetimes"] = [f"{_role_text(m.role)} {WHEN.get(m.checkpoint, 'at ' + m.checkpoint)}: {m.detail}"
+                                 for m in unexplained]
+        if issues:
+            known["lifetimes"] = tuple(k.id for k in issues)
+    return problems, known
+
+
+#: torch's documented incompatibilities, by the error torch raises: not the Function's defect,
+#: and nothing to compare; the record says `unsupported` with the source
+DOCUMENTED_INCOMPATIBILITIES = (
+    (re.compile(r"When use_reentrant=True, torch\.utils\.checkpoint is incompatible with \.grad\(\)"),
+     ("torch.utils.checkpoint with use_reentrant=True is documented as incompatible with torch.autograd.grad "
+      "(which double backward, gradcheck and gradgradcheck use; torch.utils.checkpoint's docstring): "
+      "check use_reentrant=False for these")),
+)
+
+
+def documented_incompatibility(error: BaseException | None) -> str | None:
+    """The documented torch limitation this error is, or None."""
+    for pattern, why in DOCUMENTED_INCOMPATIBILITIES:
+        if error is not None and pattern.search(str(error)):
+            return why
+    return None
 
 
 def _reached(check: str, result: RunResult) -> bool:
@@ -795,14 +918,52 @@ def _float64_function(function: type, sample: Sequence[Any]) -> tuple[Callable[.
     return fn, inputs, None
 
 
-def _run_oracle(run: Callable[[], Any]) -> tuple[str, str]:
+_JACOBIAN_MISMATCH = re.compile(r"Jacobian (computed with forward mode )?mismatch for output (\d+) with respect to "
+                                r"input (\d+),\s*numerical:(tensor\(.*?\))\s*analytical:(tensor\(.*?\))\s*$", re.DOTALL)
+
+
+@contextlib.contextmanager
+def _tensors_printed_whole() -> Iterator[None]:
+    """gradcheck puts both Jacobians in its message: printed whole and exact, they can be read back."""
+    opts = torch._tensor_str.PRINT_OPTS
+    saved = {"precision": opts.precision, "threshold": opts.threshold, "edgeitems": opts.edgeitems,
+             "linewidth": opts.linewidth, "sci_mode": opts.sci_mode}
+    torch.set_printoptions(precision=17, threshold=2**62, linewidth=2**30)
+    try:
+        yield
+    finally:
+        torch.set_printoptions(**saved)
+
+
+def _largest_jacobian_error(message: str, differentiated: str) -> str | None:
+    """gradcheck's Jacobian mismatch as one line: the entry that differs most, with its output,
+    input and (flat) element indices, instead of both whole Jacobians."""
+    found = _JACOBIAN_MISMATCH.search(message.split("\n\n")[0] + "\n")
+    if found is None:
+        return None
+    names = {"tensor": torch.tensor, "torch": torch, "inf": float("inf"), "nan": float("nan")}
+    numerical, analytical = (eval(text, names) for text in found.group(4, 5))  # torch's own repr, printed above
+    error = (analytical - numerical).abs().nan_to_num(nan=float("inf"))
+    row, col = divmod(int(error.argmax()), error.shape[1])  # gradcheck's layout: (input elements, output elements)
+    which = "forward AD (the jvp)" if found.group(1) else differentiated
+    wrong = int((~torch.isclose(analytical, numerical, rtol=1e-3, atol=1e-5)).sum())
+    return (f"d output {found.group(2)}[{col}] / d input {found.group(3)}[{row}] (flat indices): {which} gives "
+            f"{float(analytical[row, col]):.6g}, finite differences {float(numerical[row, col]):.6g} "
+            f"({wrong} of {error.numel()} Jacobian entries differ beyond gradcheck's rtol=1e-3, atol=1e-5)")
+
+
+def _run_oracle(run: Callable[[], Any], differentiated: str = "backward") -> tuple[str, str]:
     from torch.autograd.gradcheck import GradcheckError
 
     try:
-        run()
+        with _tensors_printed_whole():
+            run()
     except GradcheckError as e:
-        return "failed", " ".join(str(e).split("\n\n")[0].split())
+        return "failed", _largest_jacobian_error(str(e), differentiated) or " ".join(str(e).split("\n\n")[0].split())
     except RuntimeError as e:
+        incompatible = documented_incompatibility(e)
+        if incompatible is not None:
+            return "unsupported", incompatible
         return "failed", f"raised {type(e).__name__}: {e}"
     return "passed", ""
 
@@ -831,7 +992,8 @@ def _gradgradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
     if why is not None:
         return "not_applicable", why
-    return _run_oracle(lambda: torch.autograd.gradgradcheck(fn, inputs, fast_mode=False))
+    return _run_oracle(lambda: torch.autograd.gradgradcheck(fn, inputs, fast_mode=False),
+                       "double backward (indices of gradgradcheck's function: inputs then grad_outputs)")
 
 
 # --- vmap ----------------------------------------------------------------------------------
@@ -855,7 +1017,9 @@ def _check_vmap(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     in_dims = tuple(0 if i in tensor_idx else None for i in range(len(sample)))
 
     def tensor_outputs(*args: Any) -> tuple:
-        return tuple(o for o in _as_tuple(function.apply(*args)) if isinstance(o, torch.Tensor))
+        # copies: an in-place Function updates them, never the batch or its leaves
+        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        return tuple(o for o in _as_tuple(function.apply(*copies)) if isinstance(o, torch.Tensor))
 
     expected, actual = RunResult("loop"), RunResult(VMAP)
     try:

@@ -71,6 +71,11 @@ class KnownIssue:
     #: path does not run the example at all (`avoided_crash`); its reproducer, run in a
     #: subprocess by the tests, is the witness that the crash is still there
     crashes_at: str | None = None
+    #: the trigger holds for every custom Function whose backward runs on the entry's paths (the
+    #: backend or Dynamo's own state is the cause, no graph structure is needed), and the witness
+    #: and damage read only the result: so `check_function` applies the entry to a user's own
+    #: Function, whose structure no spec describes (`function_hits`)
+    any_function: bool = False
 
     def affects_installed_torch(self) -> bool:
         v = torch_release()
@@ -1941,6 +1946,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=_released_late,
         damages="the release checks (drop_outputs, drop_all: leaks, use counts)",
         workaround=lambda spec: spec,  # the backend is the trigger: no spec avoids it
+        any_function=True,
     ),
     KnownIssue(
         id="ca-dynamo-function-ctx-cycle",
@@ -1956,6 +1962,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damage=_released_late,
         damages="the release checks (drop_outputs use counts, drop_all: reference cycles)",
         workaround=lambda spec: spec,  # every custom Function's backward: no spec avoids it
+        any_function=True,
     ),
     KnownIssue(
         id="dynamo-function-class-attribute",
@@ -2282,6 +2289,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
         damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this "
                  "keeps up at drop_outputs"),
         workaround=lambda spec: spec,  # no spec avoids Dynamo's own trace state
+        any_function=True,
     ),
     KnownIssue(
         id="dynamo-function-backward-checked-differently",
@@ -2621,6 +2629,13 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
 def hits(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> list[KnownIssue]:
     """The known issues that happened on this path's run."""
     return [k for k in KNOWN_ISSUES if k.hit(spec, result, mismatches)]
+
+
+def function_hits(result: RunResult, mismatches: list[Mismatch]) -> list[KnownIssue]:
+    """The known issues that happened on a path's run of a user's own Function (check_function):
+    the entries that need no graph structure (`any_function`), on the path, torch and witness."""
+    return [k for k in KNOWN_ISSUES if k.any_function and k.affects_path(result.path)
+            and k.affects_installed_torch() and k.witness(None, result, mismatches)]
 
 
 def explained(spec: GraphSpec, issues: list[KnownIssue], m: Mismatch) -> bool:

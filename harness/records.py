@@ -13,7 +13,10 @@ Record kinds (each has "kind" and "t", a Unix time):
   crash    a worker died or hung on an example: its cause and spec
   retired  a worker passed its memory limit and retired between examples (not a crash;
            a fresh worker went on): its resident and limit bytes, the examples it checked
-  replay   an earlier failure replayed from the example database: still failing or not
+  replay   a saved failure replayed first (harness.replay): "still fails", "did not
+           reproduce" or "not saved"; its example, when it came from the shared database, is an
+           "example" record with "replayed": true
+  replayed the replay's own seconds and examples (fuzzing had the rest of the budget)
   shrunk   a cause's reproducer after shrinking: how it ended, sizes before and after
   reproducer  a cause's reproducer written unshrunk (its shrinking ran out of budget)
   end      a session ended normally

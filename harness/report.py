@@ -212,13 +212,17 @@ def _sections(r: CampaignResult) -> list[_Section]:
                  _trace_rows(r)),
         _Section("Unsupported reasons", ["path", "reason", "examples"], _unsupported_rows(r)),
         _Section("Known torch issues (counted apart from failures)", ["path", "issue", "examples"], _known_rows(r)),
-    ]
+    ] + ([_Section("Saved failures replayed first", ["cause", "result"],
+                   [[cause, result] for cause, result in r.replays.items()], note=r.replay_note())]
+         if r.replays else []) + ([_Section("Ray shards", ["shard", "node", "examples", "failures", "ended"],
+                                      [[str(s["shard"]), s["node"], str(s["examples"]), str(s["failures"]),
+                                        s["ended"]] for s in r.shards])] if r.shards else [])
 
 
 def _failure_lines(f: Failure) -> list[tuple[str, str]]:
     return [("examples", str(f.count)), ("paths", ", ".join(sorted(f.paths)) or "-"),
             ("size (parts)", f"{f.size_before} -> {f.size} ({shrink_note(f)})"),
-            ("replayed on resume", f.replay or "-"), ("reproducer", f.reproducer or "-"),
+            ("replayed first", f.replay or "-"), ("reproducer", f.reproducer or "-"),
             ("triggering features", triggering_features(f))]
 
 

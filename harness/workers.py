@@ -80,11 +80,13 @@ class _Worker:
 def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device: str,
                  out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
                  hang_s: float = 300.0, result: CampaignResult | None = None,
-                 on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> CampaignResult:
+                 on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
+                 replay_shared: bool = True) -> CampaignResult:
     """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
     github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database). A fuzzing worker retires after
     an example once its resident memory passes `memory_limit` bytes (0: never) and a fresh one
-    takes over its share."""
+    takes over its share. The first worker replays the saved failures first (harness.replay: the
+    campaign's own on resume and, with replay_shared, the shared database's), once."""
     out_dir = Path(out_dir)
     scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
     result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
@@ -130,8 +132,8 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     def fuzz_config(index: int, generation: int) -> dict[str, Any]:
         return {"known": sorted(result.failures),
                 "max_examples": None if per_worker_max is None else per_worker_max - checked[index],
-                "replay": earlier if index == 0 and generation == 0 else [],  # earlier failures first, once
-                "replay_saved": generation == 0}
+                # saved failures first, once: a later generation's campaign has replayed them
+                "replay_first": index == 0 and generation == 0, "replay": earlier, "replay_shared": replay_shared}
 
     def share_left(index: int) -> bool:
         return per_worker_max is None or checked[index] < per_worker_max
@@ -256,8 +258,9 @@ def _failures(configs: list[dict[str, Any]]) -> list[Failure]:
 
 def _worker_main(config: dict[str, Any]) -> int:
     from harness import paths
-    from harness.campaign import fuzz, replay_failures, shrink_failures, warm_up
+    from harness.campaign import fuzz, shrink_failures, warm_up
     from harness.cluster import example_database
+    from harness.replay import replay_first
 
     pipe = os.fdopen(config["fd"], "w", encoding="utf-8")
 
@@ -276,7 +279,15 @@ def _worker_main(config: dict[str, Any]) -> int:
         shrink_failures(failures, path_list, device, database, lifetimes, until=until,
                         out_dir=config["out_dir"], on_record=send)
         return 0
-    replay_failures(_failures(config["replay"]), path_list, device, database, lifetimes, until=until, on_record=send)
+    known = set(config["known"])
+
+    def begin(spec: GraphSpec) -> None:  # sent before each example: a crash on it is recorded as its
+        send({"kind": "begin", "spec": spec.to_json(), "choices": current_choices()})
+
+    if config["replay_first"]:
+        replay_first(_failures(config["replay"]), path_list, device, database, lifetimes, until=until,
+                     on_record=send, known=known, shared=config["replay_shared"], worker=config["name"],
+                     on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}))
     stop = [False]
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     checked = [0]
@@ -294,9 +305,8 @@ def _worker_main(config: dict[str, Any]) -> int:
         return stop[0] or bool(retiring)
 
     fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=on_record,
-         known=set(config["known"]), max_examples=config["max_examples"], worker=config["name"],
-         on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json(), "choices": current_choices()}),
-         should_stop=should_stop, replay_saved=config["replay_saved"])
+         known=known, max_examples=config["max_examples"], worker=config["name"], on_example=begin,
+         should_stop=should_stop)
     if retiring and not stop[0]:
         send({"kind": "retired", "t": now(), "worker": config["name"], "examples": checked[0],
               "resident_bytes": retiring[0], "limit_bytes": config["memory_limit"]})

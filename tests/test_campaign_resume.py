@@ -70,9 +70,9 @@ def test_a_killed_campaign_resumes_with_nothing_lost(tmp_path):
 
 
 def test_a_failure_found_fixed_on_one_resume_stays_fixed_on_the_next():
-    """A resumed campaign replays its earlier failures first. Hypothesis drops an example that no
-    longer fails from its cause's corpus, so the next resume finds nothing under the cause: the
-    summary must still say "fixed", not "not saved"."""
+    """A resumed campaign replays its earlier failures first. The replay of older harnesses (inside
+    Hypothesis' engine) dropped an example that no longer failed from its cause's corpus, so the
+    next resume found nothing under the cause: the summary must still say "fixed", not "not saved"."""
     from harness.spec import GraphSpec
 
     cause = "error vs math at backward error (TypeError)"

@@ -16,6 +16,7 @@ from torch.autograd.function import BackwardCFunction
 
 from harness import build, paths, plain, run, selfeval
 from harness.check import check
+from harness.selfeval import evaluate
 from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
 
 ONE = GraphSpec(
@@ -112,6 +113,9 @@ def _patchable_state() -> dict[str, object]:
     import torch.autograd.function as function_module
     from torch._dynamo import compiled_autograd, external_utils
     from torch._dynamo.backends import registry
+    from torch._dynamo.variables.higher_order_ops import AutogradFunctionApplyVariable
+    from torch._dynamo.variables.misc import AutogradFunctionContextVariable
+    from torch._functorch.autograd_function import DynamoAutogradFunctionTraceHelper
 
     registry.lookup_backend("aot_eager")
     return {
@@ -125,6 +129,12 @@ def _patchable_state() -> dict[str, object]:
         "call_backward": (external_utils.call_backward, compiled_autograd.call_backward),
         "aot_eager": registry._COMPILER_FNS["aot_eager"],
         "custom_function_call": function_module.custom_function_call,
+        **{f"AutogradFunctionContextVariable.{n}": AutogradFunctionContextVariable.__dict__[n]
+           for n in ("create", "call_method", "var_getattr")},
+        "AutogradFunctionApplyVariable.prepare_fn_vt": AutogradFunctionApplyVariable.prepare_fn_vt,
+        "fwd_trace_helper": DynamoAutogradFunctionTraceHelper.__dict__["fwd_trace_helper"],
+        **{f"AutogradCompilerInstance.{n}": compiled_autograd.AutogradCompilerInstance.__dict__[n]
+           for n in ("tensor_pre_hook", "post_hook")},
     }
 
 
@@ -142,8 +152,9 @@ def test_the_catalog():
     evaluated = [f for f in selfeval.FAULTS if f.evaluated]
     assert len(evaluated) >= 20
     assert len(selfeval.CATALOG) == len(selfeval.FAULTS)
-    assert {f.family for f in evaluated} == {"formulas", "autograd", "compilers", "lifetimes", "native"}
+    assert {f.family for f in evaluated} == {"formulas", "autograd", "compilers", "dynamo", "lifetimes", "native"}
     assert all(f.description and f.paths for f in selfeval.FAULTS)
+    assert max(len(f.name) for f in selfeval.FAULTS) <= evaluate.NAME_WIDTH  # the table's columns line up
     with pytest.raises(KeyError, match="no seeded fault 'nope'"):
         selfeval.get("nope")
 

@@ -8,6 +8,8 @@ Families (one module each):
   autograd   torch's autograd as a custom Function sees it from Python (BackwardCFunction's
              apply/apply_jvp/hook registration, Tensor.register_hook)
   compilers  only under compiled autograd, torch.compile, or a torch.func transform
+  dynamo     where torch.compile traces a custom Function (its ctx, forward, backward), and
+             compiled autograd's capture of hooks: each for one class of Functions only
   lifetimes  what a Function keeps alive (the lifetime oracle), and two faults that kill or
              stall the process (the campaign's worker isolation)
   native     the native paths, compiled into a test-only build variant of the extension
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.selfeval import autograd, compilers, formulas, lifetimes
+from harness.selfeval import dynamo as dynamo_faults
 from harness.selfeval import native as native_faults
 from harness.selfeval._patching import Patches
 
@@ -36,6 +39,7 @@ SITE_DIR = Path(__file__).resolve().parent / "site"
 
 NATIVE_PATHS = ("owned", "borrowed")
 COMPILED_PATHS = ("compiled",)
+DYNAMO_PATHS = ("dynamo",)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,12 @@ FAULTS: tuple[Fault, ...] = (
     # torch.func paths come from another branch (harness/paths/func*); until they are
     # registered, a campaign cannot see this one and selfeval reports it as not run
     _fault(compilers, "func_transform_output_scaled", ("func.grad", "func.vmap", "func.jvp")),
+    *(_fault(dynamo_faults, name, DYNAMO_PATHS) for name in (
+        "dynamo_saved_tensors_reversed", "dynamo_mark_non_differentiable_dropped",
+        "dynamo_needs_input_grad_of_intermediates_false", "dynamo_input_returned_as_is_not_viewed",
+        "dynamo_apply_grad_outputs_swapped")),
+    _fault(dynamo_faults, "ca_tensor_pre_hook_skipped", COMPILED_PATHS),
+    _fault(dynamo_faults, "ca_node_post_hook_skipped", COMPILED_PATHS),
     _fault(lifetimes, "leak_input"),
     _fault(lifetimes, "ctx_cycle"),
     _fault(lifetimes, "drop_saved"),

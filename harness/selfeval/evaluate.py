@@ -28,6 +28,9 @@ from harness.campaign import SHRINK_SHARE
 #: and to shrink, before it counts as hung
 STARTUP_S = 240.0
 
+#: the table's fault column: the longest name (dynamo_needs_input_grad_of_intermediates_false)
+NAME_WIDTH = 46
+
 
 @dataclass
 class Outcome:
@@ -46,11 +49,11 @@ class Outcome:
     def row(self) -> str:
         def cell(value: Any, fmt: str = "") -> str:
             return "-" if value is None else format(value, fmt)
-        return (f"{self.fault:<36} {self.family:<9} {self.status:<9} {cell(self.seconds, '.1f'):>7} "
+        return (f"{self.fault:<{NAME_WIDTH}} {self.family:<9} {self.status:<9} {cell(self.seconds, '.1f'):>7} "
                 f"{cell(self.examples):>8} {cell(self.repro_lines):>6}  {self.how[:90]}")
 
 
-HEADER = (f"{'fault':<36} {'family':<9} {'result':<9} {'seconds':>7} {'examples':>8} {'lines':>6}  "
+HEADER = (f"{'fault':<{NAME_WIDTH}} {'family':<9} {'result':<9} {'seconds':>7} {'examples':>8} {'lines':>6}  "
           "how it was found")
 
 

@@ -83,7 +83,7 @@ def test_fixture(check_autograd_function):
     result.stdout.fnmatch_lines([
         "*_ test_half_square _*",
         "E   HalfSquare failed 1 check(s) over 1 sample(s):",
-        "E     gradcheck [[]eager float64[]] sample 0: Jacobian mismatch*",
+        "E     gradcheck [[]eager float64[]] sample 0: d output 0[[]*[]] / d input 0[[]*[]] (flat indices): backward gives*",
         "E   Reproducer for gradcheck (standalone Python; exits 1 while it fails):",
         "*autograd Functions checked*",
         "Square: ok; 1 sample(s); gradcheck *",
@@ -126,7 +126,7 @@ def test_the_cli_checks_a_function_by_name(tmp_path):
     done = _cli(tmp_path, "user_functions:HalfSquare", "--samples", "user_functions:samples", "--paths", "eager",
                 "--checks", "gradcheck")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "gradcheck [eager float64] sample 0: Jacobian mismatch" in done.stdout
+    assert "gradcheck [eager float64] sample 0: d output 0[" in done.stdout
 
 
 @pytest.mark.parametrize("argv, message", [
