@@ -415,7 +415,7 @@ class CampaignResult:
         """The saved failures replayed first, and what that cost apart from fuzzing."""
         outcomes = collections.Counter(self.replays.values())
         return (f"replayed first: {len(self.replays)} saved failure cause(s) "
-                f"({', '.join(f'{n} {result}' for result, n in sorted(outcomes.items()))}), "
+                f"({', '.join(f'{result}: {n}' for result, n in sorted(outcomes.items()))}), "
                 f"{self.replay_examples} example(s) in {self.replay_seconds:.1f} s; fuzzing had the rest "
                 f"of the budget")
 
