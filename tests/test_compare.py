@@ -20,7 +20,8 @@ from harness.oracles.compare import (
 from harness.run import RunResult
 
 #: what an element of the actual side may be, relative to the expected one
-CHANGES = ("same", "within", "beyond", "inf", "nan", "expected inf", "expected nan", "both inf", "both nan")
+CHANGES = ("same", "within", "beyond", "inf", "nan", "expected inf", "expected nan", "both inf", "both nan",
+           "inf against -inf", "nan against inf")
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.complex64)
 
 
@@ -60,6 +61,10 @@ def _roles(draw: st.DrawFn) -> tuple[dict[str, torch.Tensor | None], dict[str, t
                 e[i] = math.inf if change == "expected inf" else math.nan
             elif change in ("both inf", "both nan"):
                 e[i] = a[i] = math.inf if change == "both inf" else math.nan
+            elif change == "inf against -inf":
+                e[i], a[i] = -math.inf, math.inf
+            elif change == "nan against inf":
+                e[i], a[i] = math.inf, math.nan
             if draw(st.integers(0, 5)) == 0:
                 bound[i] = math.inf
         expected[role], actual[role] = e, a
@@ -138,3 +143,25 @@ def test_the_error_bounds_are_computed_only_where_a_pair_is_not_bit_identical():
     assert against(expected + torch.tensor([5e-3, 0.0, 0.0]), Tolerances(bounds)) == [] and computed == [True]
     beyond = against(expected + torch.tensor([0.5, 0.0, 0.0]), Tolerances(bounds))
     assert [m.detail.startswith("outside tolerance") for m in beyond] == [True] and len(computed) == 2
+
+
+SPECIAL = (0.5, math.inf, -math.inf, math.nan)
+
+
+@given(st.lists(st.tuples(st.sampled_from(SPECIAL), st.sampled_from(SPECIAL)), min_size=1, max_size=4),
+       st.sampled_from(["exact", "bound"]))
+def test_non_finite_values_agree_where_assert_close_says_they_do(pairs, kind):
+    """Issue 23: any two non-finite values compared equal (-inf against +inf, nan against inf).
+    Now the verdict on every pair of values is torch.testing.assert_close's (equal_nan=True):
+    an inf equals only the inf of its sign, a nan only a nan."""
+    e = torch.tensor([p[0] for p in pairs], dtype=torch.float64)
+    a = torch.tensor([p[1] for p in pairs], dtype=torch.float64)
+    tol = EXACT if kind == "exact" else Tolerance(exact=False, atol=torch.full(e.shape, 1e-3, dtype=torch.float64))
+    try:
+        torch.testing.assert_close(a, e, rtol=0, atol=1e-3, equal_nan=True)
+        agrees = True
+    except AssertionError:
+        agrees = False
+    found = compare(RunResult("math", tensors={"backward": {"grad:x0": e}}),
+                    RunResult("eager", tensors={"backward": {"grad:x0": a}}), _ByRole({"grad:x0": tol}))
+    assert (found == []) == agrees, (pairs, found)

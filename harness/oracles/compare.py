@@ -142,16 +142,22 @@ def _all_within(pairs: list[tuple[str, torch.Tensor, torch.Tensor, Tolerance]]) 
     e = torch.cat([p[1].detach().reshape(-1) for p in pairs]).cpu()
     a = torch.cat([p[2].detach().reshape(-1) for p in pairs]).cpu()
     if exact:
-        return torch.equal(e, a) or bool(((e == a) | (e.isnan() & a.isnan())).all())
+        return torch.equal(e, a) or bool(_same_non_finite(e, a).all())
     atol = torch.cat([t.atol.to(torch.float64).expand(p.shape).reshape(-1) if isinstance(t.atol, torch.Tensor)
                       else torch.full((p.numel(),), t.atol, dtype=torch.float64) for _, p, _, t in pairs])
     wide = torch.complex128 if e.is_complex() else torch.float64
     e_finite, a_finite = torch.isfinite(e), torch.isfinite(a)
     within = (a.to(wide) - e.to(wide)).abs() <= atol + rtol * e.to(wide).abs()
-    # an element is compared where its bound is finite (bounds.OVERFLOW is not); a non-finite
-    # expected value needs a non-finite actual one, a finite one a finite one within the bound
-    agree = ~torch.isfinite(atol) | (e_finite & a_finite & within) | (~e_finite & ~a_finite)
+    # an element is compared where its bound is finite (bounds.OVERFLOW is not); a finite expected
+    # value needs a finite actual one within the bound, a non-finite one the same (_same_non_finite)
+    agree = ~torch.isfinite(atol) | (e_finite & a_finite & within) | (~e_finite & _same_non_finite(e, a))
     return bool(agree.all())
+
+
+def _same_non_finite(e: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """Elementwise, as torch.testing.assert_close judges non-finite values: an inf equals only the
+    inf of the same sign, a nan only a nan (equal_nan); a complex element is nan when a part is."""
+    return (e == a) | (e.isnan() & a.isnan())
 
 
 def _finite_or_tensor(atol: float | torch.Tensor) -> bool:
@@ -165,16 +171,17 @@ def _tensor_difference(e: torch.Tensor, a: torch.Tensor, tol: Tolerance) -> tupl
         compared = torch.isfinite(tol.atol).expand(e.shape)
         e, a, tol = e[compared], a[compared], Tolerance(tol.exact, tol.rtol, tol.atol.expand(e.shape)[compared])
     if tol.exact:
-        same = torch.equal(e, a) or bool(((e == a) | (e.isnan() & a.isnan())).all())
-        if same:
+        if torch.equal(e, a) or bool(_same_non_finite(e, a).all()):
             return None
         abs_err, rel_err = _errors(e, a)
         return ("not bit-identical", abs_err, rel_err)
     e_finite = torch.isfinite(e)
-    # Where the expected value overflowed, rounding differences may turn inf into nan:
-    # the actual value must be non-finite too, but need not match exactly.
-    if bool((~e_finite & torch.isfinite(a)).any()) or bool((e_finite & ~torch.isfinite(a)).any()):
-        return ("finite where expected is not, or the reverse",)
+    # a value that may overflow on one side only has an infinite bound and is not compared (above):
+    # every other non-finite value must be matched as torch.testing.assert_close matches it
+    if bool((e_finite & ~torch.isfinite(a)).any()):
+        return ("not finite where expected is finite",)
+    if not bool(_same_non_finite(e, a)[~e_finite].all()):
+        return ("a non-finite value differs (inf of the other sign, nan against inf, or finite against it)",)
     # in float64 (complex128), so that the difference itself is exact; for complex values, the
     # modulus of the difference, the error the bounds bound
     wide = torch.complex128 if e.is_complex() else torch.float64
