@@ -64,6 +64,11 @@ DEFAULT_MEMORY_LIMIT = 4 * 2**30
 RETIRED = 75
 
 
+class WorkerError(RuntimeError):
+    """A worker died outside any example (starting up, say): no failure of a graph, but no campaign
+    can go on; the command line still writes the summary and reports of what was checked."""
+
+
 @dataclass
 class _Worker:
     name: str
@@ -240,7 +245,7 @@ def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out
 
     if w.current is None:  # not on an example: died starting up, or between examples
         log = (scratch / f"{w.name}.log").read_text()[-2000:]
-        raise RuntimeError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
+        raise WorkerError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
                            f"Run `python -m harness fuzz --workers 0` to see the error in this process.")
     spec = GraphSpec.from_json(w.current)
     cause = crash_cause(what, path_names)
