@@ -104,14 +104,6 @@ class PathCounts:
         return cls(data["ok"], data["failed"], data["stopped_by_known"], data["checked_past_known"],
                    collections.Counter(data["unsupported"]), collections.Counter(data["known"]))
 
-    def merge(self, other: PathCounts) -> None:
-        self.ok += other.ok
-        self.failed += other.failed
-        self.stopped += other.stopped
-        self.past_known += other.past_known
-        self.unsupported.update(other.unsupported)
-        self.known.update(other.known)
-
 
 @dataclass
 class Failure:
@@ -226,6 +218,10 @@ class CampaignResult:
             f.shrink, f.reproducer = record["result"], record.get("reproducer")
         elif kind == "reproducer":
             self.failures[record["cause"]].reproducer = record["reproducer"]
+        elif kind == "shards":  # a Ray campaign (harness.cluster): its shards ran side by side
+            self.shards = record["rows"]
+            self.seconds, self.fuzz_seconds, self.budget_s = record["seconds"], record["fuzz_seconds"], record["budget_s"]
+            self.sessions = 1
         elif kind == "retired":
             self.retirements += 1
             self.retired_resident_bytes = max(self.retired_resident_bytes, record["resident_bytes"])
@@ -335,32 +331,6 @@ class CampaignResult:
                 f["signature"], GraphSpec.from_json(f["spec"]), f["report"], f["count"], f["reproducer"],
                 set(f["paths"]), f.get("size_before", 0), f.get("shrink", ""), f.get("replay", ""))
         return result
-
-    def merge(self, other: CampaignResult) -> None:
-        """Add another shard's counts and failures (seconds are wall time, kept by the caller);
-        merging shards' logs record by record gives the same."""
-        self.examples += other.examples
-        self.with_backward += other.with_backward
-        self.retirements += other.retirements
-        self.retired_resident_bytes = max(self.retired_resident_bytes, other.retired_resident_bytes)
-        self.replay_seconds += other.replay_seconds
-        self.replay_examples += other.replay_examples
-        for cause, replayed in other.replays.items():  # a shard where it still fails wins
-            if self.replays.get(cause) != "still fails":
-                self.replays[cause] = replayed
-        self.gradcheck.update(other.gradcheck)
-        self.inputs.update(other.inputs)
-        for axis, counter in other.coverage.items():
-            self.coverage.setdefault(axis, collections.Counter()).update(counter)
-        for name, counts in other.counts.items():
-            self.counts.setdefault(name, PathCounts()).merge(counts)
-        for sig, f in other.failures.items():
-            if sig in self.failures:
-                self.failures[sig].count += f.count
-                self.failures[sig].paths |= f.paths
-                self.failures[sig].offer(f.spec, f.report)
-            else:
-                self.failures[sig] = f
 
     def summary(self) -> str:
         oracle = "with" if self.lifetimes else "without"

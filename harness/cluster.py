@@ -7,14 +7,15 @@ the nightly workflow carries its database from night to night that way). Schedul
 ordinary `python -m harness fuzz` in a subprocess on its node, so the process-level crash
 isolation of `--workers` stays inside every shard. Each shard streams its examples.jsonl and
 reproducers to the driver as it writes them (a shard or node lost mid-campaign keeps what it
-checked); the counts are rebuilt from the logs and merged with `CampaignResult.merge`, with a row
-per shard. Shard 0 alone replays the shared database's failures first (fuzz --shard).
+checked); the driver writes them one after the other as the campaign's own examples.jsonl, with a
+row per shard, and the counts are rebuilt from it as from any campaign's log. Shard 0 alone replays the shared database's failures first (fuzz --shard).
 
 Both need the optional extra `cluster` (pip install -e '.[cluster]'): `redis` and `ray`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.records import LOG_NAME, read_log
+from harness.records import LOG_NAME, now, read_log
 
 REDIS_PREFIX = b"autograd-function-harness:"  # keys of our examples in a shared Redis
 
@@ -164,9 +165,10 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
     `fuzz_argv` is the fuzz command line each shard runs (budget, paths, workers, database...),
     without --out/--cluster. Each shard streams its log and reproducers to the driver as it writes
     them (ShardLogs); they land under out_dir/shard-<i>/, also for a shard whose task or node was
-    lost (its examples up to then count). The merged result has the wall time of the whole run and
-    one row per shard (`shards`: node, examples, failures, how it ended); the errors name the
-    shards lost."""
+    lost (its examples up to then count), and one after the other, each record tagged with its
+    shard, in out_dir/examples.jsonl. The result, rebuilt from that log, has the wall time of the
+    whole run and one row per shard (`shards`: node, examples, failures, how it ended); the errors
+    name the shards lost."""
     from harness.campaign import CampaignResult
 
     try:
@@ -199,7 +201,8 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
         streamed = ray.get([logs.get.remote(i) for i in range(count)])
     finally:
         ray.shutdown()
-    merged, errors, fuzz_seconds, rows = None, [], 0.0, []
+    out_dir = Path(out_dir)
+    errors, rows, records, fuzz_seconds, budget_s = [], [], [], 0.0, 0.0
     for outcome, shard in zip(outcomes, streamed):
         index = outcome["index"]
         node = outcome.get("node", shard["node"])
@@ -207,28 +210,30 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
             errors.append(f"shard {index} on {node}: {outcome['error']}")
             rows.append({"shard": index, "node": node, "examples": 0, "failures": 0, "ended": "failed to start"})
             continue
-        where = Path(out_dir) / f"shard-{index}"
+        where = out_dir / f"shard-{index}"
         where.mkdir(parents=True, exist_ok=True)
         (where / LOG_NAME).write_text("".join(shard["lines"]))
         for name, text in shard["files"].items():
             (where / name).write_text(text)
-        part = CampaignResult.from_records(read_log(where / LOG_NAME))
+        mine = list(read_log(where / LOG_NAME))
+        for record in mine:  # tagged with their shard; reproducers where they are now
+            record["shard"] = index
+            if record.get("reproducer"):
+                record["reproducer"] = str(where / Path(record["reproducer"]).name)
+        part = CampaignResult.from_records(mine)
         if "lost" in outcome:
             errors.append(f"shard {index} on {node} was lost ({outcome['lost']}); its {part.examples} examples "
                           f"up to then are counted")
         rows.append({"shard": index, "node": node, "examples": part.examples, "failures": len(part.failures),
                      "ended": "lost" if "lost" in outcome else f"exit status {outcome['returncode']}"})
-        for failure in part.failures.values():
-            if failure.reproducer:
-                failure.reproducer = str(where / Path(failure.reproducer).name)
-        fuzz_seconds = max(fuzz_seconds, part.fuzz_seconds)
-        if merged is None:
-            merged = part
-        else:
-            merged.merge(part)
-    if merged is None:
+        fuzz_seconds, budget_s = max(fuzz_seconds, part.fuzz_seconds), max(budget_s, part.budget_s)
+        records += mine
+    if not records:
         raise ClusterError("every shard failed: " + "; ".join(errors))
-    # the shards ran side by side: the merged rate is over the wall time, not the sum
-    merged.seconds, merged.fuzz_seconds = time.monotonic() - started, fuzz_seconds
-    merged.shards = rows
-    return merged, errors
+    # the shards ran side by side: the campaign's times are the wall time, not their sum
+    records.append({"kind": "shards", "t": now(), "rows": rows, "seconds": round(time.monotonic() - started, 3),
+                    "fuzz_seconds": fuzz_seconds, "budget_s": budget_s})
+    # the merged log is the shards' logs one after the other: `report` and `diff` read it as any campaign's
+    with open(out_dir / LOG_NAME, "w", encoding="utf-8") as log:
+        log.writelines(json.dumps(record, sort_keys=True) + "\n" for record in records)
+    return CampaignResult.from_records(records), errors

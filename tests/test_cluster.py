@@ -21,6 +21,7 @@ import pytest
 from harness.campaign import CampaignResult, fuzz
 from harness.cluster import ClusterError, example_database
 from harness.records import log_path, read_log
+from harness.report import load
 from harness.replay import replay_first
 from harness.selfeval import subprocess_env
 
@@ -218,3 +219,7 @@ def test_ray_shards_on_two_nodes_stream_their_logs_and_a_killed_shard_loses_noth
     assert "shard 1 on " in stdout and "was lost" in stdout and f"its {checked} examples" in stdout
     assert (out / "report.html").exists() and "Ray shards" in (out / "report.md").read_text()
     assert "2 shard(s) on Ray" in stdout
+    # the merged log is the campaign's: `report` rebuilds the same summary from it
+    rebuilt = load(out)
+    assert rebuilt.as_json()["paths"] == merged["paths"] and rebuilt.shards == rows
+    assert rebuilt.examples == merged["examples"] and rebuilt.seconds == merged["seconds"]
