@@ -92,20 +92,35 @@ STREAM_S = 1.0
 
 
 class ShardLogs:
-    """The driver's copy of every shard's log and reproducers, a Ray actor on the driver's node:
-    each shard sends what it writes as it writes it (every STREAM_S), so a shard or a node lost
-    mid-campaign keeps every example it checked up to its last send."""
+    """A Ray actor on the driver's node between the shards and the driver: each shard sends what
+    it writes as it writes it (every STREAM_S) and the driver takes it from here to its disk as
+    often, so a shard or a node lost mid-campaign keeps every example it checked up to its last
+    send, and what waits here stays small."""
 
     def __init__(self) -> None:
-        self.shards: dict[int, dict[str, Any]] = {}
+        self.waiting: dict[int, dict[str, Any]] = {}
 
     def add(self, index: int, node: str, lines: list[str], files: dict[str, str]) -> None:
-        shard = self.shards.setdefault(index, {"node": node, "lines": [], "files": {}})
+        shard = self.waiting.setdefault(index, {"node": node, "lines": [], "files": {}})
         shard["lines"] += lines
         shard["files"].update(files)
 
-    def get(self, index: int) -> dict[str, Any]:
-        return self.shards.get(index, {"node": "?", "lines": [], "files": {}})
+    def take(self) -> dict[int, dict[str, Any]]:
+        """What the shards sent since the last take."""
+        taken, self.waiting = self.waiting, {}
+        return taken
+
+
+def _write_taken(taken: dict[int, dict[str, Any]], out_dir: Path, nodes: dict[int, str]) -> None:
+    """Append what ShardLogs.take() returned to out_dir/shard-<i>/ (its log and reproducers)."""
+    for index, shard in taken.items():
+        nodes[index] = shard["node"]
+        where = out_dir / f"shard-{index}"
+        where.mkdir(parents=True, exist_ok=True)
+        with open(where / LOG_NAME, "a", encoding="utf-8") as log:
+            log.writelines(shard["lines"])
+        for name, text in shard["files"].items():
+            (where / name).write_text(text)
 
 
 #: `python -c` this, then the arguments of `python -m harness`: the shard's campaign process, which
@@ -164,13 +179,16 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
 
     `fuzz_argv` is the fuzz command line each shard runs (budget, paths, workers, database...),
     without --out/--cluster. Each shard streams its log and reproducers to the driver as it writes
-    them (ShardLogs); they land under out_dir/shard-<i>/, also for a shard whose task or node was
-    lost (its examples up to then count), and one after the other, each record tagged with its
+    them (ShardLogs); they land under out_dir/shard-<i>/ as they come, also for a shard whose task
+    or node was lost (its examples up to then count), and at the end one after the other, each record tagged with its
     shard, in out_dir/examples.jsonl. The result, rebuilt from that log, has the wall time of the
     whole run and one row per shard (`shards`: node, examples, failures, how it ended); the errors
     name the shards lost."""
     from harness.campaign import CampaignResult
 
+    earlier = sorted(Path(out_dir).glob(f"shard-*/{LOG_NAME}"))
+    if earlier:
+        raise ClusterError(f"{earlier[0]} is there already (an earlier campaign's shard); choose another --out")
     try:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -192,30 +210,32 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
         # one shard per node, round robin; a shard's own --workers use the node's other cores
         futures = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True))
                    .remote(i, fuzz_argv, logs) for i in range(count)]
-        outcomes = []
-        for i, future in enumerate(futures):
-            try:
-                outcomes.append(ray.get(future))
-            except ray.exceptions.RayError as e:  # its task's process or its node died
-                outcomes.append({"index": i, "lost": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"})
-        streamed = ray.get([logs.get.remote(i) for i in range(count)])
+        out_dir = Path(out_dir)
+        outcomes: dict[int, dict[str, Any]] = {}
+        nodes: dict[int, str] = {}
+        running = dict(zip(futures, range(count)))
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=STREAM_S)
+            for future in ready:
+                i = running.pop(future)
+                try:
+                    outcomes[i] = ray.get(future)
+                except ray.exceptions.RayError as e:  # its task's process or its node died
+                    outcomes[i] = {"index": i, "lost": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
+            # (a shard's last send is acknowledged before its task returns: the last take has it)
+            _write_taken(ray.get(logs.take.remote()), out_dir, nodes)
     finally:
         ray.shutdown()
-    out_dir = Path(out_dir)
     errors, rows, records, fuzz_seconds, budget_s = [], [], [], 0.0, 0.0
-    for outcome, shard in zip(outcomes, streamed):
-        index = outcome["index"]
-        node = outcome.get("node", shard["node"])
+    for index in range(count):
+        outcome = outcomes[index]
+        node = outcome.get("node", nodes.get(index, "?"))
         if "error" in outcome:
             errors.append(f"shard {index} on {node}: {outcome['error']}")
             rows.append({"shard": index, "node": node, "examples": 0, "failures": 0, "ended": "failed to start"})
             continue
         where = out_dir / f"shard-{index}"
-        where.mkdir(parents=True, exist_ok=True)
-        (where / LOG_NAME).write_text("".join(shard["lines"]))
-        for name, text in shard["files"].items():
-            (where / name).write_text(text)
-        mine = list(read_log(where / LOG_NAME))
+        mine = list(read_log(where / LOG_NAME)) if (where / LOG_NAME).exists() else []
         for record in mine:  # tagged with their shard; reproducers where they are now
             record["shard"] = index
             if record.get("reproducer"):
