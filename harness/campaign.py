@@ -853,7 +853,8 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
             "resumed": bool(result.examples)})
     known = set(result.failures)
     replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
-                 known=known, shared=replay_shared, on_example=on_example)
+                 known=known, shared=replay_shared,
+                 on_example=None if on_example is None else lambda spec, choices: on_example(spec))
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
          known=known, max_examples=max_examples, on_example=on_example,

@@ -286,13 +286,14 @@ def _worker_main(config: dict[str, Any]) -> int:
         return 0
     known = set(config["known"])
 
-    def begin(spec: GraphSpec) -> None:  # sent before each example: a crash on it is recorded as its
-        send({"kind": "begin", "spec": spec.to_json(), "choices": current_choices()})
+    def begin(spec: GraphSpec, choices: str | None = None) -> None:
+        """Sent before each example (fuzzed, or replayed with its saved choices): a crash on it is its."""
+        send({"kind": "begin", "spec": spec.to_json(), "choices": choices or current_choices()})
 
     if config["replay_first"]:
         replay_first(_failures(config["replay"]), path_list, device, database, lifetimes, until=until,
                      on_record=send, known=known, shared=config["replay_shared"], worker=config["name"],
-                     on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}))
+                     on_example=begin)
     stop = [False]
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     checked = [0]
