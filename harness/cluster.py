@@ -88,7 +88,7 @@ def example_database(location: str | None, local: str | Path | None = None) -> A
 
 
 #: how often a shard sends the driver the records and reproducers it has written since
-STREAM_S = 1.0
+STREAM_S = 0.25
 
 
 class ShardLogs:
