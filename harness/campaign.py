@@ -134,6 +134,7 @@ class PathCounts:
                          f"at least one {100 * (back['traced'] + back['partly traced']) / n:.0f}%")
         return lines
 
+<<<<<<< HEAD
     def merge(self, other: PathCounts) -> None:
         self.ok += other.ok
         self.failed += other.failed
@@ -144,6 +145,8 @@ class PathCounts:
         self.traces.update(other.traces)
         self.traces_with_backward.update(other.traces_with_backward)
 
+=======
+>>>>>>> main
 
 @dataclass
 class Failure:
@@ -258,6 +261,10 @@ class CampaignResult:
             f.shrink, f.reproducer = record["result"], record.get("reproducer")
         elif kind == "reproducer":
             self.failures[record["cause"]].reproducer = record["reproducer"]
+        elif kind == "shards":  # a Ray campaign (harness.cluster): its shards ran side by side
+            self.shards = record["rows"]
+            self.seconds, self.fuzz_seconds, self.budget_s = record["seconds"], record["fuzz_seconds"], record["budget_s"]
+            self.sessions = 1
         elif kind == "retired":
             self.retirements += 1
             self.retired_resident_bytes = max(self.retired_resident_bytes, record["resident_bytes"])
@@ -368,32 +375,6 @@ class CampaignResult:
                 set(f["paths"]), f.get("size_before", 0), f.get("shrink", ""), f.get("replay", ""))
         return result
 
-    def merge(self, other: CampaignResult) -> None:
-        """Add another shard's counts and failures (seconds are wall time, kept by the caller);
-        merging shards' logs record by record gives the same."""
-        self.examples += other.examples
-        self.with_backward += other.with_backward
-        self.retirements += other.retirements
-        self.retired_resident_bytes = max(self.retired_resident_bytes, other.retired_resident_bytes)
-        self.replay_seconds += other.replay_seconds
-        self.replay_examples += other.replay_examples
-        for cause, replayed in other.replays.items():  # a shard where it still fails wins
-            if self.replays.get(cause) != "still fails":
-                self.replays[cause] = replayed
-        self.gradcheck.update(other.gradcheck)
-        self.inputs.update(other.inputs)
-        for axis, counter in other.coverage.items():
-            self.coverage.setdefault(axis, collections.Counter()).update(counter)
-        for name, counts in other.counts.items():
-            self.counts.setdefault(name, PathCounts()).merge(counts)
-        for sig, f in other.failures.items():
-            if sig in self.failures:
-                self.failures[sig].count += f.count
-                self.failures[sig].paths |= f.paths
-                self.failures[sig].offer(f.spec, f.report)
-            else:
-                self.failures[sig] = f
-
     def summary(self) -> str:
         oracle = "with" if self.lifetimes else "without"
         w = max([18, *map(len, self.paths)])  # the path column, as wide as its longest name
@@ -448,7 +429,7 @@ class CampaignResult:
         """The saved failures replayed first, and what that cost apart from fuzzing."""
         outcomes = collections.Counter(self.replays.values())
         return (f"replayed first: {len(self.replays)} saved failure cause(s) "
-                f"({', '.join(f'{n} {result}' for result, n in sorted(outcomes.items()))}), "
+                f"({', '.join(f'{result}: {n}' for result, n in sorted(outcomes.items()))}), "
                 f"{self.replay_examples} example(s) in {self.replay_seconds:.1f} s; fuzzing had the rest "
                 f"of the budget")
 
@@ -936,7 +917,8 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
             "resumed": bool(result.examples)})
     known = set(result.failures)
     replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
-                 known=known, shared=replay_shared, on_example=on_example)
+                 known=known, shared=replay_shared,
+                 on_example=None if on_example is None else lambda spec, choices: on_example(spec))
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
          known=known, max_examples=max_examples, on_example=on_example,

@@ -131,7 +131,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return _fuzz_on_cluster(args, paths, out, budget)
     EXIT_AT_ONCE = True  # every record is flushed and the reports written before main returns
     log = ExampleLog(log_file)
-    interrupted = False
+    interrupted, broken = False, None
     with CampaignProgress(result, args.budget) as progress:
         def on_record(record: dict) -> None:
             log.write(record)
@@ -155,8 +155,18 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
+        except Exception as e:  # noqa: BLE001 -- a worker dead outside any example (WorkerError), or the harness's own bug (re-raised below)
+            broken = e
+            result.finish()
     log.close()
     _report(result, out, args.json)
+    if broken is not None:  # after the summary and reports of what was checked
+        from harness.workers import WorkerError
+
+        if not isinstance(broken, WorkerError):
+            raise broken  # the harness's own bug: its traceback
+        print(f"error: the campaign stopped: {broken}", file=sys.stderr)
+        return 2
     if interrupted:
         print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
         return 130

@@ -20,6 +20,8 @@ Record kinds (each has "kind" and "t", a Unix time):
   shrunk   a cause's reproducer after shrinking: how it ended, sizes before and after
   reproducer  a cause's reproducer written unshrunk (its shrinking ran out of budget)
   end      a session ended normally
+  shards   last in a Ray campaign's merged log (the shards' logs one after the other, each record
+           tagged "shard"): a row per shard, and the campaign's wall times
 """
 
 from __future__ import annotations

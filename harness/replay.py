@@ -104,12 +104,13 @@ def replay_cause(failure: Failure, paths: list[ExecPath], device: str, database:
 
 def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
                  lifetimes: bool, *, until: float, on_record: OnRecord, known: set[str], shared: bool = True,
-                 worker: str = "", on_example: Callable[[GraphSpec], None] | None = None) -> None:
+                 worker: str = "", on_example: Callable[[GraphSpec, str], None] | None = None) -> None:
     """Before fuzzing: the campaign's own earlier failures (`earlier`, on --resume), then, with
     `shared`, every failure saved in `database` for campaigns to replay first whose causes the
     campaign does not hold already. The causes a replayed example shows are added to `known` and
-    the example saved under them (shrinking starts from it). on_example sees each spec before its
-    check (a worker's "begin", so that a crash on it is recorded as that example's)."""
+    the example saved under them (shrinking starts from it). on_example sees each spec and its
+    choice sequence (base64, as records carry it) before its check: a worker's "begin", so that a
+    crash on it is recorded, and shrunk, as that example's."""
     started = time.perf_counter()
     drawn = drawing(paths)
     for failure in earlier:
@@ -148,14 +149,14 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
 
 
 def _replay_saved(value: bytes, paths: list[ExecPath], device: str, lifetimes: bool, drawn: Drawing, worker: str,
-                  on_example: Callable[[GraphSpec], None] | None, on_record: OnRecord) -> set[str] | None:
+                  on_example: Callable[[GraphSpec, str], None] | None, on_record: OnRecord) -> set[str] | None:
     """Check one saved example of the shared database: the causes it shows (its example record
     sent), or None when it no longer decodes, is not an example of this campaign or its check raised."""
     spec = decode(value, device, drawn)
     if spec is None or (needs_backward(paths) and not has_backward(spec)):
         return None
     if on_example is not None:
-        on_example(spec)
+        on_example(spec, base64.b64encode(value).decode())
     try:
         record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker)
     except Exception:  # noqa: BLE001 -- the harness's own error on this example: the failure did not reproduce

@@ -64,6 +64,11 @@ DEFAULT_MEMORY_LIMIT = 4 * 2**30
 RETIRED = 75
 
 
+class WorkerError(RuntimeError):
+    """A worker died outside any example (starting up, say): no failure of a graph, but no campaign
+    can go on; the command line still writes the summary and reports of what was checked."""
+
+
 @dataclass
 class _Worker:
     name: str
@@ -240,7 +245,7 @@ def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out
 
     if w.current is None:  # not on an example: died starting up, or between examples
         log = (scratch / f"{w.name}.log").read_text()[-2000:]
-        raise RuntimeError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
+        raise WorkerError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
                            f"Run `python -m harness fuzz --workers 0` to see the error in this process.")
     spec = GraphSpec.from_json(w.current)
     cause = crash_cause(what, path_names)
@@ -281,13 +286,14 @@ def _worker_main(config: dict[str, Any]) -> int:
         return 0
     known = set(config["known"])
 
-    def begin(spec: GraphSpec) -> None:  # sent before each example: a crash on it is recorded as its
-        send({"kind": "begin", "spec": spec.to_json(), "choices": current_choices()})
+    def begin(spec: GraphSpec, choices: str | None = None) -> None:
+        """Sent before each example (fuzzed, or replayed with its saved choices): a crash on it is its."""
+        send({"kind": "begin", "spec": spec.to_json(), "choices": choices or current_choices()})
 
     if config["replay_first"]:
         replay_first(_failures(config["replay"]), path_list, device, database, lifetimes, until=until,
                      on_record=send, known=known, shared=config["replay_shared"], worker=config["name"],
-                     on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}))
+                     on_example=begin)
     stop = [False]
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     checked = [0]
