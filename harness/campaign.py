@@ -134,19 +134,6 @@ class PathCounts:
                          f"at least one {100 * (back['traced'] + back['partly traced']) / n:.0f}%")
         return lines
 
-<<<<<<< HEAD
-    def merge(self, other: PathCounts) -> None:
-        self.ok += other.ok
-        self.failed += other.failed
-        self.stopped += other.stopped
-        self.past_known += other.past_known
-        self.unsupported.update(other.unsupported)
-        self.known.update(other.known)
-        self.traces.update(other.traces)
-        self.traces_with_backward.update(other.traces_with_backward)
-
-=======
->>>>>>> main
 
 @dataclass
 class Failure:

@@ -102,7 +102,7 @@ def test_the_straight_line_forward_is_the_graph_as_a_user_writes_it():
     assert verdict.outcomes["dynamo:aot_eager"].status == "ok", verdict.report()
 
 
-def test_path_counts_keep_the_trace_counts_through_json_and_merge():
+def test_path_counts_keep_the_trace_counts_through_json():
     counts = PathCounts()
     for trace, backward in [("traced", True), ("traced", True), ("partly traced", True), ("fallback", False)]:
         counts.add({"status": "ok", "trace": trace}, backward=backward)
@@ -112,9 +112,7 @@ def test_path_counts_keep_the_trace_counts_through_json_and_merge():
         "how Dynamo ran the Functions: traced 2 (50%), partly traced 1 (25%), fallback 1 (25%), inlined 0 (0%)",
         "of the 3 with a backward: every Function traced 67%, at least one 100%"]
     again = PathCounts.from_json(json.loads(json.dumps(counts.as_json(5))))
-    assert again == counts
-    again.merge(counts)
-    assert again.traces_with_backward == {"traced": 4, "partly traced": 2}
+    assert again == counts and again.traces_with_backward == {"traced": 2, "partly traced": 1}
 
 
 def test_a_campaign_shows_how_dynamo_ran_the_functions(tmp_path):
