@@ -17,6 +17,7 @@ torch and checks that it reproduces on the versions the entry names, so a fix is
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import re
@@ -135,16 +136,43 @@ def path_family(path: str) -> str:
 # --- witnesses and damage, by shape -------------------------------------------------------
 
 
+#: How Dynamo words the message of an exception raised in code it traces (the torch.compile
+#: modes of `compiled`, the `dynamo` paths), which harness.paths.compiled unwraps back to the
+#: builtin type but not to the message: "ConstantVariable(str: 'msg')" (optionally inside
+#: "LazyVariableTracker(realized: ...)") for an exception Dynamo raises on the code's behalf,
+#: such as an index past a list's end; "raised exception TypeName('msg')" for one the code
+#: raises itself.
+_DYNAMO_WORDING = re.compile(r"(?P<lazy>LazyVariableTracker\(realized: )?ConstantVariable\(str: (?P<constant>.*)\)"
+                             r"(?(lazy)\))|raised exception (?P<type>\w+)\((?P<argument>.*)\)", re.DOTALL)
+
+
+def message_as_raised(error: BaseException) -> str:
+    """The message `error` was raised with: str(error), or, where Dynamo worded it, the one
+    string argument inside Dynamo's wording (of the same exception type)."""
+    text = str(error)
+    wording = _DYNAMO_WORDING.fullmatch(text)
+    if wording is None or wording["type"] not in (None, type(error).__name__):
+        return text
+    try:
+        message = ast.literal_eval(wording["constant"] or wording["argument"])
+    except (ValueError, SyntaxError):  # not one literal: several arguments, or a non-constant
+        return text
+    return message if isinstance(message, str) else text
+
+
 def raised(checkpoint: str | tuple[str, ...], message: str, error_type: type[BaseException] | None = None
            ) -> Witness:
-    """The path itself raised at `checkpoint` (or at one of several), with this message (and type)."""
+    """The path itself raised at `checkpoint` (or at one of several), with this message (and
+    type): as the code raised it, or as Dynamo words it (`message_as_raised`), so the same bug
+    is recognised under every compiled mode and backend."""
     pattern = re.compile(message, re.S)
     checkpoints = (checkpoint,) if isinstance(checkpoint, str) else checkpoint
 
     def witness(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
         return (result.status == "error" and result.error_checkpoint in checkpoints
                 and (error_type is None or isinstance(result.error, error_type))
-                and pattern.search(str(result.error)) is not None)
+                and any(pattern.search(text) is not None
+                        for text in {str(result.error), message_as_raised(result.error)}))
     return witness
 
 
@@ -1084,6 +1112,13 @@ def _double_backward_through_unpacked_saved_tensors(spec: GraphSpec) -> bool:
             and any(fn.nonlinear_slots and fn.save and flow.node_exists(n) for n, fn in enumerate(spec.functions)))
 
 
+def _saved_by_two_functions_under_hooks_with_create_graph(spec: GraphSpec) -> bool:
+    """The spec's saved-tensor hooks pack what at least two Function nodes save, and the first
+    backward (create_graph=True for a double backward) runs both nodes."""
+    return (spec.backward == "double" and any(h.kind == "saved_tensors" for h in spec.hooks)
+            and sum(bool(fn.save) and _backward_runs(spec, n) for n, fn in enumerate(spec.functions)) >= 2)
+
+
 def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
     return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if h.kind != "saved_tensors"),
                                checkpoint=False)
@@ -1915,6 +1950,22 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
             m.checkpoint == "backward" and m.role.startswith(("retained:", "hook"))),
         damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
                 "gradients at backward, which the second backward adds to",
+        workaround=_without_saved_tensors_hooks,
+    ),
+    KnownIssue(
+        id="ca-saved-hook-create-graph-guard",
+        title=("Compiled autograd handing its graph to torch.compile, create_graph=True: when two custom "
+               "Function nodes saved tensors through a detaching saved_tensors_hooks pack hook, Dynamo fails "
+               "its own guard on the captured backward graph (AssertionError 'Guard failed on the same frame "
+               "it was created ... Duplicate tensors found: [\"hooks[1].saved_tensors[0]\", ...]')"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),  # capture runs it
+        reproducer="ca_saved_hook_create_graph_guard.py",
+        trigger=_saved_by_two_functions_under_hooks_with_create_graph,
+        witness=raised("backward", r"^Guard failed on the same frame it was created\..*Duplicate tensors found: "
+                                   r"\[\"hooks\[\d+\]\.saved_tensors\[\d+\]\"", AssertionError),
+        damage=error_at("backward"),
+        damages="the error at backward",
         workaround=_without_saved_tensors_hooks,
     ),
     KnownIssue(
