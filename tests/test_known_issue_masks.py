@@ -394,15 +394,6 @@ CASES_ON_OTHER_MODES = {"ca-unpack-hook-create-graph": graph(
     fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
     fn(X1, outputs=(lin(0),)), backward="double", hooks=(HookSpec("saved_tensors"),))}
 
-#: (issue, mode) pairs on which the entry's case still fails, with why
-_DYNAMO_EAGER_LEAK = ("a leaf outlives gc.collect() at drop_all on dynamo:eager (a leak no entry explains; not "
-                      "yet reduced to a torch-only reproducer)")
-FAILS_ON_MODE = {
-    ("dynamo-mark-non-differentiable-index-shifted", "dynamo:eager"): _DYNAMO_EAGER_LEAK,
-    ("dynamo-function-closure-object", "dynamo:eager"): _DYNAMO_EAGER_LEAK,
-}
-
-
 def _other_modes(issue) -> list[str]:
     """The modes of the entry's case's family that the entry names, other than the case's own
     (none without a case: test_every_registry_entry_has_a_mask_case fails for it)."""
@@ -413,10 +404,7 @@ def _other_modes(issue) -> list[str]:
     return [m for m in FAMILY_MODES.get(family, ()) if m != case_path and issue.affects_path(m)]
 
 
-@pytest.mark.parametrize("issue_id,mode", [
-    pytest.param(k.id, mode, marks=[pytest.mark.xfail(strict=True, reason=FAILS_ON_MODE[k.id, mode])]
-                 if (k.id, mode) in FAILS_ON_MODE else [])
-    for k in KNOWN_ISSUES for mode in _other_modes(k)])
+@pytest.mark.parametrize("issue_id,mode", [(k.id, mode) for k in KNOWN_ISSUES for mode in _other_modes(k)])
 def test_the_case_hits_its_issue_on_every_mode_the_entry_names(issue_id, mode):
     """An entry that names a family (or several of its modes) holds on each of them: the same torch
     bug, as that mode raises it (torch.compile's wording of an exception included)."""
