@@ -1,6 +1,6 @@
 """One example through every selected path, judged against eager and the math oracle.
 
-A known torch issue (harness/known_issues.py) explains only the mismatches it causes: a
+A known torch issue (harness/known_issues/) explains only the mismatches it causes: a
 path is `known` when an entry's trigger holds, its witness is seen and every mismatch is
 its damage. Then the entry's workaround variant of the spec is checked on that path, so
 the rest of the example is still tested there: the outcome is that variant's ok/failed,

@@ -345,7 +345,7 @@ def cmd_known(args: argparse.Namespace) -> int:
         surprises += state != expected
     if surprises:
         print(f"\n{surprises} reproducer(s) disagree with the registry's first/last affected versions "
-              f"for torch {torch.__version__}: update the registry (harness/known_issues.py) or the reproducer")
+              f"for torch {torch.__version__}: update the registry (harness/known_issues/) or the reproducer")
     return 1 if surprises else 0
 
 

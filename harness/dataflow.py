@@ -1,6 +1,6 @@
 """Facts about a graph spec's data flow, derived without running it.
 
-The known-issue triggers (harness/known_issues.py) are predicates on exact graph
+The known-issue triggers (harness/known_issues/) are predicates on exact graph
 structure: which values require grad, which gradient edges meet in one node, which
 forward-mode tangents exist. They are computed here, once, from the spec alone, following
 what torch does (the sources are cited where it matters).

@@ -11,7 +11,7 @@ An entry says
 seen, and every mismatch on that path is damage it explains; any other mismatch fails the
 path, with the known issue named beside it. It then runs the workaround variant on that
 path, so the rest of the example is still checked there. Each entry names a standalone
-reproducer in `known_issues/`; `tests/test_known_issues.py` runs every one on the installed
+reproducer in `harness/known_issues/reproducers/`; `tests/test_known_issues.py` runs every one on the installed
 torch and checks that it reproduces on the versions the entry names, so a fix is noticed.
 """
 
@@ -32,7 +32,7 @@ from harness.oracles.math import VERSION_ERROR, saved_mutated_outputs, version_e
 from harness.run import RunResult
 from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec, OutputSpec, SpecError, Term
 
-REPRODUCERS = Path(__file__).resolve().parent.parent / "known_issues"
+REPRODUCERS = Path(__file__).resolve().parent / "reproducers"
 
 
 def torch_release() -> tuple[int, int, int]:
@@ -57,7 +57,7 @@ class KnownIssue:
     last: tuple[int, int, int] | None
     #: path names, or families: "compiled" covers every "compiled:<mode>"
     paths: tuple[str, ...]
-    reproducer: str  # file name in known_issues/
+    reproducer: str  # file name in harness/known_issues/reproducers/
     trigger: Trigger
     witness: Witness
     damage: Damage
@@ -100,7 +100,7 @@ class AvoidedCrash(RuntimeError):
 
     def __init__(self, issue: KnownIssue) -> None:
         super().__init__(f"not run: it would crash the process (known torch issue {issue.id}, "
-                         f"known_issues/{issue.reproducer})")
+                         f"harness/known_issues/reproducers/{issue.reproducer})")
         self.issue = issue.id
 
 
