@@ -56,7 +56,8 @@ def test_campaign_gradcheck_steps_around_known_issues_its_own_backward_triggers(
     the known issues are judged on the spec as gradcheck runs it. This spec hits
     eager-dirty-view-not-first-input's INTERNAL ASSERT under a raw gradcheck (an audit campaign's
     worker died on it); the campaign's gradcheck checks its workaround instead."""
-    from harness.oracles.math import gradcheck_graph, gradcheck_verdict
+    from harness.check import gradcheck_verdict
+    from harness.oracles.math import gradcheck_graph
     from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec
 
     spec = GraphSpec(shape=(3,), leaves=(LeafSpec(False), LeafSpec()), backward="none", functions=(
@@ -68,15 +69,15 @@ def test_campaign_gradcheck_steps_around_known_issues_its_own_backward_triggers(
 
 
 def test_an_error_inside_the_campaign_gradcheck_is_a_failure_not_a_crash(monkeypatch):
-    from harness.oracles import math
+    from harness import check
     from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 
     def broken(spec, device="cpu"):
         raise RuntimeError("an engine error")
-    monkeypatch.setattr(math, "gradcheck_graph", broken)
+    monkeypatch.setattr(check, "gradcheck_graph", broken)
     spec = GraphSpec(shape=(2,), leaves=(LeafSpec(),), functions=(
         FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),), tuple_output=False),))
-    assert math.gradcheck_verdict(spec) == ("failed", "gradcheck raised RuntimeError: an engine error")
+    assert check.gradcheck_verdict(spec) == ("failed", "gradcheck raised RuntimeError: an engine error")
 
 
 # --- a known crash: not run, the rest checked on its workaround -------------------------------
@@ -371,8 +372,8 @@ def test_eager_dirty_view_not_first_input_skipped_saver_matches_the_real_runs(sp
     documents); eager and compiled autograd raise it exactly where the misrouted graph still runs
     F1, and are checked past the known issue where it does not."""
     from harness.build import build
-    from harness.known_issues import _saved_mutated_outputs_never_unpacked
-    from harness.oracles.math import VERSION_ERROR, version_error_expected
+    from harness.known_issues.eager import _saved_mutated_outputs_never_unpacked
+    from harness.dataflow import VERSION_ERROR, version_error_expected
 
     issue = next(k for k in KNOWN_ISSUES if k.id == "eager-dirty-view-not-first-input")
     assert version_error_expected(spec) and issue.triggered(spec, "eager")
@@ -484,3 +485,28 @@ def test_a_dynamo_audit_spec_whose_lost_mark_gives_a_leaf_a_gradient_eager_leave
     issue = next(k for k in KNOWN_ISSUES if k.id == "dynamo-fallback-drops-mark-non-differentiable")
     assert outcome.status == "ok" and outcome.checked, outcome.reason
     assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
+
+
+def test_every_upstream_reference_is_an_issue_a_documented_limitation_or_none():
+    """`upstream` names a pytorch/pytorch issue or pull request (a note in parentheses allowed),
+    or where torch documents the limitation; () says a search found no report, None that nobody
+    searched. `known --list` prints it for every entry, in the registry's order."""
+    import re
+
+    reference = re.compile(r"pytorch/pytorch#\d+( \(.+\))?$|documented limitation: .+$")
+    for issue in KNOWN_ISSUES:
+        assert issue.upstream is None or isinstance(issue.upstream, tuple), issue.id
+        assert all(reference.match(ref) for ref in issue.upstream or ()), (issue.id, issue.upstream)
+    assert next(k for k in KNOWN_ISSUES if k.id == "ca-function-vjp-ignored").upstream_text() == "pytorch/pytorch#191498"
+
+
+def test_known_list_prints_every_entry_with_its_upstream_reference(capsys):
+    from harness.cli import main
+
+    assert main(["known", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [k.id for k in KNOWN_ISSUES]
+    for line, issue in zip(lines, KNOWN_ISSUES):
+        assert line.endswith(f"upstream: {issue.upstream_text()}"), line
+    assert main(["known", "no-such-entry"]) == 2
+    assert "no known issue no-such-entry" in capsys.readouterr().out
