@@ -340,6 +340,9 @@ def cmd_known(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(e)
         return 2
+    if args.bugs:
+        print(known_issues.bug_list(), end="")
+        return 0
     if args.list:
         for issue in chosen:
             print(f"{issue.id:<54} upstream: {issue.upstream_text()}")
@@ -505,6 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     known.add_argument("--examples", type=int, default=400, help="generated specs for --rates (default 400)")
     known.add_argument("--list", action="store_true",
                        help="print each entry's id and upstream reference without running the reproducers")
+    known.add_argument("--bugs", action="store_true",
+                       help="print docs/bugs.md, the published bug list, generated from the registry")
     known.add_argument("ids", nargs="*", metavar="ID", help="only these entries (default: every one)")
     known.set_defaults(func=cmd_known)
 

@@ -510,3 +510,13 @@ def test_known_list_prints_every_entry_with_its_upstream_reference(capsys):
         assert line.endswith(f"upstream: {issue.upstream_text()}"), line
     assert main(["known", "no-such-entry"]) == 2
     assert "no known issue no-such-entry" in capsys.readouterr().out
+
+
+def test_the_published_bug_list_matches_the_registry():
+    """docs/bugs.md is `python -m harness known --bugs`: regenerate it after changing an entry."""
+    from pathlib import Path
+
+    from harness.known_issues import bug_list
+
+    published = (Path(__file__).resolve().parent.parent / "docs" / "bugs.md").read_text()
+    assert published == bug_list(), "docs/bugs.md is stale: python -m harness known --bugs > docs/bugs.md"

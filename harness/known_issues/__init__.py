@@ -120,6 +120,42 @@ def by_ids(ids: list[str] | None = None) -> list[KnownIssue]:
     return [k for k in KNOWN_ISSUES if k.id in ids]
 
 
+#: the releases docs/bugs.md reports on (the project's tested torch versions, docs/versions.md)
+RELEASES = ((2, 13, 0), (2, 14, 1), (2, 15, 0))
+
+
+def affects(issue: KnownIssue, release: tuple[int, int, int]) -> bool:
+    """The registry's claim (first/last) for a release; `known` checks it on the installed one."""
+    return issue.first <= release and (issue.last is None or release <= issue.last)
+
+
+def bug_list() -> str:
+    """docs/bugs.md: every entry in one row, from the registry (python -m harness known --bugs)."""
+    releases = [".".join(map(str, r)) for r in RELEASES]
+    reported = sum(bool(k.upstream) for k in KNOWN_ISSUES)
+    fixed = sum(k.last is not None and k.last < RELEASES[-1] for k in KNOWN_ISSUES)
+    lines = [
+        "# Torch bugs found by the harness",
+        "",
+        "Generated from the registry (`harness/known_issues/`) by `python -m harness known --bugs`;",
+        "`tests/test_known_issues.py` checks that it matches. Present/fixed per release is the",
+        "registry's first/last, which `python -m harness known` checks against each entry's",
+        "standalone reproducer on the installed torch (`not yet`: the release predates the bug).",
+        "Upstream: the pytorch/pytorch issue or pull request, `not reported` where a search of",
+        "PyTorch's issues found none, `not searched` where nobody looked yet.",
+        "",
+        f"{len(KNOWN_ISSUES)} entries; {reported} with an upstream reference; {fixed} fixed in torch {releases[-1]}.",
+        "",
+        "| Id | What | Upstream | " + " | ".join(releases) + " |",
+        "|---|---|---|" + "---|" * len(releases),
+    ]
+    for k in KNOWN_ISSUES:
+        title = k.title if len(k.title) <= 160 else k.title[:160].rsplit(" ", 1)[0] + " ..."
+        states = ["present" if affects(k, r) else "not yet" if r < k.first else "fixed" for r in RELEASES]
+        lines.append(f"| `{k.id}` | {title.replace('|', '/')} | {k.upstream_text()} | " + " | ".join(states) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def run_reproducers(ids: list[str] | None = None) -> list[tuple[KnownIssue, str, str]]:
     """(entry, state, last line) for every entry (or those of `ids`); see `reproduce`."""
     return [(issue, *reproduce(issue)) for issue in by_ids(ids)]
@@ -127,10 +163,14 @@ def run_reproducers(ids: list[str] | None = None) -> list[tuple[KnownIssue, str,
 
 __all__ = [
     "KNOWN_ISSUES",
+    "RELEASES",
     "REPRODUCERS",
     "AvoidedCrash",
     "KnownIssue",
-    "avoided_crash", "by_ids",
+    "affects",
+    "avoided_crash",
+    "bug_list",
+    "by_ids",
     "explained",
     "function_hits",
     "hits",
