@@ -27,6 +27,7 @@ from harness.known_issues.entry import (
     REPRODUCERS,
     AvoidedCrash,
     KnownIssue,
+    message_as_raised,
     path_family,
     torch_release,
 )
@@ -174,6 +175,7 @@ __all__ = [
     "explained",
     "function_hits",
     "hits",
+    "message_as_raised",
     "path_family",
     "reproduce",
     "run_reproducers",

@@ -252,6 +252,13 @@ def _double_backward_through_unpacked_saved_tensors(spec: GraphSpec) -> bool:
             and any(fn.nonlinear_slots and fn.save and flow.node_exists(n) for n, fn in enumerate(spec.functions)))
 
 
+def _saved_by_two_functions_under_hooks_with_create_graph(spec: GraphSpec) -> bool:
+    """The spec's saved-tensor hooks pack what at least two Function nodes save, and the first
+    backward (create_graph=True for a double backward) runs both nodes."""
+    return (spec.backward == "double" and any(h.kind == "saved_tensors" for h in spec.hooks)
+            and sum(bool(fn.save) and _backward_runs(spec, n) for n, fn in enumerate(spec.functions)) >= 2)
+
+
 def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
     return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if h.kind != "saved_tensors"),
                                checkpoint=False)
@@ -472,6 +479,22 @@ ENTRIES: tuple[KnownIssue, ...] = (
             m.checkpoint == "backward" and m.role.startswith(("retained:", "hook"))),
         damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
                 "gradients at backward, which the second backward adds to",
+        workaround=_without_saved_tensors_hooks,
+    ),
+    KnownIssue(
+        id="ca-saved-hook-create-graph-guard",
+        title=("Compiled autograd handing its graph to torch.compile, create_graph=True: when two custom "
+               "Function nodes saved tensors through a detaching saved_tensors_hooks pack hook, Dynamo fails "
+               "its own guard on the captured backward graph (AssertionError 'Guard failed on the same frame "
+               "it was created ... Duplicate tensors found: [\"hooks[1].saved_tensors[0]\", ...]')"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),  # capture runs it
+        reproducer="ca_saved_hook_create_graph_guard.py",
+        trigger=_saved_by_two_functions_under_hooks_with_create_graph,
+        witness=raised("backward", r"^Guard failed on the same frame it was created\..*Duplicate tensors found: "
+                                   r"\[\"hooks\[\d+\]\.saved_tensors\[\d+\]\"", AssertionError),
+        damage=error_at("backward"),
+        damages="the error at backward",
         workaround=_without_saved_tensors_hooks,
     ),
     KnownIssue(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from collections.abc import Callable
@@ -117,16 +118,43 @@ def path_family(path: str) -> str:
 # --- witnesses and damage, by shape -------------------------------------------------------
 
 
+#: How Dynamo words the message of an exception raised in code it traces (the torch.compile
+#: modes of `compiled`, the `dynamo` paths), which harness.paths.compiled unwraps back to the
+#: builtin type but not to the message: "ConstantVariable(str: 'msg')" (optionally inside
+#: "LazyVariableTracker(realized: ...)") for an exception Dynamo raises on the code's behalf,
+#: such as an index past a list's end; "raised exception TypeName('msg')" for one the code
+#: raises itself.
+_DYNAMO_WORDING = re.compile(r"(?P<lazy>LazyVariableTracker\(realized: )?ConstantVariable\(str: (?P<constant>.*)\)"
+                             r"(?(lazy)\))|raised exception (?P<type>\w+)\((?P<argument>.*)\)", re.DOTALL)
+
+
+def message_as_raised(error: BaseException) -> str:
+    """The message `error` was raised with: str(error), or, where Dynamo worded it, the one
+    string argument inside Dynamo's wording (of the same exception type)."""
+    text = str(error)
+    wording = _DYNAMO_WORDING.fullmatch(text)
+    if wording is None or wording["type"] not in (None, type(error).__name__):
+        return text
+    try:
+        message = ast.literal_eval(wording["constant"] or wording["argument"])
+    except (ValueError, SyntaxError):  # not one literal: several arguments, or a non-constant
+        return text
+    return message if isinstance(message, str) else text
+
+
 def raised(checkpoint: str | tuple[str, ...], message: str, error_type: type[BaseException] | None = None
            ) -> Witness:
-    """The path itself raised at `checkpoint` (or at one of several), with this message (and type)."""
-    pattern = re.compile(message, re.DOTALL)
+    """The path itself raised at `checkpoint` (or at one of several), with this message (and
+    type): as the code raised it, or as Dynamo words it (`message_as_raised`), so the same bug
+    is recognised under every compiled mode and backend."""
+    pattern = re.compile(message, re.S)
     checkpoints = (checkpoint,) if isinstance(checkpoint, str) else checkpoint
 
     def witness(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
         return (result.status == "error" and result.error_checkpoint in checkpoints
                 and (error_type is None or isinstance(result.error, error_type))
-                and pattern.search(str(result.error)) is not None)
+                and any(pattern.search(text) is not None
+                        for text in {str(result.error), message_as_raised(result.error)}))
     return witness
 
 
