@@ -1,0 +1,181 @@
+"""AOTAutograd and the backends below it (aot_eager, Inductor), under torch.compile: their entries, each beside its predicates."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from harness.dataflow import Dataflow, differentiable
+from harness.known_issues.entry import KnownIssue, error_at
+from harness.known_issues.shared import _functions_replaced, _ref_of
+from harness.oracles.compare import Mismatch
+from harness.run import RunResult
+from harness.spec import COMPLEX_DTYPES, GraphSpec
+
+_VIEW_AS_COMPLEX = re.compile(r"to view (?:Float|Double) as Complex(?:Float|Double) \(different element sizes\)")
+
+
+def _complex_viewed_from_float(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The path raised Inductor's view.dtype stride error, wherever it compiled."""
+    return result.status == "error" and _VIEW_AS_COMPLEX.search(str(result.error)) is not None
+
+
+def _in_real_dtype(spec: GraphSpec) -> GraphSpec:
+    """The same graph in the real dtype of the complex one (its ops, linear and square, are
+    real ops too)."""
+    return dataclasses.replace(spec, dtype={"complex64": "float32", "complex128": "float64"}[spec.dtype])
+
+
+def _detached_views(spec: GraphSpec) -> frozenset[str]:
+    """Views of leaves that the compiled forward reads, that require grad and receive no
+    gradient (non-leaves): AOT Autograd detaches each of them."""
+    flow = Dataflow(spec)
+    return frozenset(r for r in flow.leaf_values_read()
+                     if "[" in r and flow.requires_grad[r] and not flow.receives_gradient(r))
+
+
+def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
+    """The Function outputs that require grad in eager but not once those views are detached:
+    the ones computed from detached views only (every output, when all the compiled forward's
+    inputs that require grad are such views)."""
+    detached = _detached_views(spec)
+    if not detached:
+        return frozenset()
+    flow = Dataflow(spec)
+    rg = {r: flow.requires_grad[r] and r not in detached for r in flow.requires_grad if r.startswith("x")}
+    for n, fn in enumerate(spec.functions):
+        any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        rg.update({f"f{n}.{k}": any_input and differentiable(fn, k) for k in fn.tensor_outputs})
+    return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
+
+
+def _outputs_that_may_lose_grad_in_a_region(spec: GraphSpec) -> frozenset[str]:
+    """Where graph breaks split the compiled forward into regions (Functions Dynamo cannot
+    trace run eagerly between them), AOT Autograd detaches each region's own inputs that get
+    no gradient inside the region. Which Functions share a region depends on Dynamo, so this
+    is the most a split can lose: the outputs of a Function each of whose inputs that require
+    grad is a non-leaf (a view of a leaf, another Function's output) that this Function sends
+    no gradient to, or an output lost in turn."""
+    flow = Dataflow(spec)
+    lost: set[str] = set()
+    for n, fn in enumerate(spec.functions):
+        inputs = [(slot, a.ref) for slot, a in enumerate(fn.args) if a.ref is not None and flow.requires_grad[a.ref]]
+        if inputs and all(ref in lost or ("[" in ref or ref.startswith("f")) and not flow.gets_gradient(n, slot)
+                          for slot, ref in inputs):
+            lost |= {f"f{n}.{k}" for k in fn.tensor_outputs if flow.requires_grad[f"f{n}.{k}"]}
+    return frozenset(lost)
+
+
+def _some_lost_requires_grad_in_a_region(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The run went through Dynamo's eager fallback (a graph break split the compiled forward),
+    and some outputs lost requires_grad, each one that a split can lose."""
+    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
+            and m.detail == "expected True, got False"}
+    return (result.status != "error" and "eager fallback" in result.note
+            and bool(lost) and lost <= _outputs_that_may_lose_grad_in_a_region(spec))
+
+
+def _flags_and_records_of_outputs_lost_in_a_region(spec: GraphSpec, m: Mismatch) -> bool:
+    """Those outputs' autograd flags, and at backward what is recorded of them (retained
+    gradients, hooks); the backward itself still runs (the other regions' outputs require grad)
+    and the leaves' gradients are unchanged: the detached inputs get none from their region."""
+    lost = _outputs_that_may_lose_grad_in_a_region(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
+    return m.checkpoint in ("backward", "meta:backward") and _ref_of(m.role.removeprefix("stride:")) in lost
+
+
+def _zeros_from_functions_losing_grad_in_a_region(spec: GraphSpec) -> GraphSpec:
+    """Those Functions return zeros instead of None for unused inputs: every input of theirs
+    then gets a gradient inside any region, and AOT keeps it."""
+    functions = {int(r[1:].split(".")[0]) for r in _outputs_that_may_lose_grad_in_a_region(spec)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in functions else fn)
+
+
+def _every_output_loses_grad(spec: GraphSpec) -> bool:
+    flow = Dataflow(spec)
+    return _outputs_without_grad_under_aot(spec) == {r for r, rg in flow.requires_grad.items()
+                                                     if r.startswith("f") and rg}
+
+
+def _all_lost_requires_grad(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
+            and m.detail == "expected True, got False"}
+    return result.status != "error" and lost >= _outputs_without_grad_under_aot(spec)
+
+
+def _flags_of_lost_outputs_and_the_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
+    """The lost outputs' autograd flags; at backward, what is recorded of them (retained
+    gradients, hooks); and everything at backward when every output lost requires_grad (the
+    path skipped the backward: no output required grad, so there was no loss to differentiate).
+    The leaves' gradients are not changed otherwise: the detached views get none in eager either."""
+    lost = _outputs_without_grad_under_aot(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
+    if m.checkpoint in ("backward", "meta:backward"):
+        return _every_output_loses_grad(spec) or _ref_of(m.role) in lost
+    return False
+
+
+def _zeros_for_detached_views(spec: GraphSpec) -> GraphSpec:
+    """The Functions that read those views return zeros instead of None for unused inputs,
+    so the views receive a gradient and AOT keeps them."""
+    flow = Dataflow(spec)
+    readers = {n for r in _detached_views(spec) for n, _ in flow.edges_into(r)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in readers else fn)
+
+
+ENTRIES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        id="inductor-complex-empty-view-dtype",
+        title=("torch.compile with the inductor backend cannot compile elementwise arithmetic on an empty "
+               "complex tensor: it views its float result back as complex with aten.view.dtype, whose stride "
+               "check rejects the empty tensor's strides (\"must be divisible by 2 to view Float as "
+               "ComplexFloat\", \"must be 1 to view ...\"); eager computes the empty result "
+               "(pytorch/pytorch#190274, open)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:inductor",),  # compiled autograd's inductor backward graphs were not seen to hit it
+        reproducer="inductor_complex_empty_view_dtype.py",
+        upstream=("pytorch/pytorch#190274", "pytorch/pytorch#190530"),
+        trigger=lambda spec: spec.dtype in COMPLEX_DTYPES and 0 in spec.shape,
+        witness=_complex_viewed_from_float,
+        damage=error_at("forward", "backward", "double_backward"),
+        damages="the error (what completed before it is still compared)",
+        workaround=_in_real_dtype,
+    ),
+    KnownIssue(
+        id="dynamo-aot-detached-input-drops-requires-grad",
+        title=("torch.compile with an AOT Autograd backend: when the only inputs of the compiled region "
+               "that require grad are non-leaf tensors (views of leaves) that get no gradient (the "
+               "Function's backward returns None for them), AOT Autograd detaches them "
+               "(graph_compile.py, indices_of_inps_to_detach), so custom Function outputs that require "
+               "grad in eager come back with requires_grad=False and no grad_fn"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        trigger=lambda spec: bool(_outputs_without_grad_under_aot(spec)),
+        witness=_all_lost_requires_grad,
+        damage=_flags_of_lost_outputs_and_the_skipped_backward,
+        damages=("requires_grad, grad_fn and is_leaf of the outputs (forward, meta:forward); everything at "
+                 "backward, which the path skipped (no output required grad)"),
+        workaround=_zeros_for_detached_views,
+    ),
+    KnownIssue(
+        id="dynamo-aot-detached-region-input-drops-requires-grad",
+        title=("dynamo-aot-detached-input-drops-requires-grad in one region of a forward that graph breaks split "
+               "(a Function Dynamo cannot trace runs eagerly between them): AOT Autograd detaches that region's inputs "
+               "that get no gradient inside it, so the outputs computed from them alone lose requires_grad while the "
+               "other regions' keep it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        trigger=lambda spec: bool(_outputs_that_may_lose_grad_in_a_region(spec)),
+        witness=_some_lost_requires_grad_in_a_region,
+        damage=_flags_and_records_of_outputs_lost_in_a_region,
+        damages=("requires_grad, grad_fn and is_leaf of those outputs (forward, meta:forward); at backward, what is "
+                 "recorded of them (retained gradients, hooks)"),
+        workaround=_zeros_from_functions_losing_grad_in_a_region,
+    ),
+)
