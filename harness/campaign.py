@@ -41,10 +41,10 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky
 
-from harness.check import Verdict, check
-from harness.dataflow import Dataflow
+from harness.check import Verdict, check, gradcheck_verdict
+from harness.dataflow import has_backward
 from harness.devices import is_cuda
-from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS, gradcheck_verdict
+from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS
 from harness.paths import Path as ExecPath
 from harness.paths.tracing import EXAMPLE_TRACES
 from harness.records import cause_of, features, now, outcome_record, spec_hash, spec_size
@@ -431,12 +431,6 @@ def shrink_note(f: Failure) -> str:
     return {"complete": "shrunk", "time cap": "shrunk until its time cap",
             "not reproduced": "not shrunk: the saved example no longer fails",
             "not saved": "not shrunk: no saved example in the database"}.get(f.shrink, "not shrunk: out of budget")
-
-
-def has_backward(spec: GraphSpec) -> bool:
-    """A backward really runs: the spec asks for one and some Function output requires grad."""
-    flow = Dataflow(spec)
-    return spec.backward != "none" and any(flow.requires_grad[r] for r in spec.value_refs() if r.startswith("f"))
 
 
 def signature(outcome: Any) -> str:

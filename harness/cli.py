@@ -335,17 +335,29 @@ def cmd_known(args: argparse.Namespace) -> int:
             print(f"{100 * share:6.1f}%  {issue.id:<42} damages: {issue.damages}")
         print(f"\nshare of {args.examples} generated specs whose structure triggers each known torch issue")
         return 0
+    try:
+        chosen = known_issues.by_ids(args.ids)
+    except ValueError as e:
+        print(e)
+        return 2
+    if args.bugs:
+        print(known_issues.bug_list(), end="")
+        return 0
+    if args.list:
+        for issue in chosen:
+            print(f"{issue.id:<54} upstream: {issue.upstream_text()}")
+        return 0
     surprises = 0
-    for issue, state, last_line in known_issues.run_reproducers():
+    for issue, state, last_line in known_issues.run_reproducers([k.id for k in chosen]):
         expected = "present" if issue.affects_installed_torch() else "fixed"
         note = "as the registry says" if state == expected else f"the registry says {expected}"
-        print(f"{state:<8} {issue.id:<46} ({note})")
+        print(f"{state:<8} {issue.id:<54} ({note})  upstream: {issue.upstream_text()}")
         if state == "broken":
             print(f"{'':<8} the reproducer failed another way: {last_line}")
         surprises += state != expected
     if surprises:
         print(f"\n{surprises} reproducer(s) disagree with the registry's first/last affected versions "
-              f"for torch {torch.__version__}: update the registry (harness/known_issues.py) or the reproducer")
+              f"for torch {torch.__version__}: update the registry (harness/known_issues/) or the reproducer")
     return 1 if surprises else 0
 
 
@@ -494,6 +506,11 @@ def build_parser() -> argparse.ArgumentParser:
     known.add_argument("--rates", action="store_true",
                        help="print each entry's trigger share over generated specs instead")
     known.add_argument("--examples", type=int, default=400, help="generated specs for --rates (default 400)")
+    known.add_argument("--list", action="store_true",
+                       help="print each entry's id and upstream reference without running the reproducers")
+    known.add_argument("--bugs", action="store_true",
+                       help="print docs/bugs.md, the published bug list, generated from the registry")
+    known.add_argument("ids", nargs="*", metavar="ID", help="only these entries (default: every one)")
     known.set_defaults(func=cmd_known)
 
     ev = sub.add_parser("selfeval", help="run each seeded fault (harness/selfeval) in a worker process: "

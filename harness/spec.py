@@ -227,7 +227,7 @@ class GraphSpec:
     grad_leaves: tuple[int, ...] = ()
     #: computed Function outputs that the user scales in place (`mul_(2.0)`) after the
     #: forward, before backward: where a Function whose backward runs saved one, torch's
-    #: version-counter check raises at backward (harness.oracles.math.version_error_expected)
+    #: version-counter check raises at backward (harness.dataflow.version_error_expected)
     mutated_outputs: tuple[str, ...] = ()
     #: the whole forward runs inside one non-reentrant torch.utils.checkpoint region: saved
     #: tensors are dropped and the Functions' forwards run again at backward

@@ -12,7 +12,7 @@ A fuzzing worker whose resident memory passes `memory_limit` after an example re
 sends a "retired" record and exits with RETIRED, and the parent starts a fresh worker (the
 next generation, as after a crash) with no crash recorded. A worker always checks one
 example before it may retire, so every generation makes progress. Why: torch 2.13's
-compiled autograd never frees a captured backward graph (known_issues/
+compiled autograd never frees a captured backward graph (harness/known_issues/reproducers/
 ca_captured_graph_leaked.py), about 2.5 MB an example on the compiled path, so a worker
 of a nightly campaign would otherwise grow until the machine kills it.
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from harness.build import BuiltGraph, GeneratedFunction, make_function
-from harness.dataflow import Dataflow
+from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, has_backward, loss_refs
 from harness.paths import register
 from harness.paths.tracing import TraceRecorder
 from harness.plain import graph_forward, graph_forward_source
@@ -109,35 +109,6 @@ class Transform:
 
 
 # --- what a path observes ------------------------------------------------------------------
-
-
-def differentiated_leaves(spec: GraphSpec) -> list[int]:
-    return [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
-
-
-def chosen_leaves(spec: GraphSpec) -> list[int]:
-    """The leaves whose gradients eager computes: a partial backward's `grad_leaves`, else every
-    leaf that requires grad (run._backward). The gradient transforms differentiate these
-    (argnums): torch.func's form of `autograd.grad(inputs=...)`, whose engine then runs the
-    backward of the same Functions as eager's partial backward (GraphTask::init_to_execute);
-    the other leaves are constants of the function, so a Function that reads only them has no
-    backward node under the transform."""
-    return list(spec.grad_leaves) or differentiated_leaves(spec)
-
-
-def loss_refs(spec: GraphSpec) -> list[str]:
-    """The outputs in eager's loss: those that require grad (run._loss)."""
-    flow = Dataflow(spec)
-    return [r for r in function_output_refs_of(spec) if flow.requires_grad[r]]
-
-
-def function_output_refs_of(spec: GraphSpec) -> list[str]:
-    return [r for r in spec.value_refs() if r.startswith("f")]
-
-
-def has_backward(spec: GraphSpec) -> bool:
-    """Eager runs a backward (run._backward does not skip it)."""
-    return spec.backward != "none" and bool(differentiated_leaves(spec)) and bool(loss_refs(spec))
 
 
 def gradient_roles(spec: GraphSpec, transform: Transform) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ outside the graph) or "inlined" (every Function inlined: nothing requires grad).
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -70,7 +71,8 @@ class TraceRecorder:
         self.function_ops = 0  # autograd_function_apply nodes in the top-level graphs
         self.traced: set[int] = set()
         self.in_graph: set[int] = set()
-        self.output_classes: set[Any] = set()  # the eager _forward_cls of the compiled outputs' grad_fn
+        #: the eager _forward_cls of the compiled outputs' grad_fn
+        self.output_classes: weakref.WeakSet[Any] = weakref.WeakSet()
         source = graph_forward_source(spec) if spec.forward_code == "straight" else None
         self._filename = source.filename if source else None
         self._lines = source.apply_lines if source else {}
@@ -83,10 +85,12 @@ class TraceRecorder:
 
             def run(*xs: Any) -> Any:
                 outs = compiled(*xs)
-                # (the classes only: a reference to an output would keep it alive past the
-                # lifetime oracle's checks)
-                self.output_classes = {getattr(type(o.grad_fn), "_forward_cls", None)
-                                       for o in pytree.tree_leaves(outs) if isinstance(o, torch.Tensor)}
+                # (weak references to the classes only: a reference to an output would keep it
+                # alive past the lifetime oracle's checks, and so would one to a class Dynamo's
+                # eager backend makes per call, ApplyTemplate, whose closure holds the saved tensors)
+                self.output_classes = weakref.WeakSet(
+                    cls for o in pytree.tree_leaves(outs) if isinstance(o, torch.Tensor)
+                    if (cls := getattr(type(o.grad_fn), "_forward_cls", None)) is not None)
                 return outs
             return run
         return compile_forward
