@@ -465,7 +465,7 @@ def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expe
     explain it and the rest is checked on their workaround, and agrees."""
     from harness.spec import load_spec
 
-    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros" / name))
+    spec = load_spec(str(ROOT / "docs/func_repros" / name))
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
     issues = [k for k in KNOWN_ISSUES if k.id in expected]
     if not all(k.affects_installed_torch() for k in issues):

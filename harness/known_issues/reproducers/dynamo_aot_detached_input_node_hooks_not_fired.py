@@ -8,8 +8,8 @@ Autograd backend the input is detached first (torch/_functorch/_aot_autograd/
 graph_compile.py, `indices_of_inps_to_detach`: a non-leaf input whose gradient is None), so
 the compiled backward has no edge to the view's node and the hook never fires. The leaf's
 gradient is right (zeros for that row either way). This is the hook side of
-dynamo-aot-detached-input-drops-requires-grad (known_issues/
-dynamo_aot_detached_input_drops_requires_grad.py), where every region input is detached;
+dynamo-aot-detached-input-drops-requires-grad (its reproducer
+dynamo_aot_detached_input_drops_requires_grad.py, beside this one), where every region input is detached;
 here another input keeps the outputs requiring grad. A backward that returns zeros instead
 of None avoids it; backend="eager" is not affected.
 
