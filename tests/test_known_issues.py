@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 
 from harness import paths
@@ -443,6 +444,34 @@ def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_che
         assert outcome.result.status == "error" and outcome.result.error_checkpoint == "backward"
     else:
         assert outcome.status == "ok", outcome.reason
+
+
+@pytest.mark.parametrize("name, expected", [
+    # F3 returns a view of f1.0 and f1.0 as-is, f1.0 a view of a clone made in the graph: F3's
+    # backward is skipped, so x0, for which it returns zeros, gets None
+    ("dynamo_aot_intermediate_alias_skips_backward_e1425297.json",
+     {"dynamo-aot-intermediate-alias-skips-backward", "dynamo-hook-on-output-used-inside"}),
+    # past the hook on f0.1 (used inside), the pre hook on x0[1], which no Function sends a gradient
+    ("dynamo_aot_detached_view_node_hook_832aef02.json",
+     {"dynamo-aot-detached-input-node-hooks-not-fired", "dynamo-hook-on-output-used-inside"}),
+    # every input that requires grad is a detached view, and eager raises the version-counter
+    # error at backward: the lost requires_grad is seen in the run's record, not in a mismatch
+    ("dynamo_aot_detached_view_error_at_backward_8183166f.json",
+     {"dynamo-aot-detached-input-drops-requires-grad", "dynamo-unread-saved-output-unchecked"}),
+])
+def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expected):
+    """Specs of the 5-minute eager,dynamo campaign on the traceable generation (kept in
+    docs/func_repros/): each failed unexplained before its entry; now exactly these entries
+    explain it and the rest is checked on their workaround, and agrees."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(ROOT / "docs/func_repros" / name))
+    outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    issues = [k for k in KNOWN_ISSUES if k.id in expected]
+    if not all(k.affects_installed_torch() for k in issues):
+        pytest.skip(f"these entries do not all affect torch {torch.__version__}")
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert set(outcome.known) == expected, outcome.known
 
 
 def test_every_registry_entry_has_a_row_in_the_docs():

@@ -15,6 +15,7 @@ from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
     _aliasing_output_as_copy,
     _backward_runs,
+    _breaks_the_graph_itself,
     _functions_replaced,
     _gradient_record_of,
     _invalid_backward_runs,
@@ -189,15 +190,6 @@ def _needs_input_grad_read_in_backward_only(spec: GraphSpec) -> GraphSpec:
     bad = _no_argument_functions_reading_needs_input_grad(spec)
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, needs_input_grad="read")
                                if n in bad else fn)
-
-
-def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
-    """Dynamo cannot trace this Function's apply as a whole: a user jvp, a `vjp` instead of
-    `backward` ("Unsupported custom vjp"), one tensor passed twice, or a print or a branch on a
-    tensor's value in its forward (a Python side effect it traces; stop 20's dynamo audits)."""
-    refs = [a.ref for a in fn.args if a.ref is not None and not a.clone]
-    return (fn.jvp or fn.backward_method == "vjp" or len(refs) != len(set(refs))
-            or fn.untraceable in ("print", "data_branch"))
 
 
 def _marks_on_the_real_ctx_lost(spec: GraphSpec) -> set[str]:
