@@ -175,6 +175,19 @@ CASES = {
         shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()), functions=(
             fn(X1, X1, outputs=(lin(0),), code="plain"),
             fn(Arg("x0[0]"), outputs=(OutputSpec("compute", bias=0.5),), code="plain"))), (0, 0), None),
+    # F0 reads x0[1] and sends it no gradient (AOT detaches it); x0[0] keeps f0.0 requiring grad
+    "dynamo-aot-detached-input-node-hooks-not-fired": ("dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()), functions=(
+            fn(Arg("x0[0]"), Arg("x0[1]"), outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
+        hooks=(HookSpec("pre", "x0[1]"),)), (1, 0), None),
+    # F1 returns two views of f0.0, computed in the graph: its backward is skipped, so x2, for
+    # which it returns zeros, gets None; F2 reads x1, outside the damage
+    "dynamo-aot-intermediate-alias-skips-backward": ("dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec(), LeafSpec()), functions=(
+            fn(X0, outputs=(lin(0),), code="plain"),
+            fn(Arg("f0.0"), Arg("x2"), outputs=(OutputSpec("view", slot=0), OutputSpec("view", slot=0)),
+               code="plain", unused_grad="zeros"),
+            fn(X1, outputs=(lin(0),), code="plain"))), (2, 0), None),
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),

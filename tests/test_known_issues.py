@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 
 from harness import paths
@@ -445,6 +446,34 @@ def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_che
         assert outcome.status == "ok", outcome.reason
 
 
+@pytest.mark.parametrize("name, expected", [
+    # F3 returns a view of f1.0 and f1.0 as-is, f1.0 a view of a clone made in the graph: F3's
+    # backward is skipped, so x0, for which it returns zeros, gets None
+    ("dynamo_aot_intermediate_alias_skips_backward_e1425297.json",
+     {"dynamo-aot-intermediate-alias-skips-backward", "dynamo-hook-on-output-used-inside"}),
+    # past the hook on f0.1 (used inside), the pre hook on x0[1], which no Function sends a gradient
+    ("dynamo_aot_detached_view_node_hook_832aef02.json",
+     {"dynamo-aot-detached-input-node-hooks-not-fired", "dynamo-hook-on-output-used-inside"}),
+    # every input that requires grad is a detached view, and eager raises the version-counter
+    # error at backward: the lost requires_grad is seen in the run's record, not in a mismatch
+    ("dynamo_aot_detached_view_error_at_backward_8183166f.json",
+     {"dynamo-aot-detached-input-drops-requires-grad", "dynamo-unread-saved-output-unchecked"}),
+])
+def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expected):
+    """Specs of the 5-minute eager,dynamo campaign on the traceable generation (kept in
+    docs/func_repros/): each failed unexplained before its entry; now exactly these entries
+    explain it and the rest is checked on their workaround, and agrees."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(ROOT / "docs/func_repros" / name))
+    outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    issues = [k for k in KNOWN_ISSUES if k.id in expected]
+    if not all(k.affects_installed_torch() for k in issues):
+        pytest.skip(f"these entries do not all affect torch {torch.__version__}")
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert set(outcome.known) == expected, outcome.known
+
+
 def test_every_registry_entry_has_a_row_in_the_docs():
     """docs/known_issues.md (what each entry says) and docs/versions.md (the matrix per release)
     name every entry, and no entry the registry does not have."""
@@ -521,3 +550,47 @@ def test_the_published_bug_list_matches_the_registry():
 
     published = (Path(__file__).resolve().parent.parent / "docs" / "bugs.md").read_text()
     assert published == bug_list(), "docs/bugs.md is stale: python -m harness known --bugs > docs/bugs.md"
+
+
+def _explained_by(issue_id, spec_file, monkeypatch):
+    """The real spec from a campaign (docs/func_repros/), checked on dynamo:aot_eager with the
+    registry, and again without the entry: with it the path is ok and names the entry; without
+    it the path fails, every mismatch is the entry's damage and its witness sees them."""
+    import harness.known_issues as registry
+    from harness.spec import load_spec
+
+    spec = load_spec(str(ROOT / "docs/func_repros" / spec_file))
+    issue = next(k for k in KNOWN_ISSUES if k.id == issue_id)
+    path = paths.get("dynamo:aot_eager")
+    outcome = check(spec, [path]).outcomes[path.name]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
+    if not issue.affects_installed_torch():
+        return
+    monkeypatch.setattr(registry, "KNOWN_ISSUES", tuple(k for k in KNOWN_ISSUES if k.id != issue_id))
+    without = check(spec, [path]).outcomes[path.name]
+    assert without.status == "failed" and without.mismatches, without.reason
+    assert all(issue.damage(spec, m) for m in without.mismatches), without.mismatches
+    assert issue.witness(spec, without.result, without.mismatches)
+    # the workaround variant does not have the structure, and is ok without the entry
+    variant = issue.workaround(spec)
+    assert not issue.triggered(variant, path.name)
+    assert check(variant, [path]).outcomes[path.name].status == "ok"
+
+
+def test_a_dirty_zero_dim_float64_input_of_a_compiled_forward_frame_keeps_its_old_value(monkeypatch):
+    """The 5-minute dynamo campaign's f9d94b9a (torch 2.13.0): F0, which no input requiring grad
+    reaches, modifies a 0-dim float64 clone in place and marks it dirty; Dynamo breaks the graph at
+    mark_dirty, compiles F0's forward frame on its own and drops the in-place op on its input, so
+    f0.1 is its input's old value (dynamo-zero-dim-float64-input-mutation-lost)."""
+    _explained_by("dynamo-zero-dim-float64-input-mutation-lost",
+                  "dynamo_zero_dim_float64_dirty_input_lost_f9d94b9a.json", monkeypatch)
+
+
+def test_a_clone_a_fallback_function_sends_none_gives_its_leaf_zeros(monkeypatch):
+    """The 5-minute dynamo campaign's fccc163f: every Function runs through Dynamo's eager
+    fallback (user jvps); F1 returns None for x0's clone, made in the compiled region before it,
+    and that region's backward hands x0 zeros where eager's autograd.grad gives None
+    (aot-unused-gradient-materialized-as-zeros)."""
+    _explained_by("aot-unused-gradient-materialized-as-zeros", "aot_unused_gradient_zeros_fccc163f.json",
+                  monkeypatch)

@@ -7,7 +7,13 @@ import re
 
 from harness.dataflow import Dataflow, differentiable
 from harness.known_issues.entry import KnownIssue, error_at
-from harness.known_issues.shared import _functions_replaced, _ref_of
+from harness.known_issues.shared import (
+    _aliasing_output_as_copy,
+    _breaks_the_graph_itself,
+    _functions_replaced,
+    _gradient_record_of,
+    _ref_of,
+)
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import COMPLEX_DTYPES, GraphSpec
@@ -100,9 +106,13 @@ def _every_output_loses_grad(spec: GraphSpec) -> bool:
 
 
 def _all_lost_requires_grad(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
-            and m.detail == "expected True, got False"}
-    return result.status != "error" and lost >= _outputs_without_grad_under_aot(spec)
+    """Each output predicted to lose requires_grad came back without it, as the run itself
+    recorded it (requires_grad is True for each in eager, by the prediction). The run's record,
+    not a mismatch: where eager raised at backward and the path did not (the path skipped the
+    backward, nothing requiring grad), the forward's values are not compared at all."""
+    recorded = result.values.get("forward", {})
+    lost = _outputs_without_grad_under_aot(spec)
+    return result.status != "error" and bool(lost) and all(recorded.get(f"requires_grad:{r}") is False for r in lost)
 
 
 def _flags_of_lost_outputs_and_the_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
@@ -125,6 +135,148 @@ def _zeros_for_detached_views(spec: GraphSpec) -> GraphSpec:
     readers = {n for r in _detached_views(spec) for n, _ in flow.edges_into(r)}
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
                                if n in readers else fn)
+
+
+def _none_into_a_compiled_region(spec: GraphSpec) -> frozenset[str]:
+    """Values that get None from a Function Dynamo runs eagerly after a graph break, through an
+    argument the compiled region before it made (a clone, or another Function's output): the
+    region's CompiledFunctionBackward gets None for that output, materializes zeros, and passes
+    them on, where eager's clone (or Function) node gets no gradient and leaves None. Which
+    Functions run eagerly Dynamo decides; each one that breaks the graph itself does, and after
+    any graph break the others may (docs/compiled.md)."""
+    if not any(_breaks_the_graph_itself(fn) for fn in spec.functions):
+        return frozenset()
+    flow = Dataflow(spec)
+    return frozenset(fn.args[slot].ref for n, fn in enumerate(spec.functions) if flow.node_exists(n)
+                     for slot, a in enumerate(fn.args)
+                     if a.ref is not None and (a.clone or a.ref.startswith("f")) and flow.requires_grad[a.ref]
+                     and not flow.gets_gradient(n, slot))
+
+
+def _leaves_behind(spec: GraphSpec) -> frozenset[str]:
+    """The leaves whose gradient can come through those values."""
+    flow = Dataflow(spec)
+    return frozenset().union(*(flow.upstream(r) for r in _none_into_a_compiled_region(spec)))
+
+
+def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Through the eager fallback, a leaf behind such a value gets an all-zero gradient where
+    eager's is None."""
+    if "eager fallback" not in result.note:
+        return False
+    grads = result.tensors.get("backward", {})
+    behind = _leaves_behind(spec)
+    return any(m.detail == "expected None" and _zero_gradient_damage(spec, m)
+               and grads.get(m.role) is not None and not bool((grads[m.role] != 0).any())
+               and _ref_of(m.role) in behind for m in mismatches)
+
+
+def _zero_gradient_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient of a leaf behind such a value: present (zeros) where eager's is None."""
+    return (m.checkpoint in ("backward", "double_backward") and m.detail == "expected None"
+            and m.role.startswith(("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in _leaves_behind(spec))
+
+
+def _zeros_from_the_functions_sending_none(spec: GraphSpec) -> GraphSpec:
+    """The Functions that send None into a compiled region's output return zeros for unused inputs:
+    eager's gradient is then zeros too."""
+    flow = Dataflow(spec)
+    senders = {n for r in _none_into_a_compiled_region(spec) for n, s in flow.edges_into(r)
+               if not flow.gets_gradient(n, s)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in senders else fn)
+def _node_hooks_on_detached_views(spec: GraphSpec) -> tuple[int, ...]:
+    """Pre and post hooks on the node of a view that AOT Autograd detaches (_detached_views),
+    when a backward runs: the compiled region's graph has no edge to that node, so they never
+    fire. Eager runs the node, with a None gradient, and fires them."""
+    detached = _detached_views(spec) if spec.backward != "none" else frozenset()
+    return tuple(h for h, hook in enumerate(spec.hooks) if hook.kind in ("pre", "post") and hook.target in detached)
+
+
+_NOT_FIRED = re.compile(r"expected \('fired'(, 'fired')*,?\), got \(\)")
+
+
+def _node_hook_not_fired(spec: GraphSpec, m: Mismatch) -> bool:
+    return (m.checkpoint == "backward" and m.role in {f"hook{h}" for h in _node_hooks_on_detached_views(spec)}
+            and _NOT_FIRED.fullmatch(m.detail) is not None)
+
+
+def _storage_roots(spec: GraphSpec) -> dict[str, str]:
+    """The value that owns each tensor value's storage: a leaf for itself and its views, a
+    clone argument (c<function>_<slot>) for itself, a computed output for itself, and an output
+    that aliases an argument (a view of it, the input returned as-is, the input modified in
+    place) for that argument's owner."""
+    roots: dict[str, str] = {}
+    for i, leaf in enumerate(spec.leaves):
+        roots.update({f"x{i}": f"x{i}", **{f"x{i}[{j}]": f"x{i}" for j in range(leaf.views)}})
+    for n, fn in enumerate(spec.functions):
+        for k in fn.tensor_outputs:
+            out = fn.outputs[k]
+            if out.kind in ("view", "input", "dirty"):
+                arg = fn.args[out.slot]
+                roots[f"f{n}.{k}"] = f"c{n}_{out.slot}" if arg.clone else roots[arg.ref]
+            else:
+                roots[f"f{n}.{k}"] = f"f{n}.{k}"
+    return roots
+
+
+def _traced_as_one_graph(spec: GraphSpec) -> bool:
+    """Dynamo traces the whole forward into one graph: every Function is one it traces
+    (strategies/_graphs.py `_traceable`), so the graph's outputs are all the Functions' outputs.
+    (The loop form can still break the graph elsewhere: the witness then decides.)"""
+    return (not spec.checkpoint and all(
+        fn.code == "plain" and not fn.jvp and fn.untraceable == "none" and not _breaks_the_graph_itself(fn)
+        and (fn.dirty_return == "input" or all(o.kind != "dirty" for o in fn.outputs)) for fn in spec.functions))
+
+
+def _outputs_regenerated_from_an_intermediate_base(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(function, output) of each output that AOT Autograd regenerates as a plain view of an
+    intermediate base (torch/_functorch/_aot_autograd/collect_metadata_analysis.py: an output
+    whose `_base` is not a graph input, when it and its base require grad and another graph
+    output shares its storage, is OutputType.alias_of_intermediate*: the compiled graph
+    returns the base and the view is replayed from it outside the compiled autograd Function).
+    These are the outputs a Function returns as a view of an argument, or as the argument
+    itself, where that argument's storage belongs to a value computed inside the graph (a
+    clone, a computed output) that requires grad, and some other Function output shares that
+    storage. Outputs that alias a graph input keep the custom backward (custom_function_view),
+    and an input modified in place keeps it in its base's history (CopySlices)."""
+    if spec.backward == "none" or not _traced_as_one_graph(spec):
+        return ()
+    flow = Dataflow(spec)
+    roots = _storage_roots(spec)
+    outputs = [(n, k) for n, fn in enumerate(spec.functions) for k in fn.tensor_outputs]
+    sharing: dict[str, int] = {}
+    for n, k in outputs:
+        sharing[roots[f"f{n}.{k}"]] = sharing.get(roots[f"f{n}.{k}"], 0) + 1
+
+    def base_requires_grad(root: str) -> bool:
+        if root.startswith("c"):  # a clone requires grad as its source does
+            n, slot = (int(p) for p in root[1:].split("_"))
+            source = flow.requires_grad[spec.functions[n].args[slot].ref]
+        else:
+            source = flow.requires_grad[root]
+        # a Function that modifies a view of it in place, with grad, rebases its history
+        return source or any(spec.functions[n].outputs[k].kind == "dirty" and roots[f"f{n}.{k}"] == root
+                             and flow.requires_grad[f"f{n}.{k}"] for n, k in outputs)
+    return tuple((n, k) for n, k in outputs
+                 if spec.functions[n].outputs[k].kind in ("view", "input") and flow.requires_grad[f"f{n}.{k}"]
+                 and not roots[f"f{n}.{k}"].startswith("x") and sharing[roots[f"f{n}.{k}"]] >= 2
+                 and base_requires_grad(roots[f"f{n}.{k}"]))
+
+
+def _gradients_past_skipped_backwards(spec: GraphSpec) -> frozenset[str]:
+    """The values whose gradient the skipped custom backwards change: the arguments of each
+    Function with such an output, and everything upstream of them."""
+    flow = Dataflow(spec)
+    return frozenset().union(*(flow.upstream(a.ref) for n, _ in _outputs_regenerated_from_an_intermediate_base(spec)
+                               for a in spec.functions[n].args if a.ref is not None))
+
+
+def _gradient_past_a_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
+    values = _gradients_past_skipped_backwards(spec)
+    if m.checkpoint in ("double_backward", "meta:double_backward"):
+        return m.role.removeprefix("stride:").removeprefix("dgrad:") in values
+    return _gradient_record_of(spec, values, m)
 
 
 ENTRIES: tuple[KnownIssue, ...] = (
@@ -177,5 +329,59 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damages=("requires_grad, grad_fn and is_leaf of those outputs (forward, meta:forward); at backward, what is "
                  "recorded of them (retained gradients, hooks)"),
         workaround=_zeros_from_functions_losing_grad_in_a_region,
+    ),
+    KnownIssue(
+        id="aot-unused-gradient-materialized-as-zeros",
+        title=("torch.compile with an AOT Autograd backend: a value computed in a compiled region (a clone of a leaf, "
+               "a Function's output) that a custom Function run eagerly after a graph break sends no gradient (None) "
+               "gets zeros instead: the region's CompiledFunctionBackward materializes its undefined output gradient, "
+               "so the leaf's gradient is an all-zero tensor where eager's is None (autograd.grad(allow_unused=True), "
+               ".grad)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="aot_unused_gradient_materialized_as_zeros.py",
+        upstream=("pytorch/pytorch#186355 (a fix keeping eager's None for unused inputs, closed)",
+                  "pytorch/pytorch#177764"),
+        trigger=lambda spec: bool(_none_into_a_compiled_region(spec)),
+        witness=_zeros_where_eager_has_none,
+        damage=_zero_gradient_damage,
+        damages="the gradients of the leaves behind those values: zeros where eager has None (backward)",
+        workaround=_zeros_from_the_functions_sending_none,
+    ),
+    KnownIssue(
+        id="dynamo-aot-detached-input-node-hooks-not-fired",
+        title=("The hook side of dynamo-aot-detached-input-drops-requires-grad: AOT Autograd detaches a view of a "
+               "leaf that the compiled region reads and sends no gradient (graph_compile.py, indices_of_inps_to_detach), "
+               "so the compiled backward has no edge to the view's node, and pre and post hooks registered on that "
+               "node never fire; eager runs the node with a None gradient and fires them"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_node_hooks_not_fired.py",
+        upstream=(),
+        trigger=lambda spec: bool(_node_hooks_on_detached_views(spec)),
+        witness=lambda spec, result, ms: any(_node_hook_not_fired(spec, m) for m in ms),
+        damage=_node_hook_not_fired,
+        damages="at backward, the record of each such hook (it did not fire)",
+        workaround=_zeros_for_detached_views,
+    ),
+    KnownIssue(
+        id="dynamo-aot-intermediate-alias-skips-backward",
+        title=("torch.compile with an AOT Autograd backend: a custom Function output that is a view of an argument "
+               "(or the argument returned as-is) computed inside the compiled region, whose storage another output "
+               "shares, is regenerated as a plain view of that intermediate outside the compiled graph "
+               "(collect_metadata_analysis.py, OutputType.alias_of_intermediate*; no custom_function_view case as "
+               "for input aliases), so the Function's backward is skipped for it: its gradient reaches the "
+               "argument unchanged and the Function's other inputs get none from it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_intermediate_alias_skips_backward.py",
+        upstream=(),  # the replay outside the compiled Function: #97691, #111081 (not this bug)
+        trigger=lambda spec: bool(_outputs_regenerated_from_an_intermediate_base(spec)),
+        witness=lambda spec, result, ms: any(_gradient_past_a_skipped_backward(spec, m) and m.role.startswith(
+            ("grad:", "grad2:", "agrad:", "retained:", "dgrad:")) for m in ms),  # a gradient itself, not a hook's record
+        damage=_gradient_past_a_skipped_backward,
+        damages=("at backward (and double_backward), the gradients, retained grads and hook records of the "
+                 "arguments of each such Function and of every value upstream of them (and their strides)"),
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _outputs_regenerated_from_an_intermediate_base),
     ),
 )

@@ -22,6 +22,15 @@ def _without_errors(which: Callable[[int, FunctionSpec], bool]) -> Workaround:
         spec, lambda n, fn: dataclasses.replace(fn, error=None) if which(n, fn) else fn)
 
 
+def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
+    """Dynamo cannot trace this Function's apply as a whole: a user jvp, a `vjp` instead of
+    `backward` ("Unsupported custom vjp"), one tensor passed twice, or a print or a branch on a
+    tensor's value in its forward (a Python side effect it traces; stop 20's dynamo audits)."""
+    refs = [a.ref for a in fn.args if a.ref is not None and not a.clone]
+    return (fn.jvp or fn.backward_method == "vjp" or len(refs) != len(set(refs))
+            or fn.untraceable in ("print", "data_branch"))
+
+
 def _backward_runs(spec: GraphSpec, n: int) -> bool:
     """Function n's backward is called (a backward runs, and it reaches Function n)."""
     return spec.backward != "none" and Dataflow(spec).backward_runs(n)
