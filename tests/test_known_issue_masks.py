@@ -197,6 +197,11 @@ CASES = {
         fn(X0, outputs=(OutputSpec("const", value=7), OutputSpec("compute", terms=(Term(0, "linear", 2.0),),
                                                                    non_differentiable=True), SIN0),
            style="setup_context", code="plain", save=("inputs",)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    # outputs (7, x0's clone scaled in place, a view of x1's clone): the dirty mark lands on the view
+    "dynamo-mark-dirty-index-shifted": ("dynamo", graph(
+        fn(Arg("x0", clone=True), Arg("x1", clone=True), outputs=(
+            OutputSpec("const", value=7), OutputSpec("dirty", slot=0, coeff=2.0), OutputSpec("view", slot=1)),
+           code="plain", dirty_return="input"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     # F0's print breaks the graph: the view of x1's clone (x1 does not require grad) comes out of
     # the compiled region before it, and F0 scales it in place beside x0, which requires grad
     "dynamo-fallback-dirty-view-made-in-no-grad": ("dynamo", GraphSpec(

@@ -6,6 +6,9 @@ import dataclasses
 import re
 from collections.abc import Callable
 
+import torch
+
+from harness.build import build
 from harness.dataflow import VERSION_ERROR, Dataflow, saved_mutated_outputs
 from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
@@ -428,6 +431,65 @@ def _anything(spec: GraphSpec, m: Mismatch) -> bool:
     return True
 
 
+def _zero_dim_float64_mutations(spec: GraphSpec) -> bool:
+    """A 0-dim float64 graph with an in-place op (a dirty output, or an output the forward
+    mutates): Dynamo gives a 0-dim float64 input of a frame it compiles a float symbol and drops
+    the in-place op on it. Which tensors are frame inputs Dynamo decides (the graph's leaves, and
+    every input of a Function whose forward frame it compiles on its own after a graph break),
+    so this is the structure the bug needs; the witness sees the op lost."""
+    return (spec.dtype == "float64" and tuple(spec.shape) == ()
+            and (bool(spec.mutated_outputs) or any(o.kind == "dirty" for fn in spec.functions for o in fn.outputs)))
+
+
+def _dirty_outputs(spec: GraphSpec) -> dict[str, tuple[str, float]]:
+    """{dirty output: (the argument it modifies in place, the op's coefficient)}, autograd node
+    or not (a Function that no input requiring grad reaches still runs its forward)."""
+    return {f"f{n}.{k}": (fn.args[o.slot].ref, o.coeff) for n, fn in enumerate(spec.functions)
+            for k, o in enumerate(fn.outputs) if o.kind == "dirty"}
+
+
+def _dirty_output_kept_its_old_value(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """A dirty output whose forward value differs from eager's holds the value its input had
+    before the in-place op (a leaf's, or the recorded value of the Function output it was
+    computed from): the op was dropped, where it changes the value (coefficient not 1)."""
+    if not _zero_dim_float64_mutations(spec):
+        return False
+    wrong = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("out:")}
+    outs = result.tensors.get("forward", {})
+    leaves = None
+    for ref, (source, coeff) in _dirty_outputs(spec).items():
+        if ref not in wrong or coeff == 1.0 or outs.get(f"out:{ref}") is None or source is None:
+            continue
+        if source.startswith("f"):
+            before = outs.get(f"out:{source}")
+        else:
+            # the leaves' values, made again from the spec's seed
+            leaves = leaves if leaves is not None else build(spec).make_leaves()
+            i, _, view = source[1:].rstrip("]").partition("[")
+            before = leaves[int(i)] if not view else leaves[int(i)][int(view)]
+        if before is not None and torch.equal(outs[f"out:{ref}"].detach().cpu(), before.detach().cpu()):
+            return True
+    return False
+
+
+def _lost_mutations_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
+    """The values of the dirty outputs and of what is computed from them; at backward, the
+    gradients of the leaves those values were computed from (a nonlinear op on an old value
+    gives another derivative)."""
+    flow = Dataflow(spec)
+    tainted = flow.downstream(set(_dirty_outputs(spec)))
+    if m.checkpoint == "forward":
+        return m.role.startswith("out:") and _ref_of(m.role) in tainted
+    upstream = frozenset().union(*(flow.upstream(r) for r in tainted))
+    return m.checkpoint in ("backward", "double_backward") and m.role.startswith(
+        ("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in upstream
+
+
+def _shape_one(spec: GraphSpec) -> GraphSpec:
+    """The same graph on shape (1,): the tensors are no longer 0-dim."""
+    return dataclasses.replace(spec, shape=(1,))
+
+
 ENTRIES: tuple[KnownIssue, ...] = (
     KnownIssue(
         id="dynamo-function-class-attribute",
@@ -760,5 +822,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-zero-dim-float64-input-mutation-lost",
+        title=("torch.compile (AOT backends) drops an in-place op on a 0-dim float64 tensor that is an input "
+               "of the compiled frame, silently, fullgraph=True or not: Dynamo gives the input a float symbol "
+               "(its .item()), the tensorify pass restarts the analysis and the retraced graph has no in-place "
+               "op. The harness meets it in the forward frame Dynamo compiles on its own for a Function that "
+               "breaks the graph at ctx.mark_dirty (no input requires grad): the dirty output keeps its old value"),
+        first=(2, 13, 0), last=(2, 13, 0),  # 2.14.1 and 2.15.0 keep the mutation
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_zero_dim_float64_input_mutation_lost.py",
+        upstream=(),
+        trigger=_zero_dim_float64_mutations,
+        witness=_dirty_output_kept_its_old_value,
+        damage=_lost_mutations_and_what_follows,
+        damages=("forward values (out:) of the dirty outputs and of what is computed from them; at backward, the "
+                 "gradients of the leaves those values come from"),
+        workaround=_shape_one,
     ),
 )
