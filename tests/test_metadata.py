@@ -198,3 +198,21 @@ def test_dynamo_compares_a_view_of_an_intermediate_only_where_aot_regenerates_it
     assert compared("meta:forward", "alias:f1.1")  # the fresh output: always
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
     assert outcome.status == "ok", outcome.reason  # (a reference cycle of Dynamo's may be known)
+
+
+@pytest.mark.parametrize("kind", ["view", "input"])
+def test_dynamo_does_not_compare_the_alias_of_a_view_of_a_clone_argument(kind):
+    """A clone argument is an intermediate of the compiled graph that no output returns; a
+    Function's view of it (or the clone returned as-is, which eager makes a view of) is the one
+    output aliasing it, which AOT hides behind aten._unsafe_view (Note [Intermediate Bases
+    Optimization]): it comes back fresh, by design. The 5-minute dynamo campaign of stop 31 met
+    it in 88 examples. Of an uncloned argument the alias is still compared."""
+    spec = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), backward="backward",
+                     forward_code="straight", functions=(
+                         FunctionSpec(args=(Arg("x0", clone=True), Arg("x1")), code="plain",
+                                      outputs=(OutputSpec(kind, slot=0), OutputSpec(kind, slot=1))),))
+    compared = compared_keys("dynamo:aot_eager", spec)
+    assert not compared("meta:forward", "alias:f0.0")
+    assert compared("meta:forward", "alias:f0.1")
+    outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    assert outcome.status == "ok", outcome.reason
