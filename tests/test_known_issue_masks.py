@@ -106,8 +106,8 @@ CASES = {
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
         fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
-    # two Functions save through the detaching hooks: torch.compile's guard fails on the backward graph
-    "ca-saved-hook-create-graph-guard": ("compiled:eager", graph(
+    # two Functions save through the detaching hooks, the graph retained (double): the guard fails
+    "ca-retained-saved-tensors-guard": ("compiled:eager", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
         fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
@@ -407,7 +407,7 @@ FAMILY_MODES = {"compiled": tuple(f"compiled:{m}" for m in compiled_modes.MODES)
                 "dynamo": tuple(f"dynamo:{b}" for b in dynamo_backends.BACKENDS)}
 
 #: the spec that shows an entry on its other modes, where its case meets another entry first there:
-#: two Functions saving through the hooks meet ca-saved-hook-create-graph-guard under torch.compile
+#: two Functions saving through the hooks meet ca-retained-saved-tensors-guard under torch.compile
 CASES_ON_OTHER_MODES = {"ca-unpack-hook-create-graph": graph(
     fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
     fn(X1, outputs=(lin(0),)), backward="double", hooks=(HookSpec("saved_tensors"),))}

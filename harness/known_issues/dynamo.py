@@ -376,6 +376,46 @@ def _dirty_marks_shifted_by_constants(spec: GraphSpec) -> set[int]:
     return shifted
 
 
+def _shifted_dirty_outputs(spec: GraphSpec) -> frozenset[str]:
+    """The dirty outputs of those Functions with a non-tensor output before them: the ones whose
+    mark moves (to another output, or past the tensors)."""
+    return frozenset(f"f{n}.{k}" for n in _dirty_marks_shifted_by_constants(spec)
+                     for k, o in enumerate(spec.functions[n].outputs)
+                     if o.kind == "dirty" and any(c.kind == "const" for c in spec.functions[n].outputs[:k]))
+
+
+_DIRTY_MARK_MOVED = raised("forward", r"a leaf Variable that requires grad has been used in an in-place operation"
+                                      r"|mark_dirty\(\) received a tensor that was not an input")
+
+
+def _dirty_mark_moved(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """torch's error where the mark lands on a view of another input; silently (a fresh tensor
+    gets it, with a UserWarning, or no tensor does), a dirty output whose mark moved comes back
+    a view: it is an input returned as-is now, and AOT Autograd regenerates it as a view of the
+    clone it was made from."""
+    shifted = _shifted_dirty_outputs(spec)
+    return _DIRTY_MARK_MOVED(spec, result, mismatches) or any(
+        m.checkpoint == "meta:forward" and m.role.startswith("alias:") and _ref_of(m.role) in shifted
+        and ", got 'view of" in m.detail for m in mismatches)
+
+
+def _moved_dirty_mark_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """The error at forward; silently, the aliases of those outputs and of what is computed from
+    them, and at backward the gradients of every value upstream of them: the Function's backward is
+    skipped for an output regenerated as a view (dynamo-aot-intermediate-alias-skips-backward's
+    mechanism, reached through the lost mark)."""
+    if error_at("forward")(spec, m):
+        return True
+    flow = Dataflow(spec)
+    shifted = _shifted_dirty_outputs(spec)
+    if m.checkpoint == "meta:forward":
+        return m.role.startswith("alias:") and _ref_of(m.role) in flow.downstream(set(shifted))
+    upstream = frozenset().union(*(flow.upstream(r) for r in shifted))
+    return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and m.role.removeprefix(
+        "stride:").startswith(("grad:", "grad2:", "agrad:", "dgrad:", "retained:")) and _ref_of(
+        m.role.removeprefix("stride:")) in upstream
+
+
 def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
     """In these Functions the non-tensor outputs become computed constants (bias-only tensors):
     no output index shifts, every mark and every other value stays."""
@@ -724,16 +764,18 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "operation\", or \"ctx.mark_dirty() received a tensor that was not an input\"): the twin of "
                "dynamo-mark-non-differentiable-index-shifted, the dirty index counted among all outputs and "
                "replayed on the traced graph's tensor outputs (ApplyTemplate.setup_context, "
-               "torch/_functorch/autograd_function.py); eager runs it"),
+               "torch/_functorch/autograd_function.py); eager runs it. Where the mark lands on a fresh tensor "
+               "(a UserWarning only) or past the tensors it is silent: the dirty input, no longer marked, comes "
+               "back a view and (AOT, another output sharing its storage) the Function's backward is skipped for it"),
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_mark_dirty_index_shifted.py",
         upstream=("pytorch/pytorch#191029", "pytorch/pytorch#191030"),
         trigger=lambda spec: bool(_dirty_marks_shifted_by_constants(spec)),
-        witness=raised("forward", r"a leaf Variable that requires grad has been used in an in-place operation"
-                                  r"|mark_dirty\(\) received a tensor that was not an input"),
-        damage=error_at("forward"),
-        damages="the error at forward",
+        witness=_dirty_mark_moved,
+        damage=_moved_dirty_mark_damage,
+        damages=("the error at forward; silently, the aliases (meta:forward) of the dirty outputs whose mark moved "
+                 "and of what is computed from them, and at backward the gradients of every value upstream of them"),
         workaround=lambda spec: _constants_as_tensors(spec, _dirty_marks_shifted_by_constants(spec)),
     ),
     KnownIssue(
