@@ -351,15 +351,41 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if verdict.failed else 0
 
 
+def _explained_shares(campaign: str) -> dict[str, float]:
+    """Known issue id -> the share of the campaign's examples where it explained a mismatch on at
+    least one path (its witness seen, every mismatch of the path its damage or another entry's)."""
+    import collections
+
+    from harness.records import log_path, read_log
+
+    log = log_path(Path(campaign))
+    if not log.exists():
+        raise SystemExit(f"error: --campaign {campaign}: no campaign log {log}; give the --out folder of a "
+                         f"fuzz campaign.")
+    examples, hit = 0, collections.Counter()
+    for record in read_log(log):
+        if record["kind"] == "example":
+            examples += 1
+            hit.update({k for o in record["outcomes"].values() for k in o.get("known", [])})
+    return {issue: n / examples for issue, n in hit.items()} if examples else {}
+
+
 def cmd_known(args: argparse.Namespace) -> int:
     import torch
 
     from harness import known_issues
 
     if args.rates:
+        explained = _explained_shares(args.campaign) if args.campaign else None
         for issue, share in known_issues.trigger_rates(args.examples):
-            print(f"{100 * share:6.1f}%  {issue.id:<42} damages: {issue.damages}")
-        print(f"\nshare of {args.examples} generated specs whose structure triggers each known torch issue")
+            seen = "" if explained is None else f"{100 * explained.get(issue.id, 0.0):6.1f}%  "
+            print(f"{100 * share:6.1f}%  {seen}{issue.id:<42} damages: {issue.damages}")
+        print(f"\nfirst column: share of {args.examples} generated specs whose structure triggers each known torch "
+              f"issue (the trigger only; most never show the bug)")
+        if explained is None:
+            print("how often each explained a mismatch: give --campaign DIR (a fuzz campaign's folder)")
+        else:
+            print(f"second column: share of {args.campaign}'s examples where it explained a mismatch on some path")
         return 0
     surprises = 0
     for issue, state, last_line in known_issues.run_reproducers():
@@ -522,6 +548,9 @@ def build_parser() -> argparse.ArgumentParser:
     known.add_argument("--rates", action="store_true",
                        help="print each entry's trigger share over generated specs instead")
     known.add_argument("--examples", type=int, default=400, help="generated specs for --rates (default 400)")
+    known.add_argument("--campaign", metavar="DIR",
+                       help="with --rates: also the share of this campaign's examples where each entry explained "
+                            "a mismatch")
     known.set_defaults(func=cmd_known)
 
     ev = sub.add_parser("selfeval", help="run each seeded fault (harness/selfeval) in a worker process: "
