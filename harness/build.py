@@ -109,7 +109,8 @@ def _raw_outputs(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
             results.append(args[out.slot].view_as(args[out.slot]))
         elif out.kind == "dirty":
             scale = torch.ops.aten.mul_.Scalar if differentiated else torch.Tensor.mul_
-            results.append(scale(args[out.slot], out.coeff))
+            scaled = scale(args[out.slot], out.coeff)
+            results.append(args[out.slot] if spec.dirty_return == "input" else scaled)
         else:
             results.append(out.value)
     return results

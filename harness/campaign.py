@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import functools
 import gc
 import hashlib
 import os
@@ -40,15 +41,16 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky
 
-from harness.check import Verdict, check
-from harness.dataflow import Dataflow
+from harness.check import Verdict, check, gradcheck_verdict
+from harness.dataflow import has_backward
 from harness.devices import is_cuda
-from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS, gradcheck_verdict
+from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS
 from harness.paths import Path as ExecPath
+from harness.paths.tracing import EXAMPLE_TRACES
 from harness.records import cause_of, features, now, outcome_record, spec_hash, spec_size
 from harness.repro import write_reproducer
 from harness.spec import GraphSpec
-from strategies import graphs
+import strategies
 
 BATCH = 25
 #: the share of a campaign's budget kept for shrinking failures and writing reproducers
@@ -75,15 +77,24 @@ class PathCounts:
     past_known: int = 0
     unsupported: collections.Counter = field(default_factory=collections.Counter)
     known: collections.Counter = field(default_factory=collections.Counter)
+    #: paths that compile the forward: how Dynamo ran the Functions, per example (one of
+    #: harness.paths.tracing.EXAMPLE_TRACES), of all examples and of those with a backward
+    traces: collections.Counter = field(default_factory=collections.Counter)
+    traces_with_backward: collections.Counter = field(default_factory=collections.Counter)
     partly: int = 0
 
     @property
     def checked(self) -> int:
         return self.ok + self.partly + self.failed
 
-    def add(self, outcome: Record) -> None:
-        """One path's outcome record (records.outcome_record)."""
+    def add(self, outcome: Record, backward: bool = False) -> None:
+        """One path's outcome record (records.outcome_record) of an example (`backward`: one
+        where a backward runs)."""
         status, known = outcome["status"], outcome.get("known", [])
+        if "trace" in outcome:
+            self.traces[outcome["trace"]] += 1
+            if backward:
+                self.traces_with_backward[outcome["trace"]] += 1
         if status == "ok":
             self.ok += 1
         elif status == "failed":
@@ -101,21 +112,31 @@ class PathCounts:
         return {"checked": self.checked, "checked_share": round(self.checked / examples, 4) if examples else 0.0,
                 "ok": self.ok, "partly": self.partly, "failed": self.failed, "stopped_by_known": self.stopped,
                 "checked_past_known": self.past_known, "unsupported": dict(self.unsupported),
-                "known": dict(self.known)}
+                "known": dict(self.known),
+                **({"trace": {**self.traces, "with_backward": dict(self.traces_with_backward)}}
+                   if self.traces else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PathCounts:
+        traces = dict(data.get("trace", {}))
+        with_backward = traces.pop("with_backward", {})
         return cls(data["ok"], data["failed"], data["stopped_by_known"], data["checked_past_known"],
-                   collections.Counter(data["unsupported"]), collections.Counter(data["known"]), data.get("partly", 0))
+                   collections.Counter(data["unsupported"]), collections.Counter(data["known"]),
+                   collections.Counter(traces), collections.Counter(with_backward), data.get("partly", 0))
 
-    def merge(self, other: PathCounts) -> None:
-        self.ok += other.ok
-        self.failed += other.failed
-        self.partly += other.partly
-        self.stopped += other.stopped
-        self.past_known += other.past_known
-        self.unsupported.update(other.unsupported)
-        self.known.update(other.known)
+    def trace_lines(self) -> list[str]:
+        """How Dynamo ran the Functions (harness.paths.tracing), in words with shares."""
+        if not self.traces:
+            return []
+        total = sum(self.traces.values())
+        lines = ["how Dynamo ran the Functions: " + ", ".join(
+            f"{how} {self.traces[how]} ({100 * self.traces[how] / total:.0f}%)" for how in EXAMPLE_TRACES)]
+        back = self.traces_with_backward
+        if sum(back.values()):
+            n = sum(back.values())
+            lines.append(f"of the {n} with a backward: every Function traced {100 * back['traced'] / n:.0f}%, "
+                         f"at least one {100 * (back['traced'] + back['partly traced']) / n:.0f}%")
+        return lines
 
 
 @dataclass
@@ -236,6 +257,10 @@ class CampaignResult:
             self.failures[record["cause"]].reproducer = record["reproducer"]
         elif kind == "warmed":  # a worker's warm-up: the campaign's clock was moved on by extends_s
             self.uncharged_s += record.get("extends_s", 0.0)
+        elif kind == "shards":  # a Ray campaign (harness.cluster): its shards ran side by side
+            self.shards = record["rows"]
+            self.seconds, self.fuzz_seconds, self.budget_s = record["seconds"], record["fuzz_seconds"], record["budget_s"]
+            self.sessions = 1
         elif kind == "retired":
             self.retirements += 1
             self.retired_resident_bytes = max(self.retired_resident_bytes, record["resident_bytes"])
@@ -254,7 +279,7 @@ class CampaignResult:
                 self.coverage.setdefault(axis, collections.Counter()).update(str(v) for v in values)
         by_cause: dict[str, set[str]] = {}
         for name, outcome in record["outcomes"].items():
-            self.counts.setdefault(name, PathCounts()).add(outcome)
+            self.counts.setdefault(name, PathCounts()).add(outcome, backward=bool(record["backward"]))
             if outcome["status"] == "failed":
                 by_cause.setdefault(outcome["cause"], set()).add(name)
         if record["gradcheck"] == "failed":
@@ -364,32 +389,6 @@ class CampaignResult:
                 set(f["paths"]), f.get("size_before", 0), f.get("shrink", ""), f.get("replay", ""))
         return result
 
-    def merge(self, other: CampaignResult) -> None:
-        """Add another shard's counts and failures (seconds are wall time, kept by the caller);
-        merging shards' logs record by record gives the same."""
-        self.examples += other.examples
-        self.with_backward += other.with_backward
-        self.retirements += other.retirements
-        self.retired_resident_bytes = max(self.retired_resident_bytes, other.retired_resident_bytes)
-        self.replay_seconds += other.replay_seconds
-        self.replay_examples += other.replay_examples
-        for cause, replayed in other.replays.items():  # a shard where it still fails wins
-            if self.replays.get(cause) != "still fails":
-                self.replays[cause] = replayed
-        self.gradcheck.update(other.gradcheck)
-        self.inputs.update(other.inputs)
-        for axis, counter in other.coverage.items():
-            self.coverage.setdefault(axis, collections.Counter()).update(counter)
-        for name, counts in other.counts.items():
-            self.counts.setdefault(name, PathCounts()).merge(counts)
-        for sig, f in other.failures.items():
-            if sig in self.failures:
-                self.failures[sig].count += f.count
-                self.failures[sig].paths |= f.paths
-                self.failures[sig].offer(f.spec, f.report)
-            else:
-                self.failures[sig] = f
-
     def summary(self) -> str:
         oracle = "with" if self.lifetimes else "without"
         w = max([18, *map(len, self.paths)])  # the path column, as wide as its longest name
@@ -416,6 +415,7 @@ class CampaignResult:
                 lines.append(f"{'':<{w}}   checked past a known issue on its workaround: {c.past_known}")
             if c.partly:
                 lines.append(f"{'':<{w}}   partly checked (a known issue without a workaround): {c.partly}")
+            lines += [f"{'':<{w}}   {line}" for line in c.trace_lines()]
             if name.startswith("compiled") and self.with_backward:  # it can only check a backward
                 lines.append(f"{'':<{w}}   checked {100 * c.checked / self.with_backward:.0f}% of the "
                              f"{self.with_backward} examples where a backward runs")
@@ -448,7 +448,7 @@ class CampaignResult:
         """The saved failures replayed first, and what that cost apart from fuzzing."""
         outcomes = collections.Counter(self.replays.values())
         return (f"replayed first: {len(self.replays)} saved failure cause(s) "
-                f"({', '.join(f'{n} {result}' for result, n in sorted(outcomes.items()))}), "
+                f"({', '.join(f'{result}: {n}' for result, n in sorted(outcomes.items()))}), "
                 f"{self.replay_examples} example(s) in {self.replay_seconds:.1f} s; fuzzing had the rest "
                 f"of the budget")
 
@@ -463,12 +463,6 @@ def shrink_note(f: Failure) -> str:
     return {"complete": "shrunk", "time cap": "shrunk until its time cap",
             "not reproduced": "not shrunk: the saved example no longer fails",
             "not saved": "not shrunk: no saved example in the database"}.get(f.shrink, "not shrunk: out of budget")
-
-
-def has_backward(spec: GraphSpec) -> bool:
-    """A backward really runs: the spec asks for one and some Function output requires grad."""
-    flow = Dataflow(spec)
-    return spec.backward != "none" and any(flow.requires_grad[r] for r in spec.value_refs() if r.startswith("f"))
 
 
 def signature(outcome: Any) -> str:
@@ -600,6 +594,22 @@ def favours_torch_func(paths: list[ExecPath]) -> bool:
     return any(getattr(p, "runs_torch_func", False) for p in paths)
 
 
+def favours_dynamo(paths: list[ExecPath]) -> bool:
+    """Whether a campaign over `paths` draws graphs for torch.compile (graphs(favour_dynamo=True):
+    most of them traceable by Dynamo): when one of them compiles the forward (`runs_dynamo`)."""
+    return any(getattr(p, "runs_dynamo", False) for p in paths)
+
+
+#: graphs() options of a campaign (`drawing`)
+Drawing = dict[str, bool]
+
+
+def drawing(paths: list[ExecPath]) -> Drawing:
+    """The graphs() options of a campaign over `paths`. Fuzzing, replaying and shrinking must
+    draw with the same options, or a saved choice sequence decodes to another graph."""
+    return {"favour_torch_func": favours_torch_func(paths), "favour_dynamo": favours_dynamo(paths)}
+
+
 def needs_backward(paths: list[ExecPath]) -> bool:
     """Whether every path of a campaign checks nothing without a backward (compiled autograd):
     then it skips the graphs without one (`has_backward`), which would only be counted
@@ -607,19 +617,24 @@ def needs_backward(paths: list[ExecPath]) -> bool:
     return bool(paths) and all(getattr(p, "needs_backward", False) for p in paths)
 
 
-def graph_strategy(device: str, favour_torch_func: bool):
+def graph_strategy(device: str, drawn: Drawing):
     """The graphs() every campaign test draws from (harness.replay decodes saved examples with it).
     _graph_test spells it out: the example database's key is a digest of its source, decorators
     included, so that line must not change (every database saved before would be lost)."""
-    return graphs(mixed_device=is_cuda(device), favour_torch_func=favour_torch_func)
+    return strategies.graphs(mixed_device=is_cuda(device), **drawn)
 
 
-def _graph_test(body: Callable[[GraphSpec], None], device: str, favour_torch_func: bool,
+def _graph_test(body: Callable[[GraphSpec], None], device: str, drawn: Drawing,
                 **options: Any) -> Callable[[], None]:
     """A Hypothesis test over graphs() (with CPU scalars beside CUDA leaves on a CUDA device).
     Every test made here has the same database key (the key is a digest of this inner
     function), so fuzzing, replaying and shrinking meet there; they must draw from the same
-    graphs() (the campaign's `favours_torch_func`), so that a saved example decodes again."""
+    graphs() (the campaign's `drawing`), so that a saved example decodes again."""
+    # (the @given line is part of that key, so it reads as it did before favour_dynamo: the
+    # other options come in through this `graphs`)
+    graphs = functools.partial(strategies.graphs, **{k: v for k, v in drawn.items() if k != "favour_torch_func"})
+    favour_torch_func = drawn["favour_torch_func"]
+
     @settings(deadline=None, suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               derandomize=False, **options)
     @given(graphs(mixed_device=is_cuda(device), favour_torch_func=favour_torch_func))  # as graph_strategy()
@@ -682,7 +697,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
 
     # the failures saved before (a shared database's) are replayed before fuzz by harness.replay, outside
     # this engine: Hypothesis' own reuse phase raises Flaky on a saved example that no longer fails
-    batch = _graph_test(one_example, device, favours_torch_func(paths), max_examples=BATCH, database=db,
+    batch = _graph_test(one_example, device, drawing(paths), max_examples=BATCH, database=db,
                         phases=[Phase.explicit, Phase.generate])
     while more():
         db.causes = []  # an example is saved only under the new causes it raised for
@@ -715,10 +730,10 @@ def record_causes(record: Record) -> set[str]:
 
 
 def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
-           *, until: float, favour_torch_func: bool | None = None) -> tuple[GraphSpec, str]:
+           *, until: float, drawn: Drawing | None = None) -> tuple[GraphSpec, str]:
     """(the smallest failing spec found, how shrinking ended) for one cause, by Hypothesis'
     shrinker from the example saved when the cause was found, stopped at `until`.
-    favour_torch_func: the campaign's (its whole path list's), else that of `paths`."""
+    drawn: the campaign's graphs() options (its whole path list's `drawing`), else those of `paths`."""
     best = [failure.spec]
 
     def same_cause(spec: GraphSpec) -> None:
@@ -729,8 +744,7 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
                 best[0] = spec
             raise _Found
 
-    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
-    test = _graph_test(same_cause, device, favour, database=_saved(failure, database),
+    test = _graph_test(same_cause, device, drawing(paths) if drawn is None else drawn, database=_saved(failure, database),
                        phases=[Phase.reuse, Phase.shrink], report_multiple_bugs=False)
     try:
         test()
@@ -811,7 +825,7 @@ def graph_test_key() -> bytes:
     function, which is the same inner function for all of them)."""
     from hypothesis.internal.reflection import function_digest
 
-    return function_digest(_graph_test(lambda spec: None, "cpu", False).hypothesis.inner_test)
+    return function_digest(_graph_test(lambda spec: None, "cpu", drawing([])).hypothesis.inner_test)
 
 
 def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
@@ -847,7 +861,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         failing = [p for p in paths if p.name in failure.paths]
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
-                           favour_torch_func=favours_torch_func(paths))
+                           drawn=drawing(paths))
         destination: Path | None = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
         if failure.in_child:  # checked here, the example would kill this process
             report = failure.report
@@ -918,7 +932,8 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
             "resumed": bool(result.examples), "uncharged_s": uncharged_s})
     known = set(result.failures)
     replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
-                 known=known, shared=replay_shared, on_example=on_example)
+                 known=known, shared=replay_shared,
+                 on_example=None if on_example is None else lambda spec, choices: on_example(spec))
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
          known=known, max_examples=max_examples, on_example=on_example,

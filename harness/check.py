@@ -1,6 +1,6 @@
 """One example through every selected path, judged against eager and the math oracle.
 
-A known torch issue (harness/known_issues.py) explains only the mismatches it causes: a
+A known torch issue (harness/known_issues/) explains only the mismatches it causes: a
 path is `known` when an entry's trigger holds, its witness is seen and every mismatch is
 its damage. Then the entry's workaround variant of the spec is checked on that path, so
 the rest of the example is still tested there: the outcome is that variant's ok/failed,
@@ -13,13 +13,17 @@ import contextlib
 import contextvars
 from dataclasses import dataclass, field, replace
 
+from torch.autograd.gradcheck import GradcheckError
+
 from harness import known_issues
 from harness import paths as path_registry
 from harness.build import build
+from harness.dataflow import version_error_expected
 from harness.oracles.bounds import Tolerances, error_bounds
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LIFE, PROBE, rule_violations, without_lifetimes
-from harness.oracles.math import completed, error_is_expected, run_math, version_error_expected
+from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, completed, error_is_expected, gradcheck_graph,
+                                  gradcheck_reason, run_math)
 from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.paths import Path
 from harness.run import RunResult, tracking_lifetimes
@@ -266,4 +270,27 @@ def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Toleran
     return compare(eager, result, tol)
 
 
-__all__ = ["PathOutcome", "Verdict", "check"]
+def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = CAMPAIGN_GRADCHECK_ELEMENTS
+                      ) -> tuple[str, str]:
+    """("ok" | "failed" | "skipped", detail) for a campaign: gradcheck of the example where
+    it is cheap. Known torch issues of the stock apply are stepped around with their
+    workarounds (forward AD through them would raise or drop tangents)."""
+    why = gradcheck_reason(spec, max_elements)
+    if why is not None:
+        return "skipped", why
+    # gradcheck runs a backward over every leaf, whatever the spec's backward mode, so the
+    # triggers are judged on the spec as gradcheck runs it
+    as_run = replace(spec, backward="backward" if spec.backward == "none" else spec.backward,
+                     grad_leaves=())
+    hit = [k for k in known_issues.KNOWN_ISSUES
+           if k.affects_path("eager") and k.affects_installed_torch() and k.trigger(as_run)]
+    try:
+        gradcheck_graph(known_issues.workaround(as_run, hit), device)
+    except GradcheckError as e:
+        return "failed", str(e).splitlines()[0]
+    except Exception as e:  # noqa: BLE001 -- torch raised inside gradcheck: a finding, never a crash of the campaign
+        return "failed", f"gradcheck raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return "ok", ""
+
+
+__all__ = ["PathOutcome", "Verdict", "check", "gradcheck_verdict"]

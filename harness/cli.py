@@ -141,7 +141,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return _fuzz_on_cluster(args, paths, out, budget)
     EXIT_AT_ONCE = True  # every record is flushed and the reports written before main returns
     log = ExampleLog(log_file)
-    interrupted = False
+    interrupted, broken = False, None
     with CampaignProgress(result, args.budget) as progress:
         def on_record(record: dict) -> None:
             log.write(record)
@@ -165,8 +165,18 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
+        except Exception as e:  # noqa: BLE001 -- a worker dead outside any example (WorkerError), or the harness's own bug (re-raised below)
+            broken = e
+            result.finish()
     log.close()
     _report(result, out, args.json)
+    if broken is not None:  # after the summary and reports of what was checked
+        from harness.workers import WorkerError
+
+        if not isinstance(broken, WorkerError):
+            raise broken  # the harness's own bug: its traceback
+        print(f"error: the campaign stopped: {broken}", file=sys.stderr)
+        return 2
     if interrupted:
         print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
         return 130
@@ -387,17 +397,29 @@ def cmd_known(args: argparse.Namespace) -> int:
         else:
             print(f"second column: share of {args.campaign}'s examples where it explained a mismatch on some path")
         return 0
+    try:
+        chosen = known_issues.by_ids(args.ids)
+    except ValueError as e:
+        print(e)
+        return 2
+    if args.bugs:
+        print(known_issues.bug_list(), end="")
+        return 0
+    if args.list:
+        for issue in chosen:
+            print(f"{issue.id:<54} upstream: {issue.upstream_text()}")
+        return 0
     surprises = 0
-    for issue, state, last_line in known_issues.run_reproducers():
+    for issue, state, last_line in known_issues.run_reproducers([k.id for k in chosen]):
         expected = "present" if issue.affects_installed_torch() else "fixed"
         note = "as the registry says" if state == expected else f"the registry says {expected}"
-        print(f"{state:<8} {issue.id:<46} ({note})")
+        print(f"{state:<8} {issue.id:<54} ({note})  upstream: {issue.upstream_text()}")
         if state == "broken":
             print(f"{'':<8} the reproducer failed another way: {last_line}")
         surprises += state != expected
     if surprises:
         print(f"\n{surprises} reproducer(s) disagree with the registry's first/last affected versions "
-              f"for torch {torch.__version__}: update the registry (harness/known_issues.py) or the reproducer")
+              f"for torch {torch.__version__}: update the registry (harness/known_issues/) or the reproducer")
     return 1 if surprises else 0
 
 
@@ -551,6 +573,11 @@ def build_parser() -> argparse.ArgumentParser:
     known.add_argument("--campaign", metavar="DIR",
                        help="with --rates: also the share of this campaign's examples where each entry explained "
                             "a mismatch")
+    known.add_argument("--list", action="store_true",
+                       help="print each entry's id and upstream reference without running the reproducers")
+    known.add_argument("--bugs", action="store_true",
+                       help="print docs/bugs.md, the published bug list, generated from the registry")
+    known.add_argument("ids", nargs="*", metavar="ID", help="only these entries (default: every one)")
     known.set_defaults(func=cmd_known)
 
     ev = sub.add_parser("selfeval", help="run each seeded fault (harness/selfeval) in a worker process: "

@@ -7,14 +7,15 @@ the nightly workflow carries its database from night to night that way). Schedul
 ordinary `python -m harness fuzz` in a subprocess on its node, so the process-level crash
 isolation of `--workers` stays inside every shard. Each shard streams its examples.jsonl and
 reproducers to the driver as it writes them (a shard or node lost mid-campaign keeps what it
-checked); the counts are rebuilt from the logs and merged with `CampaignResult.merge`, with a row
-per shard. Shard 0 alone replays the shared database's failures first (fuzz --shard).
+checked); the driver writes them one after the other as the campaign's own examples.jsonl, with a
+row per shard, and the counts are rebuilt from it as from any campaign's log. Shard 0 alone replays the shared database's failures first (fuzz --shard).
 
 Both need the optional extra `cluster` (pip install -e '.[cluster]'): `redis` and `ray`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.records import LOG_NAME, read_log
+from harness.records import LOG_NAME, now, read_log
 
 REDIS_PREFIX = b"autograd-function-harness:"  # keys of our examples in a shared Redis
 
@@ -87,24 +88,39 @@ def example_database(location: str | None, local: str | Path | None = None) -> A
 
 
 #: how often a shard sends the driver the records and reproducers it has written since
-STREAM_S = 1.0
+STREAM_S = 0.25
 
 
 class ShardLogs:
-    """The driver's copy of every shard's log and reproducers, a Ray actor on the driver's node:
-    each shard sends what it writes as it writes it (every STREAM_S), so a shard or a node lost
-    mid-campaign keeps every example it checked up to its last send."""
+    """A Ray actor on the driver's node between the shards and the driver: each shard sends what
+    it writes as it writes it (every STREAM_S) and the driver takes it from here to its disk as
+    often, so a shard or a node lost mid-campaign keeps every example it checked up to its last
+    send, and what waits here stays small."""
 
     def __init__(self) -> None:
-        self.shards: dict[int, dict[str, Any]] = {}
+        self.waiting: dict[int, dict[str, Any]] = {}
 
     def add(self, index: int, node: str, lines: list[str], files: dict[str, str]) -> None:
-        shard = self.shards.setdefault(index, {"node": node, "lines": [], "files": {}})
+        shard = self.waiting.setdefault(index, {"node": node, "lines": [], "files": {}})
         shard["lines"] += lines
         shard["files"].update(files)
 
-    def get(self, index: int) -> dict[str, Any]:
-        return self.shards.get(index, {"node": "?", "lines": [], "files": {}})
+    def take(self) -> dict[int, dict[str, Any]]:
+        """What the shards sent since the last take."""
+        taken, self.waiting = self.waiting, {}
+        return taken
+
+
+def _write_taken(taken: dict[int, dict[str, Any]], out_dir: Path, nodes: dict[int, str]) -> None:
+    """Append what ShardLogs.take() returned to out_dir/shard-<i>/ (its log and reproducers)."""
+    for index, shard in taken.items():
+        nodes[index] = shard["node"]
+        where = out_dir / f"shard-{index}"
+        where.mkdir(parents=True, exist_ok=True)
+        with open(where / LOG_NAME, "a", encoding="utf-8") as log:
+            log.writelines(shard["lines"])
+        for name, text in shard["files"].items():
+            (where / name).write_text(text)
 
 
 #: `python -c` this, then the arguments of `python -m harness`: the shard's campaign process, which
@@ -163,12 +179,16 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
 
     `fuzz_argv` is the fuzz command line each shard runs (budget, paths, workers, database...),
     without --out/--cluster. Each shard streams its log and reproducers to the driver as it writes
-    them (ShardLogs); they land under out_dir/shard-<i>/, also for a shard whose task or node was
-    lost (its examples up to then count). The merged result has the wall time of the whole run and
-    one row per shard (`shards`: node, examples, failures, how it ended); the errors name the
-    shards lost."""
+    them (ShardLogs); they land under out_dir/shard-<i>/ as they come, also for a shard whose task
+    or node was lost (its examples up to then count), and at the end one after the other, each record tagged with its
+    shard, in out_dir/examples.jsonl. The result, rebuilt from that log, has the wall time of the
+    whole run and one row per shard (`shards`: node, examples, failures, how it ended); the errors
+    name the shards lost."""
     from harness.campaign import CampaignResult
 
+    earlier = sorted(Path(out_dir).glob(f"shard-*/{LOG_NAME}"))
+    if earlier:
+        raise ClusterError(f"{earlier[0]} is there already (an earlier campaign's shard); choose another --out")
     try:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -190,45 +210,50 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
         # one shard per node, round robin; a shard's own --workers use the node's other cores
         futures = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True))
                    .remote(i, fuzz_argv, logs) for i in range(count)]
-        outcomes = []
-        for i, future in enumerate(futures):
-            try:
-                outcomes.append(ray.get(future))
-            except ray.exceptions.RayError as e:  # its task's process or its node died
-                outcomes.append({"index": i, "lost": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"})
-        streamed = ray.get([logs.get.remote(i) for i in range(count)])
+        out_dir = Path(out_dir)
+        outcomes: dict[int, dict[str, Any]] = {}
+        nodes: dict[int, str] = {}
+        running = dict(zip(futures, range(count)))
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=STREAM_S)
+            for future in ready:
+                i = running.pop(future)
+                try:
+                    outcomes[i] = ray.get(future)
+                except ray.exceptions.RayError as e:  # its task's process or its node died
+                    outcomes[i] = {"index": i, "lost": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
+            # (a shard's last send is acknowledged before its task returns: the last take has it)
+            _write_taken(ray.get(logs.take.remote()), out_dir, nodes)
     finally:
         ray.shutdown()
-    merged, errors, fuzz_seconds, rows = None, [], 0.0, []
-    for outcome, shard in zip(outcomes, streamed):
-        index = outcome["index"]
-        node = outcome.get("node", shard["node"])
+    errors, rows, records, fuzz_seconds, budget_s = [], [], [], 0.0, 0.0
+    for index in range(count):
+        outcome = outcomes[index]
+        node = outcome.get("node", nodes.get(index, "?"))
         if "error" in outcome:
             errors.append(f"shard {index} on {node}: {outcome['error']}")
             rows.append({"shard": index, "node": node, "examples": 0, "failures": 0, "ended": "failed to start"})
             continue
-        where = Path(out_dir) / f"shard-{index}"
-        where.mkdir(parents=True, exist_ok=True)
-        (where / LOG_NAME).write_text("".join(shard["lines"]))
-        for name, text in shard["files"].items():
-            (where / name).write_text(text)
-        part = CampaignResult.from_records(read_log(where / LOG_NAME))
+        where = out_dir / f"shard-{index}"
+        mine = list(read_log(where / LOG_NAME)) if (where / LOG_NAME).exists() else []
+        for record in mine:  # tagged with their shard; reproducers where they are now
+            record["shard"] = index
+            if record.get("reproducer"):
+                record["reproducer"] = str(where / Path(record["reproducer"]).name)
+        part = CampaignResult.from_records(mine)
         if "lost" in outcome:
             errors.append(f"shard {index} on {node} was lost ({outcome['lost']}); its {part.examples} examples "
                           f"up to then are counted")
         rows.append({"shard": index, "node": node, "examples": part.examples, "failures": len(part.failures),
                      "ended": "lost" if "lost" in outcome else f"exit status {outcome['returncode']}"})
-        for failure in part.failures.values():
-            if failure.reproducer:
-                failure.reproducer = str(where / Path(failure.reproducer).name)
-        fuzz_seconds = max(fuzz_seconds, part.fuzz_seconds)
-        if merged is None:
-            merged = part
-        else:
-            merged.merge(part)
-    if merged is None:
+        fuzz_seconds, budget_s = max(fuzz_seconds, part.fuzz_seconds), max(budget_s, part.budget_s)
+        records += mine
+    if not records:
         raise ClusterError("every shard failed: " + "; ".join(errors))
-    # the shards ran side by side: the merged rate is over the wall time, not the sum
-    merged.seconds, merged.fuzz_seconds = time.monotonic() - started, fuzz_seconds
-    merged.shards = rows
-    return merged, errors
+    # the shards ran side by side: the campaign's times are the wall time, not their sum
+    records.append({"kind": "shards", "t": now(), "rows": rows, "seconds": round(time.monotonic() - started, 3),
+                    "fuzz_seconds": fuzz_seconds, "budget_s": budget_s})
+    # the merged log is the shards' logs one after the other: `report` and `diff` read it as any campaign's
+    with open(out_dir / LOG_NAME, "w", encoding="utf-8") as log:
+        log.writelines(json.dumps(record, sort_keys=True) + "\n" for record in records)
+    return CampaignResult.from_records(records), errors

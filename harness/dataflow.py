@@ -1,6 +1,6 @@
 """Facts about a graph spec's data flow, derived without running it.
 
-The known-issue triggers (harness/known_issues.py) are predicates on exact graph
+The known-issue triggers (harness/known_issues/) are predicates on exact graph
 structure: which values require grad, which gradient edges meet in one node, which
 forward-mode tangents exist. They are computed here, once, from the spec alone, following
 what torch does (the sources are cited where it matters).
@@ -9,6 +9,8 @@ what torch does (the sources are cited where it matters).
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.spec import FunctionSpec, GraphSpec
@@ -257,4 +259,72 @@ def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int], early_
     return ForwardAD(frozenset(has), tuple(asserts), tuple(early), frozenset(dropped))
 
 
-__all__ = ["Dataflow", "ForwardAD", "base_ref", "differentiable", "reads"]
+#: torch's version-counter error at unpacking a saved tensor modified in place
+#: (torch/csrc/autograd/saved_variable.cpp, SavedVariable::unpack)
+VERSION_ERROR = re.compile(r"one of the variables needed for gradient computation has been modified by an "
+                           r"inplace operation")
+
+
+def saved_mutated_outputs(spec: GraphSpec, *, as_inputs: bool = True,
+                          backward_runs: Callable[[int], bool] | None = None) -> set[str]:
+    """Outputs modified in place after the forward (`mutated_outputs`) that a Function whose
+    backward runs saved: as its own outputs, and (`as_inputs`) as the inputs of its nonlinear
+    terms (build._setup saves those). `backward_runs`: which Functions' backward runs
+    (default: `Dataflow.backward_runs`, the graph torch documents)."""
+    if not spec.mutated_outputs or spec.backward == "none":
+        return set()
+    backward_runs = backward_runs or Dataflow(spec).backward_runs
+    saved: set[str | None] = set()
+    for n, fn in enumerate(spec.functions):
+        if not backward_runs(n):
+            continue
+        if "outputs" in fn.save:
+            saved |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+        if as_inputs and "inputs" in fn.save:
+            saved |= {fn.args[s].ref for s in fn.nonlinear_slots if not fn.args[s].clone}
+    return saved & set(spec.mutated_outputs)
+
+
+def version_error_expected(spec: GraphSpec) -> bool:
+    """Must the backward raise torch's version-counter error? Yes when an output modified in
+    place after the forward was saved by a Function whose backward runs: torch checks each saved
+    tensor's version when the backward unpacks it, and the generated backward always unpacks."""
+    return bool(saved_mutated_outputs(spec))
+
+
+# --- what eager differentiates (the torch.func paths differentiate the same) -----------------
+
+
+def differentiated_leaves(spec: GraphSpec) -> list[int]:
+    """The leaves that require grad."""
+    return [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
+
+
+def chosen_leaves(spec: GraphSpec) -> list[int]:
+    """The leaves whose gradients eager computes: a partial backward's `grad_leaves`, else every
+    leaf that requires grad (run._backward). The gradient transforms differentiate these
+    (argnums): torch.func's form of `autograd.grad(inputs=...)`, whose engine then runs the
+    backward of the same Functions as eager's partial backward (GraphTask::init_to_execute);
+    the other leaves are constants of the function, so a Function that reads only them has no
+    backward node under the transform."""
+    return list(spec.grad_leaves) or differentiated_leaves(spec)
+
+
+def loss_refs(spec: GraphSpec) -> list[str]:
+    """The outputs in eager's loss: those that require grad (run._loss)."""
+    flow = Dataflow(spec)
+    return [r for r in function_output_refs_of(spec) if flow.requires_grad[r]]
+
+
+def function_output_refs_of(spec: GraphSpec) -> list[str]:
+    return [r for r in spec.value_refs() if r.startswith("f")]
+
+
+def has_backward(spec: GraphSpec) -> bool:
+    """Eager runs a backward (run._backward does not skip it)."""
+    return spec.backward != "none" and bool(differentiated_leaves(spec)) and bool(loss_refs(spec))
+
+
+__all__ = ["VERSION_ERROR", "Dataflow", "ForwardAD", "base_ref", "chosen_leaves", "differentiable",
+           "differentiated_leaves", "function_output_refs_of", "has_backward", "loss_refs", "reads",
+           "saved_mutated_outputs", "version_error_expected"]

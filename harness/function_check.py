@@ -83,7 +83,7 @@ class CheckRecord:
     detail: str = ""
     seconds: float = 0.0
     sample: int = 0
-    #: known torch issues (harness/known_issues.py) that explained differences here; what they
+    #: known torch issues (harness/known_issues/) that explained differences here; what they
     #: do not explain was still judged, and fails the record
     known: tuple[str, ...] = ()
 
@@ -772,7 +772,7 @@ def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
 
 def _known_text(issue_id: str) -> str:
     issue = next(k for k in known_issues.KNOWN_ISSUES if k.id == issue_id)
-    return f"{issue.id} (known_issues/{issue.reproducer})"
+    return f"{issue.id} (harness/known_issues/reproducers/{issue.reproducer})"
 
 
 def _problems(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,

@@ -27,6 +27,7 @@ import functools
 import hashlib
 import linecache
 import math
+from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
@@ -162,6 +163,9 @@ class _Writer:
                 c.add(f"{o} = {self.args[out.slot]}")
             elif out.kind == "view":
                 c.add(f"{o} = {self.args[out.slot]}.view_as({self.args[out.slot]})")
+            elif out.kind == "dirty" and self.spec.dirty_return == "input":
+                c.add(f"{self.args[out.slot]}.mul_({literal(out.coeff)})")
+                c.add(f"{o} = {self.args[out.slot]}")
             elif out.kind == "dirty":
                 c.add(f"{o} = {self.args[out.slot]}.mul_({literal(out.coeff)})")
             else:
@@ -436,6 +440,71 @@ def compile_function(source: str, name: str) -> type[torch.autograd.Function]:
 
 
 
+# --- the whole graph's forward, straight-line ------------------------------------------
+
+
+def value_name(ref: str) -> str:
+    """The Python name of a value in the straight-line forward: x3, x3_1 (view 1 of x3), f2_0."""
+    return ref.replace("[", "_").replace("]", "").replace(".", "_")
+
+
+@dataclass(frozen=True)
+class GraphForwardSource:
+    """`def graph_forward(<leaf values>)`: one line per Function application (`F<n>.apply(...)`,
+    the classes are globals of its namespace), returning every Function output, constants
+    included, in spec order. `apply_lines` maps each application's line number to its Function,
+    which is how a compiled graph's nodes are traced back to Functions (their stack traces name
+    the line; harness.paths.tracing)."""
+
+    text: str
+    filename: str
+    apply_lines: dict[int, int]
+
+
+def graph_forward_source(spec: GraphSpec) -> GraphForwardSource:
+    leaves = [value_name(r) for r in spec.value_refs() if r.startswith("x")]
+    c = _Code()
+    c.add(f"def graph_forward({', '.join(leaves)}):")
+    c.depth += 1
+    apply_lines: dict[int, int] = {}
+    returned: list[str] = []
+    for n, fn in enumerate(spec.functions):
+        args = []
+        for a, arg in enumerate(fn.args):
+            if arg.ref is None:
+                args.append(literal(arg.const))
+            elif not arg.clone:
+                args.append(value_name(arg.ref))
+            else:  # a fresh clone (and a view of it), as harness.run._argument makes it
+                name = f"c{n}_{a}"
+                c.add(f"{name} = {value_name(arg.ref)}.clone()")
+                if arg.view:
+                    c.add(f"{name}_view = {name}.view_as({name})")
+                    name += "_view"
+                args.append(name)
+        outs = [f"f{n}_{k}" for k in range(len(fn.outputs))]
+        call = f"F{n}.apply({', '.join(args)})"
+        apply_lines[len(c.lines) + 1] = n
+        c.add(_unpack(outs, call) if fn.tuple_output else f"{outs[0]} = {call}")
+        returned += outs
+    c.add(f"return {_tuple(returned)}" if returned else "return ()")
+    text = c.text()
+    digest = hashlib.sha1(text.encode()).hexdigest()[:12]
+    return GraphForwardSource(text, f"<harness graph_forward {digest}>", apply_lines)
+
+
+def graph_forward(source: GraphForwardSource, functions: Any) -> Any:
+    """The straight-line forward as a function, its F<n> bound to `functions[n]` (anything with
+    an `apply`). The namespace gets no `__name__`: torch.compile traces a function of such a
+    namespace like a user's script (with `__name__` set, Dynamo took the module for a library's)."""
+    _register(source.filename, source.text)
+    namespace: dict[str, Any] = {"torch": torch, **{f"F{n}": f for n, f in enumerate(functions)}}
+    exec(_compiled(source.text, source.filename), namespace)
+    function = namespace["graph_forward"]
+    function.__module__ = __name__  # torch.jit.trace names the function by its module
+    return function
+
+
 def _register(filename: str, source: str) -> None:
     """Put `source` in linecache under `filename`, dropping the least recently registered
     beyond SOURCES_KEPT."""
@@ -458,4 +527,5 @@ def in_code_style(spec: GraphSpec, code: str) -> GraphSpec:
     return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, code=code) for fn in spec.functions))
 
 
-__all__ = ["compile_function", "function_source", "in_code_style", "literal"]
+__all__ = ["GraphForwardSource", "compile_function", "function_source", "graph_forward", "graph_forward_source",
+           "in_code_style", "literal", "value_name"]

@@ -20,6 +20,8 @@ Record kinds (each has "kind" and "t", a Unix time):
   shrunk   a cause's reproducer after shrinking: how it ended, sizes before and after
   reproducer  a cause's reproducer written unshrunk (its shrinking ran out of budget)
   end      a session ended normally
+  shards   last in a Ray campaign's merged log (the shards' logs one after the other, each record
+           tagged "shard"): a row per shard, and the campaign's wall times
 """
 
 from __future__ import annotations
@@ -135,7 +137,8 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "backward_method": {f.backward_method for f in fns}, "untraceable": {f.untraceable for f in fns},
         "nested": {f.nested for f in fns}, "dirty_view": {any(a.view for a in f.args) for f in fns},
         "partial_backward": {bool(spec.grad_leaves)}, "mutated_outputs": {bool(spec.mutated_outputs)},
-        "checkpoint": {spec.checkpoint},
+        "checkpoint": {spec.checkpoint}, "forward_code": {spec.forward_code},
+        "dirty_return": {o.kind == "dirty" and f.dirty_return for f in fns for o in f.outputs} - {False},
     }
     found: dict[str, Any] = {axis: sorted(values, key=str) for axis, values in axes.items()}
     found["inputs"] = [len(f.tensor_slots) for f in fns]
@@ -174,6 +177,8 @@ def outcome_record(outcome: PathOutcome) -> dict[str, Any]:
         record["known"] = list(outcome.known)
     if outcome.status == "failed":
         record["cause"] = cause_of(outcome)
+    if outcome.result is not None and outcome.result.trace:  # how Dynamo ran it (harness.paths.tracing)
+        record["trace"] = outcome.result.trace["example"]
     return record
 
 

@@ -34,10 +34,11 @@ from hypothesis.internal.conjecture.data import ConjectureData
 
 from harness.campaign import (
     CauseDatabase,
+    Drawing,
     Failure,
     OnRecord,
     check_example,
-    favours_torch_func,
+    drawing,
     graph_strategy,
     graph_test_key,
     has_backward,
@@ -56,7 +57,7 @@ NOT_SAVED = "not saved"
 UNKNOWN_CAUSE = "a saved failure whose cause was not kept (saved by an older harness)"
 
 
-def decode(choices: bytes, device: str, favour_torch_func: bool) -> GraphSpec | None:
+def decode(choices: bytes, device: str, drawn: Drawing) -> GraphSpec | None:
     """The spec a saved choice sequence draws from the campaign's strategy, or None when it no
     longer decodes (the generator changed since it was saved)."""
     parsed = choices_from_bytes(choices)
@@ -65,7 +66,7 @@ def decode(choices: bytes, device: str, favour_torch_func: bool) -> GraphSpec | 
     data = ConjectureData.for_choices(parsed)
     try:
         with BuildContext(data, is_final=True, wrapped_test=decode):
-            return data.draw(graph_strategy(device, favour_torch_func))
+            return data.draw(graph_strategy(device, drawn))
     except (StopTest, UnsatisfiedAssumption, Exception):  # noqa: BLE001 -- any way it fails to decode is "no spec"
         return None
 
@@ -78,21 +79,21 @@ def shared_failures(database: ExampleDatabase) -> list[tuple[bytes, list[str]]]:
 
 
 def replay_cause(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
-                 *, until: float, favour_torch_func: bool | None = None) -> str:
+                 *, until: float, drawn: Drawing | None = None) -> str:
     """Does a cause the campaign holds still fail? Its examples saved under its key (shrunk ones
     first, a crash's choice sequence too) are checked until one shows it: STILL_FAILS,
-    DID_NOT_REPRODUCE or NOT_SAVED. `paths`: those it failed on. favour_torch_func: the
-    campaign's (its whole path list's), else that of `paths`."""
+    DID_NOT_REPRODUCE or NOT_SAVED. `paths`: those it failed on. drawn: the campaign's
+    graphs() options (its whole path list's `drawing`), else those of `paths`."""
     key, under = graph_test_key(), CauseDatabase(database, [failure.signature])
     saved = [base64.b64decode(failure.choices)] if failure.choices else []
     saved += sorted(under.fetch(key), key=len) + sorted(under.fetch(key + b".secondary"), key=len)
     if not saved:
         return NOT_SAVED
-    favour = favours_torch_func(paths) if favour_torch_func is None else favour_torch_func
+    drawn = drawing(paths) if drawn is None else drawn
     for value in saved:
         if time.perf_counter() >= until:
             break
-        spec = decode(value, device, favour)
+        spec = decode(value, device, drawn)
         try:
             if spec is not None and shows(failure, spec, paths, device, lifetimes, until=until):
                 return STILL_FAILS
@@ -103,20 +104,21 @@ def replay_cause(failure: Failure, paths: list[ExecPath], device: str, database:
 
 def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
                  lifetimes: bool, *, until: float, on_record: OnRecord, known: set[str], shared: bool = True,
-                 worker: str = "", on_example: Callable[[GraphSpec], None] | None = None) -> None:
+                 worker: str = "", on_example: Callable[[GraphSpec, str], None] | None = None) -> None:
     """Before fuzzing: the campaign's own earlier failures (`earlier`, on --resume), then, with
     `shared`, every failure saved in `database` for campaigns to replay first whose causes the
     campaign does not hold already. The causes a replayed example shows are added to `known` and
-    the example saved under them (shrinking starts from it). on_example sees each spec before its
-    check (a worker's "begin", so that a crash on it is recorded as that example's)."""
+    the example saved under them (shrinking starts from it). on_example sees each spec and its
+    choice sequence (base64, as records carry it) before its check: a worker's "begin", so that a
+    crash on it is recorded, and shrunk, as that example's."""
     started = time.perf_counter()
-    favour = favours_torch_func(paths)
+    drawn = drawing(paths)
     for failure in earlier:
         if failure.shrinkable and time.perf_counter() < until:
             failing = [p for p in paths if p.name in failure.paths]
             on_record({"kind": "replay", "t": now(), "cause": failure.signature,
                        "result": replay_cause(failure, failing, device, database, lifetimes, until=until,
-                                              favour_torch_func=favour)})
+                                              drawn=drawn)})
     examples, left = 0, 0
     settled = set(known) | {f.signature for f in earlier}  # nothing more to learn about these
     results: dict[str, str] = {}
@@ -127,7 +129,7 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
         if time.perf_counter() >= until:
             left += 1
             continue
-        found = _replay_saved(value, paths, device, lifetimes, favour, worker, on_example, on_record)
+        found = _replay_saved(value, paths, device, lifetimes, drawn, worker, on_example, on_record)
         if found is not None:
             examples += 1
             new = found - known
@@ -146,15 +148,15 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
                    "examples": examples, "left": left})
 
 
-def _replay_saved(value: bytes, paths: list[ExecPath], device: str, lifetimes: bool, favour: bool, worker: str,
-                  on_example: Callable[[GraphSpec], None] | None, on_record: OnRecord) -> set[str] | None:
+def _replay_saved(value: bytes, paths: list[ExecPath], device: str, lifetimes: bool, drawn: Drawing, worker: str,
+                  on_example: Callable[[GraphSpec, str], None] | None, on_record: OnRecord) -> set[str] | None:
     """Check one saved example of the shared database: the causes it shows (its example record
     sent), or None when it no longer decodes, is not an example of this campaign or its check raised."""
-    spec = decode(value, device, favour)
+    spec = decode(value, device, drawn)
     if spec is None or (needs_backward(paths) and not has_backward(spec)):
         return None
     if on_example is not None:
-        on_example(spec)
+        on_example(spec, base64.b64encode(value).decode())
     try:
         record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker)
     except Exception:  # noqa: BLE001 -- the harness's own error on this example: the failure did not reproduce

@@ -96,6 +96,11 @@ def _input_rows(r: CampaignResult) -> list[list[str]]:
             ["most tensor inputs", str(max((int(k) for k in r.inputs), default=0))]]
 
 
+def _trace_rows(r: CampaignResult) -> list[list[str]]:
+    """Per path that compiles the forward, how Dynamo ran the Functions (harness.paths.tracing)."""
+    return [[name, line] for name in r.paths for line in r.counts.get(name, PathCounts()).trace_lines()]
+
+
 def _unsupported_rows(r: CampaignResult) -> list[list[str]]:
     return [[name, reason, str(n)] for name in r.paths
             for reason, n in sorted(r.counts.get(name, PathCounts()).unsupported.items())]
@@ -205,6 +210,8 @@ def _sections(r: CampaignResult) -> list[_Section]:
         _Section("Coverage: share of examples with each feature", ["axis", "values"], _coverage_rows(r),
                  "features", "An example counts once for each value it has anywhere in its graph, so the "
                              "shares of an axis add up to more than 100% when Functions differ."),
+        _Section("How Dynamo ran the Functions (traced into autograd_function_apply, or not)", ["path", ""],
+                 _trace_rows(r)),
         _Section("Unsupported reasons", ["path", "reason", "examples"], _unsupported_rows(r)),
         _Section("Known torch issues (counted apart from failures)", ["path", "issue", "examples"], _known_rows(r)),
     ] + ([_Section("Saved failures replayed first", ["cause", "result"],

@@ -24,17 +24,22 @@ from harness.spec import GraphSpec, SpecError
 if TYPE_CHECKING:
     from harness.check import Verdict
 
-#: modules a reproducer needs, packages before their contents
+#: modules a reproducer needs, packages before their contents; except harness.known_issues,
+#: whose __init__ imports its family modules, so they come first (each found in sys.modules)
 MODULES = (
     "harness", "harness.spec", "harness.devices", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
     "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
-    "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues",
-    "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.dynamo", "harness.paths.func",
+    "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues.entry",
+    "harness.known_issues.shared", "harness.known_issues.eager", "harness.known_issues.compiled_autograd",
+    "harness.known_issues.dynamo", "harness.known_issues.aot_autograd", "harness.known_issues.func",
+    "harness.known_issues",
+    "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.tracing", "harness.paths.dynamo",
+    "harness.paths.func",
     "harness.paths.on_device", "harness.check",
 )
 #: paths that need the compiled extension, so their reproducers use the installed harness
 NATIVE_PATHS = {"owned", "borrowed"}
-PACKAGES = {"harness", "harness.oracles", "harness.paths"}
+PACKAGES = {"harness", "harness.oracles", "harness.paths", "harness.known_issues"}
 
 _TEMPLATE = '''\
 #!/usr/bin/env python3

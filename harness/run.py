@@ -18,7 +18,7 @@ import torch.autograd.forward_ad as fwAD
 import torch.utils.checkpoint
 
 from harness import build as build_module
-from harness import devices
+from harness import devices, plain
 from harness.build import Applier, BuiltGraph
 from harness.dataflow import Dataflow
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
@@ -47,6 +47,8 @@ class RunResult:
     error: BaseException | None = None
     error_checkpoint: str = ""
     note: str = ""  # how the path got this result, when not the plain way (e.g. a fallback)
+    #: under torch.compile: how each Function ran (harness.paths.tracing.TraceRecorder.record)
+    trace: dict[str, Any] | None = None
     tensors: dict[str, dict[str, torch.Tensor | None]] = field(default_factory=dict)
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -92,18 +94,59 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
         outs = out if fn.tuple_output else (out,)
         if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
             raise RuntimeError(f"Function {n} returned {type(out).__name__} of the wrong arity")
-        for k, o in enumerate(outs):
-            if isinstance(o, torch.Tensor) != (fn.outputs[k].kind != "const"):
-                # an observation of the path (the runner must not fail later on a missing value)
-                raise RuntimeError(f"Function {n} returned {type(o).__name__} for its output {k}, "
-                                   f"a {'constant' if fn.outputs[k].kind == 'const' else 'tensor'} in its spec")
-            if isinstance(o, torch.Tensor):
-                values[f"f{n}.{k}"] = o
-            elif consts is not None:
-                consts[f"f{n}.{k}"] = o
+        _store_outputs(built, n, outs, values, consts)
         if after_apply is not None:
             after_apply(n, args, values)
     return values
+
+
+def _store_outputs(built: BuiltGraph, n: int, outs: Sequence[Any], values: dict[str, torch.Tensor],
+                   consts: dict[str, Any] | None) -> None:
+    """Function n's outputs into `values` (tensors) and `consts` (the others), each checked
+    against its kind in the spec."""
+    for k, o in enumerate(outs):
+        kind = built.spec.functions[n].outputs[k].kind
+        if isinstance(o, torch.Tensor) != (kind != "const"):
+            # an observation of the path (the runner must not fail later on a missing value)
+            raise RuntimeError(f"Function {n} returned {type(o).__name__} for its output {k}, "
+                               f"a {'constant' if kind == 'const' else 'tensor'} in its spec")
+        if isinstance(o, torch.Tensor):
+            values[f"f{n}.{k}"] = o
+        elif consts is not None:
+            consts[f"f{n}.{k}"] = o
+
+
+def apply_eager(n: int, cls: type, args: Sequence[Any]) -> Any:
+    """The installed torch's own Function.apply (the `eager` path's Applier)."""
+    return cls.apply(*args)
+
+
+class _AppliedBy:
+    """A Function class as the straight-line forward sees it when another Applier than
+    apply_eager applies it (a native path under torch.jit.trace): `.apply` goes through it."""
+
+    def __init__(self, applier: Applier, n: int, cls: type) -> None:
+        self.applier, self.n, self.cls = applier, n, cls
+
+    def apply(self, *args: Any) -> Any:
+        return self.applier(self.n, self.cls, args)
+
+
+def straight_forward(built: BuiltGraph, applier: Applier) -> Callable[..., tuple]:
+    """The graph's forward as one generated straight-line function of the leaf values
+    (harness.plain.graph_forward_source), returning every Function output in spec order."""
+    functions = [cls if applier is apply_eager else _AppliedBy(applier, n, cls)
+                 for n, cls in enumerate(built.functions)]
+    return plain.graph_forward(plain.graph_forward_source(built.spec), functions)
+
+
+def named_outputs(built: BuiltGraph, outs: Sequence[Any], values: dict[str, torch.Tensor],
+                  consts: dict[str, Any]) -> None:
+    """The straight-line forward's flat outputs into `values` and `consts`, by ref."""
+    at = 0
+    for n, fn in enumerate(built.spec.functions):
+        _store_outputs(built, n, outs[at:at + len(fn.outputs)], values, consts)
+        at += len(fn.outputs)
 
 
 def _argument(arg: Arg, values: dict[str, torch.Tensor]) -> Any:
@@ -140,11 +183,16 @@ def _jit_traced(whole_forward: Callable[..., tuple]) -> Callable[..., tuple]:
 
 def _compiled_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
                       consts: dict[str, Any], compile_forward: ForwardCompiler) -> dict[str, torch.Tensor]:
-    """The whole forward as one function of the leaf values, compiled by `compile_forward`.
+    """The whole forward as one function of the leaf values, compiled by `compile_forward`:
+    the straight-line function (spec.forward_code "straight") or the interpreter loop.
 
     Views of leaves are made here, outside the compiled function, and passed in: hooks on
     a view must see the very tensor the graph used, as on every other path."""
     inputs = leaf_values(built, leaves)
+    values = dict(inputs)
+    if built.spec.forward_code == "straight":
+        named_outputs(built, compile_forward(straight_forward(built, applier))(*inputs.values()), values, consts)
+        return values
     refs = function_output_refs(built)
 
     def whole_forward(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -154,7 +202,6 @@ def _compiled_forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torc
         values = forward(built, applier, grouped, consts)  # type: ignore[arg-type]
         return tuple(values[r] for r in refs)
 
-    values = dict(inputs)
     values.update(zip(refs, compile_forward(whole_forward)(*inputs.values())))
     return values
 
@@ -515,5 +562,5 @@ def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
             result.put("forward_ad", f"tangent:{ref}", fwAD.unpack_dual(values[ref]).tangent)
 
 
-__all__ = ["CHECKPOINTS", "META", "RunResult", "forward", "function_output_refs", "run_graph", "tracking_lifetimes",
+__all__ = ["CHECKPOINTS", "META", "RunResult", "apply_eager", "forward", "function_output_refs", "run_graph", "tracking_lifetimes",
            "weighted_sum"]

@@ -38,6 +38,16 @@ BACKWARD_METHODS = ("backward", "vjp")
 #: eager fallback
 UNTRACEABLE = ("none", "print", "side_effect", "data_branch")
 UNUSED_GRAD_MODES = ("none", "zeros")
+#: what a forward returns for an input it modified in place and marked dirty: "result", the
+#: value of the in-place op (`o = a.mul_(c)`), or "input", the argument itself after the op
+#: (`a.mul_(c)`, then `return a`). The same tensor either way; Dynamo traces mark_dirty only
+#: for the second (it must see the returned value be the input it was told is dirty)
+DIRTY_RETURNS = ("result", "input")
+#: how the whole graph's forward is written where it is compiled (torch.compile, torch.jit.trace):
+#: "loop", the harness's interpreter over the spec (harness.run.forward), or "straight", one
+#: generated plain function with a line per Function application, as users write models
+#: (harness.plain.graph_forward_source). Eager paths apply the Functions the same way in both
+FORWARD_CODES = ("loop", "straight")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
 #: the graph's floating-point dtype: every leaf (but the non-float ones below), value and gradient has it
@@ -133,6 +143,8 @@ class FunctionSpec:
     #: the forward makes its computed outputs by applying an inner Function
     #: (`F<n>Inner.apply`, harness.build.inner_spec), as users compose Functions
     nested: bool = False
+    #: DIRTY_RETURNS: how a dirty output is returned
+    dirty_return: str = "result"
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -215,11 +227,13 @@ class GraphSpec:
     grad_leaves: tuple[int, ...] = ()
     #: computed Function outputs that the user scales in place (`mul_(2.0)`) after the
     #: forward, before backward: where a Function whose backward runs saved one, torch's
-    #: version-counter check raises at backward (harness.oracles.math.version_error_expected)
+    #: version-counter check raises at backward (harness.dataflow.version_error_expected)
     mutated_outputs: tuple[str, ...] = ()
     #: the whole forward runs inside one non-reentrant torch.utils.checkpoint region: saved
     #: tensors are dropped and the Functions' forwards run again at backward
     checkpoint: bool = False
+    #: FORWARD_CODES: how the forward is written where a path compiles it
+    forward_code: str = "loop"
 
     def __post_init__(self) -> None:
         validate(self)
@@ -285,6 +299,7 @@ def validate(g: GraphSpec) -> None:
     _check(g.dtype in DTYPES, "dtype", g.dtype, f"choose one of {DTYPES}")
     _check(all(isinstance(d, int) and d >= 0 for d in g.shape), "shape", g.shape, "sizes are ints >= 0")
     _check(g.backward in BACKWARD_MODES, "backward", g.backward, f"choose one of {BACKWARD_MODES}")
+    _check(g.forward_code in FORWARD_CODES, "forward_code", g.forward_code, f"choose one of {FORWARD_CODES}")
     for i, leaf in enumerate(g.leaves):
         w = f"leaves[{i}]"
         _check(leaf.layout in LAYOUTS, f"{w}.layout", leaf.layout, f"choose one of {LAYOUTS}")
@@ -391,6 +406,7 @@ def _validate_mutated_outputs(g: GraphSpec) -> None:
 def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.style in STYLES, f"{w}.style", fn.style, f"choose one of {STYLES}")
     _check(fn.code in CODE_STYLES, f"{w}.code", fn.code, f"choose one of {CODE_STYLES}")
+    _check(fn.dirty_return in DIRTY_RETURNS, f"{w}.dirty_return", fn.dirty_return, f"choose one of {DIRTY_RETURNS}")
     _check(fn.untraceable in UNTRACEABLE, f"{w}.untraceable", fn.untraceable, f"choose one of {UNTRACEABLE}")
     _check(fn.untraceable != "data_branch" or fn.tensor_slots, f"{w}.untraceable", fn.untraceable,
            "a branch on a tensor's value needs a tensor argument")
@@ -556,6 +572,6 @@ def load_spec(path: str) -> GraphSpec:
 
 
 __all__ = [
-    "COMPLEX_DTYPES", "COMPLEX_OPS", "DTYPES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
     "SpecError", "Term", "load_spec", "validate",
 ]

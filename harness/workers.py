@@ -12,7 +12,7 @@ A fuzzing worker whose resident memory passes `memory_limit` after an example re
 sends a "retired" record and exits with RETIRED, and the parent starts a fresh worker (the
 next generation, as after a crash) with no crash recorded. A worker always checks one
 example before it may retire, so every generation makes progress. Why: torch 2.13's
-compiled autograd never frees a captured backward graph (known_issues/
+compiled autograd never frees a captured backward graph (harness/known_issues/reproducers/
 ca_captured_graph_leaked.py), about 2.5 MB an example on the compiled path, so a worker
 of a nightly campaign would otherwise grow until the machine kills it.
 
@@ -62,6 +62,11 @@ DEFAULT_MEMORY_LIMIT = 4 * 2**30
 #: the exit status of a worker that retired: not a crash. 75 is sysexits.h's EX_TEMPFAIL
 #: ("a temporary failure; the user is invited to retry"), which no crash of torch exits with.
 RETIRED = 75
+
+
+class WorkerError(RuntimeError):
+    """A worker died outside any example (starting up, say): no failure of a graph, but no campaign
+    can go on; the command line still writes the summary and reports of what was checked."""
 
 
 @dataclass
@@ -261,7 +266,7 @@ def _record_crash(w: _Worker, what: str, path_names: list[str], device: str, out
 
     if w.current is None:  # not on an example: died starting up, or between examples
         log = (scratch / f"{w.name}.log").read_text()[-2000:]
-        raise RuntimeError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
+        raise WorkerError(f"campaign worker {w.name} ended with {what} outside any example; its output:\n{log}\n"
                            f"Run `python -m harness fuzz --workers 0` to see the error in this process.")
     spec = GraphSpec.from_json(w.current)
     cause = crash_cause(what, path_names)
@@ -303,8 +308,9 @@ def _worker_main(config: dict[str, Any]) -> int:
         return 0
     known = set(config["known"])
 
-    def begin(spec: GraphSpec) -> None:  # sent before each example: a crash on it is recorded as its
-        send({"kind": "begin", "spec": spec.to_json(), "choices": current_choices()})
+    def begin(spec: GraphSpec, choices: str | None = None) -> None:
+        """Sent before each example (fuzzed, or replayed with its saved choices): a crash on it is its."""
+        send({"kind": "begin", "spec": spec.to_json(), "choices": choices or current_choices()})
 
     if config.get("warm_up"):  # not charged to the budget: this worker and the parent move their clocks on
         began = time.perf_counter()
@@ -315,7 +321,7 @@ def _worker_main(config: dict[str, Any]) -> int:
     if config["replay_first"]:
         replay_first(_failures(config["replay"]), path_list, device, database, lifetimes, until=until,
                      on_record=send, known=known, shared=config["replay_shared"], worker=config["name"],
-                     on_example=lambda spec: send({"kind": "begin", "spec": spec.to_json()}))
+                     on_example=begin)
     stop = [False]
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     checked = [0]

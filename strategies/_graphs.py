@@ -83,6 +83,9 @@ DEFAULT_DTYPES = ("float32",) * 4 + ("float64",) * 4 + ("float16", "bfloat16", "
 #: int64 / bool leaves (read as masks) beside the float ones: in one graph of four
 NON_FLOAT_LEAVES = ((), (), ()) + tuple((d,) for d in INPUT_DTYPES) + (INPUT_DTYPES,)
 HOOK_KINDS = ("tensor", "retain_grad", "pre", "post")
+#: (traceable, out of) graphs under graphs(favour_dynamo=True): the rest keep one Function
+#: drawn freely, so Dynamo's graph breaks and its eager fallback stay covered
+TRACEABLE_SHARE = (5, 8)
 
 
 @functools.cache
@@ -310,7 +313,7 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
 def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, min_inputs: int = 0,
            max_inputs: int = 30, max_leaves: int = 4, dtypes: tuple[str, ...] | None = None,
            max_elements: int | None = None, mixed_device: bool = False,
-           favour_torch_func: bool = False) -> GraphSpec:
+           favour_torch_func: bool = False, favour_dynamo: bool = False) -> GraphSpec:
     """DAGs of custom Functions by construction: each Function reads leaves and the
     outputs of Functions drawn before it.
 
@@ -324,7 +327,11 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     Functions (and, for vmap, Functions without a vmap rule; for jvp and jacfwd, without a jvp):
     7 in 8 Functions in setup_context style, 3 in 4 of them with generate_vmap_rule, 3 in 4 with
     a jvp; old style, no rule and no jvp stay reachable. Off by default, so other runs draw as
-    before."""
+    before.
+    favour_dynamo: for campaigns that run torch.compile (see _traceable): TRACEABLE_SHARE of the
+    graphs have every Function written so that Dynamo traces it, the others every Function but
+    one; forward AD (which needs a jvp in every Function, and Dynamo traces none with a jvp)
+    in 1 of 8 of the others; the straight-line forward but for about 1 graph in 8. Off by default."""
     _check_bounds("functions", min_functions, max_functions)
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
@@ -342,8 +349,12 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     if mixed_device and shape == ():
         leaves = tuple(dataclasses.replace(leaf, on_cpu=_flip(draw)) if not leaf.views else leaf
                        for leaf in leaves)
+    traceable = favour_dynamo and _integer(draw, 1, TRACEABLE_SHARE[1]) <= TRACEABLE_SHARE[0]
+    if traceable and not any(leaf.requires_grad for leaf in leaves):
+        # (a graph that nothing requires grad in is inlined by Dynamo: no Function is traced)
+        leaves = (dataclasses.replace(leaves[0], requires_grad=True),) + leaves[1:]
     backward = _pick(draw, BACKWARD_MODES)
-    forward_ad = _flip(draw)
+    forward_ad = not traceable and _flip(draw) and (not favour_dynamo or (_flip(draw) and _flip(draw)))
     functions: list[FunctionSpec] = []
     # (value_refs without a GraphSpec: each one is validated, a fifth of a millisecond)
     for _ in range(_integer(draw, min_functions, max_functions)):
@@ -355,6 +366,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
             style_choice=STYLE_CHOICE_FAVOURING_SETUP_CONTEXT if favour_torch_func else STYLE_CHOICE,
             vmap_choice=VMAP_CHOICE_FAVOURED if favour_torch_func else BOOLEANS,
             jvp_choice=JVP_CHOICE_FAVOURED if favour_torch_func else BOOLEANS))
+    if favour_dynamo:
+        untraced = -1 if traceable else _integer(draw, 0, len(functions) - 1) if functions else -1
+        functions = [fn if n == untraced else _traceable(fn, forward_ad, masks) for n, fn in enumerate(functions)]
     refs = [r for r in value_refs(leaves, functions) if r not in masks]  # hooks go on float values
     whole_leaves = [f"x{i}" for i, leaf in enumerate(leaves) if not leaf.views and leaf.dtype is None]
     differentiable_leaves = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
@@ -368,11 +382,32 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     trace = traceable and _flip(draw) and _flip(draw)
     mutated_outputs = _mutated_outputs(draw, functions, hooks)
     checkpoint = not trace and not mutated_outputs and _flip(draw) and _flip(draw)
+    # the interpreter loop for about 1 graph in 8 drawn (its own Dynamo bugs stay covered)
+    loop = not favour_dynamo or _integer(draw, 1, 8) == 8
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(SEEDS),
         grad_leaves=grad_leaves, mutated_outputs=mutated_outputs, checkpoint=checkpoint,
+        forward_code="loop" if loop else "straight",
     )
+
+
+def _traceable(fn: FunctionSpec, forward_ad: bool, masks: Sequence[str]) -> FunctionSpec:
+    """`fn` written so that Dynamo traces it into its autograd_function_apply op instead of
+    falling back to eager: plain code (the generic style's class attributes and *args forward
+    are registered Dynamo bugs), no jvp ("Unsupported custom jvp") unless the graph runs forward
+    AD, `backward` rather than `vjp`, no untraceable forward code, a dirty input returned as
+    itself (spec.DIRTY_RETURNS), and distinct tensors: an argument that repeats an earlier one is
+    a fresh clone of it. Every other axis is kept."""
+    seen: set[str] = set()
+    args = []
+    for arg in fn.args:
+        if arg.ref is not None and arg.ref in seen and not arg.clone and arg.ref not in masks:
+            arg = dataclasses.replace(arg, clone=True)
+        seen.add(arg.ref)
+        args.append(arg)
+    return dataclasses.replace(fn, args=tuple(args), code="plain", jvp=fn.jvp and forward_ad,
+                               backward_method="backward", untraceable="none", dirty_return="input")
 
 
 def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...]

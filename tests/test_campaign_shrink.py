@@ -65,7 +65,7 @@ def test_a_gradcheck_failure_is_shrunk_from_its_own_example(tmp_path):
     """A seeded formula fault (selfeval's wrong_backward: one gradient 1.5 times too large),
     seen by gradcheck alone (no path is checked): its cause is saved and shrunk like a path's."""
     from harness import selfeval
-    from harness.oracles.math import gradcheck_verdict
+    from harness.check import gradcheck_verdict
 
     database = InMemoryExampleDatabase()
     result = CampaignResult([], "cpu")

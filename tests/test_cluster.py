@@ -22,6 +22,7 @@ from harness.campaign import CampaignResult, fuzz
 from harness.cluster import ClusterError, example_database
 from harness.records import log_path, read_log
 from harness.replay import replay_first
+from harness.report import load
 from harness.selfeval import subprocess_env
 
 needs_redis = pytest.mark.skipif(
@@ -200,6 +201,11 @@ def test_ray_shards_on_two_nodes_stream_their_logs_and_a_killed_shard_loses_noth
         os.kill(pid, signal.SIGSTOP)  # it checks nothing more...
         time.sleep(3 * STREAM_S)  # ...and its task sends what it wrote
         checked = examples_logged(log)
+        # which is on the driver's disk as it comes, before the campaign ends
+        while examples_logged(out / "shard-1" / "examples.jsonl") < checked:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert examples_logged(out / "shard-1" / "examples.jsonl") == checked
         task = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # its parent
         os.kill(task, signal.SIGKILL)  # the Ray worker running shard 1; the kernel kills its campaign too
         stdout, stderr = campaign.communicate(timeout=600)
@@ -218,3 +224,7 @@ def test_ray_shards_on_two_nodes_stream_their_logs_and_a_killed_shard_loses_noth
     assert "shard 1 on " in stdout and "was lost" in stdout and f"its {checked} examples" in stdout
     assert (out / "report.html").exists() and "Ray shards" in (out / "report.md").read_text()
     assert "2 shard(s) on Ray" in stdout
+    # the merged log is the campaign's: `report` rebuilds the same summary from it
+    rebuilt = load(out)
+    assert rebuilt.as_json()["paths"] == merged["paths"] and rebuilt.shards == rows
+    assert rebuilt.examples == merged["examples"] and rebuilt.seconds == merged["seconds"]

@@ -19,7 +19,9 @@ from harness import check as check_module
 from harness import paths
 from harness.build import build as real_build
 from harness.check import check
-from harness.known_issues import KNOWN_ISSUES, torch_release
+from harness.known_issues import KNOWN_ISSUES, message_as_raised, torch_release
+from harness.paths import compiled as compiled_modes
+from harness.paths import dynamo as dynamo_backends
 from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
 
@@ -104,6 +106,11 @@ CASES = {
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
         fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
+    # two Functions save through the detaching hooks: torch.compile's guard fails on the backward graph
+    "ca-saved-hook-create-graph-guard": ("compiled:eager", graph(
+        fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
+        fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
+        backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
     # the second backward enters F0 through f0.0 (F1's square reads it) and never reaches f0.1
     "ca-tensor-hook-unreached-output": ("compiled", graph(
         fn(X0, outputs=(lin(0), lin(0, 1.5))),
@@ -168,6 +175,19 @@ CASES = {
         shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()), functions=(
             fn(X1, X1, outputs=(lin(0),), code="plain"),
             fn(Arg("x0[0]"), outputs=(OutputSpec("compute", bias=0.5),), code="plain"))), (0, 0), None),
+    # F0 reads x0[1] and sends it no gradient (AOT detaches it); x0[0] keeps f0.0 requiring grad
+    "dynamo-aot-detached-input-node-hooks-not-fired": ("dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()), functions=(
+            fn(Arg("x0[0]"), Arg("x0[1]"), outputs=(lin(0),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
+        hooks=(HookSpec("pre", "x0[1]"),)), (1, 0), None),
+    # F1 returns two views of f0.0, computed in the graph: its backward is skipped, so x2, for
+    # which it returns zeros, gets None; F2 reads x1, outside the damage
+    "dynamo-aot-intermediate-alias-skips-backward": ("dynamo", GraphSpec(
+        shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec(), LeafSpec()), functions=(
+            fn(X0, outputs=(lin(0),), code="plain"),
+            fn(Arg("f0.0"), Arg("x2"), outputs=(OutputSpec("view", slot=0), OutputSpec("view", slot=0)),
+               code="plain", unused_grad="zeros"),
+            fn(X1, outputs=(lin(0),), code="plain"))), (2, 0), None),
     "dynamo-fallback-drops-mark-non-differentiable": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), non_differentiable=True), lin(0)),
            code="plain", jvp=True), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
@@ -375,6 +395,54 @@ def test_a_wrong_value_on_that_path_alone_fails(issue_id):
     verdict, outcome = _outcome(issue_id, OnePathWrong(paths.get(name)))
     assert outcome.status == "failed", verdict.report()
     assert issue_id in outcome.known, verdict.report()
+
+
+#: every mode of the compiled families, by family
+FAMILY_MODES = {"compiled": tuple(f"compiled:{m}" for m in compiled_modes.MODES),
+                "dynamo": tuple(f"dynamo:{b}" for b in dynamo_backends.BACKENDS)}
+
+#: the spec that shows an entry on its other modes, where its case meets another entry first there:
+#: two Functions saving through the hooks meet ca-saved-hook-create-graph-guard under torch.compile
+CASES_ON_OTHER_MODES = {"ca-unpack-hook-create-graph": graph(
+    fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
+    fn(X1, outputs=(lin(0),)), backward="double", hooks=(HookSpec("saved_tensors"),))}
+
+def _other_modes(issue) -> list[str]:
+    """The modes of the entry's case's family that the entry names, other than the case's own
+    (none without a case: test_every_registry_entry_has_a_mask_case fails for it)."""
+    if issue.id not in CASES:
+        return []
+    case_path = paths.get(CASES[issue.id][0]).name
+    family = case_path.partition(":")[0]
+    return [m for m in FAMILY_MODES.get(family, ()) if m != case_path and issue.affects_path(m)]
+
+
+@pytest.mark.parametrize("issue_id,mode", [(k.id, mode) for k in KNOWN_ISSUES for mode in _other_modes(k)])
+def test_the_case_hits_its_issue_on_every_mode_the_entry_names(issue_id, mode):
+    """An entry that names a family (or several of its modes) holds on each of them: the same torch
+    bug, as that mode raises it (torch.compile's wording of an exception included)."""
+    path = paths.get(mode)
+    if path.available() is not None:
+        pytest.skip(path.available())
+    issue = next(k for k in KNOWN_ISSUES if k.id == issue_id)
+    if not issue.affects_installed_torch():
+        pytest.skip(f"{issue_id} affects torch {issue.first} to {issue.last or 'now'}, not {torch.__version__}")
+    verdict = check(CASES_ON_OTHER_MODES.get(issue_id, CASES[issue_id][1]), [path])
+    outcome = verdict.outcomes[path.name]
+    assert issue_id in outcome.known, verdict.report()
+    assert outcome.status != "failed", verdict.report()
+
+
+def test_dynamo_wording_of_a_traced_exception_is_read_as_its_message():
+    """The witnesses read Dynamo's wording of a traced exception as its message, and nothing else."""
+    assert message_as_raised(IndexError("ConstantVariable(str: 'list index out of range')")) == \
+        "list index out of range"
+    assert message_as_raised(IndexError("LazyVariableTracker(realized: ConstantVariable(str: 'x'))")) == "x"
+    assert message_as_raised(NotImplementedError("raised exception NotImplementedError('You must')")) == "You must"
+    # another type's wording, several arguments, or no wording at all: the message as is
+    for error in (TypeError("raised exception NotImplementedError('x')"), RuntimeError("raised exception "
+                  "RuntimeError('a', 1)"), RuntimeError("ConstantVariable(str: 'a') and more")):
+        assert message_as_raised(error) == str(error)
 
 
 def test_compiled_autograd_form_of_eager_dirty_view_not_first_input():

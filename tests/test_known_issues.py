@@ -5,8 +5,10 @@ import dataclasses
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 
 from harness import paths
@@ -14,6 +16,8 @@ from harness.check import check
 from harness.known_issues import KNOWN_ISSUES, REPRODUCERS, reproduce
 from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
 from strategies import graphs
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: docs/ and the spec files
 
 
 @pytest.mark.parametrize("issue", KNOWN_ISSUES, ids=lambda k: k.id)
@@ -85,7 +89,8 @@ def test_campaign_gradcheck_steps_around_known_issues_its_own_backward_triggers(
     the known issues are judged on the spec as gradcheck runs it. This spec hits
     eager-dirty-view-not-first-input's INTERNAL ASSERT under a raw gradcheck (an audit campaign's
     worker died on it); the campaign's gradcheck checks its workaround instead."""
-    from harness.oracles.math import gradcheck_graph, gradcheck_verdict
+    from harness.check import gradcheck_verdict
+    from harness.oracles.math import gradcheck_graph
     from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec
 
     spec = GraphSpec(shape=(3,), leaves=(LeafSpec(False), LeafSpec()), backward="none", functions=(
@@ -97,15 +102,15 @@ def test_campaign_gradcheck_steps_around_known_issues_its_own_backward_triggers(
 
 
 def test_an_error_inside_the_campaign_gradcheck_is_a_failure_not_a_crash(monkeypatch):
-    from harness.oracles import math
+    from harness import check
     from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 
     def broken(spec, device="cpu"):
         raise RuntimeError("an engine error")
-    monkeypatch.setattr(math, "gradcheck_graph", broken)
+    monkeypatch.setattr(check, "gradcheck_graph", broken)
     spec = GraphSpec(shape=(2,), leaves=(LeafSpec(),), functions=(
         FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),), tuple_output=False),))
-    assert math.gradcheck_verdict(spec) == ("failed", "gradcheck raised RuntimeError: an engine error")
+    assert check.gradcheck_verdict(spec) == ("failed", "gradcheck raised RuntimeError: an engine error")
 
 
 # --- a known crash: not run, the rest checked on its workaround -------------------------------
@@ -137,7 +142,7 @@ def test_a_known_crash_is_not_run_and_the_rest_is_checked_on_its_workaround():
     assert outcome.checked_spec.hooks == () and outcome.result.tensors["backward"]  # the variant ran its backward
     # the structure the trigger names really crashes: the path run directly, in a child process
     child = subprocess.run([sys.executable, "-c", _RUN_UNGUARDED], input=RETAINED_WITHOUT_GRADIENT.to_json(),
-                           capture_output=True, text=True, timeout=600, cwd=REPRODUCERS.parent)
+                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert child.returncode == -signal.SIGSEGV, (child.returncode, child.stdout, child.stderr[-2000:])
     # and the same graph whose retained view gets a gradient runs
     fed = dataclasses.replace(RETAINED_WITHOUT_GRADIENT, functions=(dataclasses.replace(
@@ -238,7 +243,7 @@ def test_the_compiled_double_backward_audit_spec_is_checked_past_ca_none_gradien
     """The compiled-path audit's spec (docs/func_repros/): checked on its workaround variant."""
     from harness.spec import load_spec
 
-    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros/compiled_double_backward_none_added_213.json"))
+    spec = load_spec(str(ROOT / "docs/func_repros/compiled_double_backward_none_added_213.json"))
     outcome = check(spec, [paths.get("compiled")]).outcomes["compiled"]
     issue = next(k for k in KNOWN_ISSUES if k.id == "ca-none-gradient-accumulated")
     if issue.affects_installed_torch():
@@ -368,7 +373,7 @@ def test_the_runtime_none_spec_kept_in_func_repros_is_the_plain_case():
     """docs/known_issues.md points at it: the plain-times-none case above, kept as a spec file."""
     from harness.spec import load_spec
 
-    kept = load_spec(str(REPRODUCERS.parent / "docs/func_repros/compiled_runtime_none_not_materialized.json"))
+    kept = load_spec(str(ROOT / "docs/func_repros/compiled_runtime_none_not_materialized.json"))
     assert kept == _f1_passes_none_to_f01(COMPUTED_FROM_X0)
 
 
@@ -400,8 +405,8 @@ def test_eager_dirty_view_not_first_input_skipped_saver_matches_the_real_runs(sp
     documents); eager and compiled autograd raise it exactly where the misrouted graph still runs
     F1, and are checked past the known issue where it does not."""
     from harness.build import build
-    from harness.known_issues import _saved_mutated_outputs_never_unpacked
-    from harness.oracles.math import VERSION_ERROR, version_error_expected
+    from harness.dataflow import VERSION_ERROR, version_error_expected
+    from harness.known_issues.eager import _saved_mutated_outputs_never_unpacked
 
     issue = next(k for k in KNOWN_ISSUES if k.id == "eager-dirty-view-not-first-input")
     assert version_error_expected(spec) and issue.triggered(spec, "eager")
@@ -426,7 +431,7 @@ def test_the_compiled_audit_spec_without_the_version_error_is_checked_past_the_m
     input; eager and compiled autograd skip F1 under autograd.grad alike (no compiled-autograd bug)."""
     from harness.spec import load_spec
 
-    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros/compiled_version_error_skipped_saver_916cb58f.json"))
+    spec = load_spec(str(ROOT / "docs/func_repros/compiled_version_error_skipped_saver_916cb58f.json"))
     issue = next(k for k in KNOWN_ISSUES if k.id == "eager-dirty-view-not-first-input")
     verdict = check(spec, [paths.get("eager"), paths.get("compiled")])
     for outcome in verdict.outcomes.values():
@@ -437,7 +442,7 @@ def test_the_compiled_audit_spec_without_the_version_error_is_checked_past_the_m
 def test_the_skipped_saver_script_kept_in_func_repros_reproduces_where_the_entry_says():
     """docs/known_issues.md points at it: plain torch, eager and compiled autograd alike."""
     issue = next(k for k in KNOWN_ISSUES if k.id == "eager-dirty-view-not-first-input")
-    script = REPRODUCERS.parent / "docs/func_repros/eager_dirty_view_skipped_saver.py"
+    script = ROOT / "docs/func_repros/eager_dirty_view_skipped_saver.py"
     run = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == (1 if issue.affects_installed_torch() else 0), run.stdout + run.stderr
@@ -459,7 +464,7 @@ def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_che
     autograd's error. That error is the entry's damage, and the rest is checked on its workaround."""
     from harness.spec import load_spec
 
-    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros" / name))
+    spec = load_spec(str(ROOT / "docs/func_repros" / name))
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
     issue = next(k for k in KNOWN_ISSUES if k.id == "dynamo-fallback-drops-mark-non-differentiable")
     if issue.affects_installed_torch():
@@ -470,6 +475,34 @@ def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_che
         assert outcome.status == "ok", outcome.reason
 
 
+@pytest.mark.parametrize("name, expected", [
+    # F3 returns a view of f1.0 and f1.0 as-is, f1.0 a view of a clone made in the graph: F3's
+    # backward is skipped, so x0, for which it returns zeros, gets None
+    ("dynamo_aot_intermediate_alias_skips_backward_e1425297.json",
+     {"dynamo-aot-intermediate-alias-skips-backward", "dynamo-hook-on-output-used-inside"}),
+    # past the hook on f0.1 (used inside), the pre hook on x0[1], which no Function sends a gradient
+    ("dynamo_aot_detached_view_node_hook_832aef02.json",
+     {"dynamo-aot-detached-input-node-hooks-not-fired", "dynamo-hook-on-output-used-inside"}),
+    # every input that requires grad is a detached view, and eager raises the version-counter
+    # error at backward: the lost requires_grad is seen in the run's record, not in a mismatch
+    ("dynamo_aot_detached_view_error_at_backward_8183166f.json",
+     {"dynamo-aot-detached-input-drops-requires-grad", "dynamo-unread-saved-output-unchecked"}),
+])
+def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expected):
+    """Specs of the 5-minute eager,dynamo campaign on the traceable generation (kept in
+    docs/func_repros/): each failed unexplained before its entry; now exactly these entries
+    explain it and the rest is checked on their workaround, and agrees."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(ROOT / "docs/func_repros" / name))
+    outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    issues = [k for k in KNOWN_ISSUES if k.id in expected]
+    if not all(k.affects_installed_torch() for k in issues):
+        pytest.skip(f"these entries do not all affect torch {torch.__version__}")
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert set(outcome.known) == expected, outcome.known
+
+
 def test_every_registry_entry_has_a_row_in_the_docs():
     """docs/known_issues.md (what each entry says) and docs/versions.md (the matrix per release)
     name every entry, and no entry the registry does not have."""
@@ -477,7 +510,7 @@ def test_every_registry_entry_has_a_row_in_the_docs():
 
     ids = {k.id for k in KNOWN_ISSUES}
     for doc in ("known_issues.md", "versions.md"):
-        text = (REPRODUCERS.parent / "docs" / doc).read_text()
+        text = (ROOT / "docs" / doc).read_text()
         rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", text, re.MULTILINE))
         assert rows == ids, f"docs/{doc}: missing {sorted(ids - rows)}, not in the registry {sorted(rows - ids)}"
 
@@ -489,7 +522,7 @@ def test_a_dropped_tangent_that_a_later_as_is_output_zeroes_is_the_early_return(
     that on it. The dropped tangent reads zeros, not None: still the entry's witness."""
     from harness.spec import load_spec
 
-    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros/fwad_dropped_tangent_zeroed_by_as_is_9341cbf9.json"))
+    spec = load_spec(str(ROOT / "docs/func_repros/fwad_dropped_tangent_zeroed_by_as_is_9341cbf9.json"))
     issue = next(k for k in KNOWN_ISSUES if k.id == "fwad-view-drops-later-tangents")
     outcome = check(spec, [paths.get("eager")]).outcomes["eager"]
     assert outcome.status == "ok" and outcome.checked, outcome.reason
@@ -508,8 +541,42 @@ def test_a_dynamo_audit_spec_whose_lost_mark_gives_a_leaf_a_gradient_eager_leave
     entry's damage; the rest is checked on its workaround."""
     from harness.spec import load_spec
 
-    spec = load_spec(str(REPRODUCERS.parent / "docs/func_repros/dynamo_fallback_lost_mark_gradient_not_none_a8ed736c.json"))
+    spec = load_spec(str(ROOT / "docs/func_repros/dynamo_fallback_lost_mark_gradient_not_none_a8ed736c.json"))
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
     issue = next(k for k in KNOWN_ISSUES if k.id == "dynamo-fallback-drops-mark-non-differentiable")
-    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    # partly: dynamo-trace-state-cycle (no workaround) leaves the release checks unjudged
+    assert outcome.status in ("ok", "partly") and outcome.checked, outcome.reason
     assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
+
+
+def test_every_upstream_reference_is_an_issue_a_documented_limitation_or_none():
+    """`upstream` names a pytorch/pytorch issue or pull request (a note in parentheses allowed),
+    or where torch documents the limitation; () says a search found no report, None that nobody
+    searched. `known --list` prints it for every entry, in the registry's order."""
+    import re
+
+    reference = re.compile(r"pytorch/pytorch#\d+( \(.+\))?$|documented limitation: .+$")
+    for issue in KNOWN_ISSUES:
+        assert issue.upstream is None or isinstance(issue.upstream, tuple), issue.id
+        assert all(reference.match(ref) for ref in issue.upstream or ()), (issue.id, issue.upstream)
+    assert next(k for k in KNOWN_ISSUES if k.id == "ca-function-vjp-ignored").upstream_text() == "pytorch/pytorch#191498"
+
+
+def test_known_list_prints_every_entry_with_its_upstream_reference(capsys):
+    from harness.cli import main
+
+    assert main(["known", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [k.id for k in KNOWN_ISSUES]
+    for line, issue in zip(lines, KNOWN_ISSUES):
+        assert line.endswith(f"upstream: {issue.upstream_text()}"), line
+    assert main(["known", "no-such-entry"]) == 2
+    assert "no known issue no-such-entry" in capsys.readouterr().out
+
+
+def test_the_published_bug_list_matches_the_registry():
+    """docs/bugs.md is `python -m harness known --bugs`: regenerate it after changing an entry."""
+    from harness.known_issues import bug_list
+
+    published = (Path(__file__).resolve().parent.parent / "docs" / "bugs.md").read_text()
+    assert published == bug_list(), "docs/bugs.md is stale: python -m harness known --bugs > docs/bugs.md"

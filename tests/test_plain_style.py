@@ -289,7 +289,7 @@ def test_a_partial_backward_judges_saved_tensors_only_of_the_nodes_it_runs():
 def test_an_in_place_update_of_a_saved_output_raises_torchs_version_error_as_expected():
     """F1 saved its input f0.0, which the user then scales in place: every path must raise
     torch's version-counter error at backward, and the check counts that as expected."""
-    from harness.oracles.math import VERSION_ERROR, version_error_expected
+    from harness.dataflow import VERSION_ERROR, version_error_expected
 
     spec = HAND_MADE["outputs modified in place after the forward, one of them saved"]
     assert version_error_expected(spec)

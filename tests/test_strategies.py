@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from harness.oracles.math import version_error_expected
+from harness.dataflow import version_error_expected
 from strategies import INLINE_CAPACITY, function_specs, graphs, tensor_input_counts
 
 # find_any: the first example that has the feature, without shrinking it

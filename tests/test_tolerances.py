@@ -170,7 +170,7 @@ def _no_failures(spec: GraphSpec, names: list[str]) -> None:
     passed, and of the math oracle, lies within half its bound of the float64 (complex128)
     truth: each side's own error share."""
     verdict = check(spec, [paths.get(n) for n in names], lifetimes=False)
-    # "known": a registered torch bug (harness/known_issues.py), not a tolerance question
+    # "known": a registered torch bug (harness/known_issues/), not a tolerance question
     assert not verdict.failed, f"{verdict.report()}\n{spec.to_json()}"
     if spec.dtype not in TRUTH:
         return  # float64 and complex128 have no wider rerun to be the truth

@@ -1,7 +1,7 @@
 """A campaign worker over its memory limit retires between examples and a fresh one goes on:
 no crash is recorded, and the counts, the log and shrinking are those of any campaign.
 Why workers need this: torch 2.13's compiled autograd leaks every captured backward graph
-(known_issues/ca_captured_graph_leaked.py, run here too)."""
+(harness/known_issues/reproducers/ca_captured_graph_leaked.py, run here too)."""
 
 from __future__ import annotations
 

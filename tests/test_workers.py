@@ -2,6 +2,7 @@
 reproducer, and the campaign goes on (seeded with self-test faults)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -40,3 +41,21 @@ def test_a_crash_or_hang_is_isolated_and_the_campaign_goes_on(tmp_path, fault, e
         again = subprocess.run([sys.executable, "-m", "harness", "check", str(spec), "--paths", "eager"],
                                capture_output=True, env=selfeval.subprocess_env(fault), timeout=120)
         assert again.returncode < 0 or again.returncode == 134
+
+
+def test_a_worker_dead_outside_any_example_still_leaves_the_summary_and_reports(tmp_path):
+    """A worker that dies starting up (here: exit code 3 before it imports anything) is no failure of a
+    graph, and no campaign can go on; the command says so in one sentence, without a traceback, after
+    writing the summary and reports of what was checked."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os, sys\nif 'harness.workers' in sys.orig_argv:\n    os._exit(3)\n")
+    out = tmp_path / "campaign"
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "60s",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.returncode == 2, (done.stdout + done.stderr)[-3000:]
+    assert "Traceback" not in done.stderr
+    assert "error: the campaign stopped: campaign worker w0.0 ended with crash (exit code 3) outside any example" \
+        in done.stderr
+    assert "no failures" in done.stdout and (out / "report.md").exists() and (out / "report.html").exists()

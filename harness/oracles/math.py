@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import torch
-from torch.autograd.gradcheck import GradcheckError
 
 from harness.build import Applier, BuiltGraph, GeneratedFunction, build, math_apply
-from harness.dataflow import Dataflow
+from harness.dataflow import VERSION_ERROR, version_error_expected
 from harness.run import CHECKPOINTS, RunResult, forward, run_graph
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
@@ -21,12 +20,6 @@ EXPECTED_ERRORS = {
     "grad_for_nontensor": re.compile(r"returned a gradient different than None at position \d+, "
                                      r"but the corresponding forward input was not a Variable"),
 }
-
-
-#: torch's version-counter error at unpacking a saved tensor modified in place
-#: (torch/csrc/autograd/saved_variable.cpp, SavedVariable::unpack)
-VERSION_ERROR = re.compile(r"one of the variables needed for gradient computation has been modified by an "
-                           r"inplace operation")
 
 
 class OracleError(AssertionError):
@@ -69,33 +62,6 @@ def completed(result: RunResult) -> RunResult:
         tensors={c: v for c, v in result.tensors.items() if c in done},
         values={c: v for c, v in result.values.items() if c in done},
     )
-
-
-def saved_mutated_outputs(spec: GraphSpec, *, as_inputs: bool = True,
-                          backward_runs: Callable[[int], bool] | None = None) -> set[str]:
-    """Outputs modified in place after the forward (`mutated_outputs`) that a Function whose
-    backward runs saved: as its own outputs, and (`as_inputs`) as the inputs of its nonlinear
-    terms (build._setup saves those). `backward_runs`: which Functions' backward runs
-    (default: `Dataflow.backward_runs`, the graph torch documents)."""
-    if not spec.mutated_outputs or spec.backward == "none":
-        return set()
-    backward_runs = backward_runs or Dataflow(spec).backward_runs
-    saved: set[str | None] = set()
-    for n, fn in enumerate(spec.functions):
-        if not backward_runs(n):
-            continue
-        if "outputs" in fn.save:
-            saved |= {f"f{n}.{k}" for k in fn.tensor_outputs}
-        if as_inputs and "inputs" in fn.save:
-            saved |= {fn.args[s].ref for s in fn.nonlinear_slots if not fn.args[s].clone}
-    return saved & set(spec.mutated_outputs)
-
-
-def version_error_expected(spec: GraphSpec) -> bool:
-    """Must the backward raise torch's version-counter error? Yes when an output modified in
-    place after the forward was saved by a Function whose backward runs: torch checks each saved
-    tensor's version when the backward unpacks it, and the generated backward always unpacks."""
-    return bool(saved_mutated_outputs(spec))
 
 
 def error_is_expected(spec: GraphSpec, result: RunResult) -> bool:
@@ -194,30 +160,5 @@ def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
         check_backward_ad=True, check_undefined_grad=False, fast_mode=True)
 
 
-def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = CAMPAIGN_GRADCHECK_ELEMENTS
-                      ) -> tuple[str, str]:
-    """("ok" | "failed" | "skipped", detail) for a campaign: gradcheck of the example where
-    it is cheap. Known torch issues of the stock apply are stepped around with their
-    workarounds (forward AD through them would raise or drop tangents)."""
-    from harness import known_issues
-
-    why = gradcheck_reason(spec, max_elements)
-    if why is not None:
-        return "skipped", why
-    # gradcheck runs a backward over every leaf, whatever the spec's backward mode, so the
-    # triggers are judged on the spec as gradcheck runs it
-    as_run = dataclasses.replace(spec, backward="backward" if spec.backward == "none" else spec.backward,
-                                 grad_leaves=())
-    hit = [k for k in known_issues.KNOWN_ISSUES
-           if k.affects_path("eager") and k.affects_installed_torch() and k.trigger(as_run)]
-    try:
-        gradcheck_graph(known_issues.workaround(as_run, hit), device)
-    except GradcheckError as e:
-        return "failed", str(e).splitlines()[0]
-    except Exception as e:  # noqa: BLE001 -- torch raised inside gradcheck: a finding, never a crash of the campaign
-        return "failed", f"gradcheck raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    return "ok", ""
-
-
-__all__ = ["EXPECTED_ERRORS", "VERSION_ERROR", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
-           "gradcheck_reason", "gradcheck_verdict", "math_applier", "math_applier_for", "run_math", "saved_mutated_outputs", "version_error_expected"]
+__all__ = ["EXPECTED_ERRORS", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
+           "gradcheck_reason", "math_applier", "math_applier_for", "run_math"]

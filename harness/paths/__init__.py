@@ -102,6 +102,10 @@ class SelectedVariantPath:
     def needs_backward(self) -> bool:
         return getattr(self.resolved(), "needs_backward", False)
 
+    @property
+    def runs_dynamo(self) -> bool:
+        return getattr(self.resolved(), "runs_dynamo", False)
+
     def available(self) -> str | None:
         try:
             return self.resolved().available()

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import torch
 
 from harness.build import BuiltGraph
 from harness.paths import PathFamily, register_family
 from harness.paths.compiled import compiler_missing, isolated, run_classified
-from harness.paths.eager import apply_eager
-from harness.run import RunResult, run_graph
+from harness.paths.tracing import TraceRecorder
+from harness.run import RunResult, apply_eager, run_graph
 from harness.spec import GraphSpec
 
 BACKENDS = ("eager", "aot_eager", "inductor")
@@ -46,6 +45,9 @@ class DynamoPath:
     #: the compiled forward has no per-apply checkpoints and AOT keeps its own saved
     #: tensors, so lifetimes are held to the rules only, not compared with eager's
     lifetimes_vs_eager = False
+    #: compiles the forward: a campaign running it draws mostly graphs Dynamo can trace
+    #: (harness.campaign.favours_dynamo)
+    runs_dynamo = True
 
     def __init__(self, backend: str, name: str | None = None) -> None:
         self.backend = backend
@@ -64,13 +66,17 @@ class DynamoPath:
             return AOT_DOUBLE_BACKWARD
         return None
 
-    def _compile(self, fn: Callable[..., Any], fullgraph: bool = True) -> Callable[..., Any]:
-        return torch.compile(fn, backend=self.backend, fullgraph=fullgraph)
+    def _compile(self, fn: Callable[..., Any], fullgraph: bool, recorder: TraceRecorder) -> Callable[..., Any]:
+        return recorder.compiler(self.backend, fullgraph)(fn)
 
     def _run(self, built: BuiltGraph, fullgraph: bool) -> RunResult:
+        recorder = TraceRecorder(built.spec)
         with isolated(self.reset_between_runs):
-            return run_classified(self.name, lambda: run_graph(
-                built, apply_eager, self.name, compile_forward=lambda fn: self._compile(fn, fullgraph)))
+            result = run_classified(self.name, lambda: run_graph(
+                built, apply_eager, self.name, compile_forward=lambda fn: self._compile(fn, fullgraph, recorder)))
+        if result.status != "unsupported":
+            recorder.record(built, result)
+        return result
 
     def run(self, built: BuiltGraph) -> RunResult:
         whole = self._run(built, fullgraph=True)

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-from harness.build import BuiltGraph, GeneratedFunction
+from harness.build import BuiltGraph
 from harness.paths import register
-from harness.run import RunResult, run_graph
+from harness.run import RunResult, apply_eager, run_graph
 from harness.spec import GraphSpec
-
-
-def apply_eager(n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-    return cls.apply(*args)
 
 
 class EagerPath:

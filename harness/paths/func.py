@@ -41,9 +41,12 @@ from typing import Any, Callable, Sequence
 import torch
 
 from harness.build import BuiltGraph, GeneratedFunction, make_function
-from harness.dataflow import Dataflow
+from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, has_backward, loss_refs
 from harness.paths import register
-from harness.run import CHECKPOINTS, RunResult, forward, function_output_refs, weighted_sum
+from harness.paths.tracing import TraceRecorder
+from harness.plain import graph_forward, graph_forward_source
+from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, leaf_values, named_outputs,
+                         weighted_sum)
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
@@ -106,35 +109,6 @@ class Transform:
 
 
 # --- what a path observes ------------------------------------------------------------------
-
-
-def differentiated_leaves(spec: GraphSpec) -> list[int]:
-    return [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
-
-
-def chosen_leaves(spec: GraphSpec) -> list[int]:
-    """The leaves whose gradients eager computes: a partial backward's `grad_leaves`, else every
-    leaf that requires grad (run._backward). The gradient transforms differentiate these
-    (argnums): torch.func's form of `autograd.grad(inputs=...)`, whose engine then runs the
-    backward of the same Functions as eager's partial backward (GraphTask::init_to_execute);
-    the other leaves are constants of the function, so a Function that reads only them has no
-    backward node under the transform."""
-    return list(spec.grad_leaves) or differentiated_leaves(spec)
-
-
-def loss_refs(spec: GraphSpec) -> list[str]:
-    """The outputs in eager's loss: those that require grad (run._loss)."""
-    flow = Dataflow(spec)
-    return [r for r in function_output_refs_of(spec) if flow.requires_grad[r]]
-
-
-def function_output_refs_of(spec: GraphSpec) -> list[str]:
-    return [r for r in spec.value_refs() if r.startswith("f")]
-
-
-def has_backward(spec: GraphSpec) -> bool:
-    """Eager runs a backward (run._backward does not skip it)."""
-    return spec.backward != "none" and bool(differentiated_leaves(spec)) and bool(loss_refs(spec))
 
 
 def gradient_roles(spec: GraphSpec, transform: Transform) -> list[tuple[str, str]]:
@@ -293,12 +267,20 @@ class GraphFunction:
         requires_grad = Dataflow(built.spec).requires_grad_from(set(chosen_leaves(built.spec)))
         self.hooked = tuple(h.target for h in built.spec.hooks if hooks and h.kind == "tensor"
                             and requires_grad[h.target])
+        #: the straight-line forward (spec.forward_code), made here: made inside a compiled
+        #: region, its exec() would break Dynamo's graph
+        self.straight = (graph_forward(graph_forward_source(self.spec), self.functions)
+                         if self.spec.forward_code == "straight" else None)
 
     def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
         return self.functions[n].apply(*args)
 
     def outputs(self, leaves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        values = forward(self.built, self.apply, leaves, self.consts)
+        if self.straight is None:
+            values = forward(self.built, self.apply, leaves, self.consts)
+        else:
+            values = leaf_values(self.built, leaves)
+            named_outputs(self.built, self.straight(*values.values()), values, self.consts)
         for ref in self.mutated:  # the user's in-place update after the forward, as run.py
             values[ref].mul_(2.0)
         for ref in self.hooked:  # as run.py registers them: after that update
@@ -529,6 +511,7 @@ class FuncPath:
     def __init__(self, transform: Transform, dynamo: bool = False) -> None:
         self.transform = transform
         self.dynamo = dynamo
+        self.runs_dynamo = dynamo  # (harness.campaign.favours_dynamo)
         self.name = f"func.{transform.name}" + ("+dynamo" if dynamo else "")
 
     def available(self) -> str | None:
@@ -571,9 +554,13 @@ class FuncPath:
         from harness.paths.dynamo import GRAPH_BREAK
 
         def compiled(fullgraph: bool) -> RunResult:
+            recorder = TraceRecorder(built.spec)
             with isolated():
-                return run_classified(self.name, lambda: self._run(
-                    built, lambda f: torch.compile(f, backend=DYNAMO_BACKEND, fullgraph=fullgraph)))
+                result = run_classified(self.name, lambda: self._run(
+                    built, recorder.compiler(DYNAMO_BACKEND, fullgraph)))
+            if result.status != "unsupported":
+                recorder.record(built, result)
+            return result
 
         whole = compiled(fullgraph=True)
         if whole.status != "unsupported" or not whole.reason.startswith(GRAPH_BREAK):

@@ -167,7 +167,7 @@ def _fails_without(fault_name: str, failure: Any, remove: Callable[[], None]) ->
     remover, the fault being installed again."""
     from harness import paths, selfeval
     from harness.check import check
-    from harness.oracles.math import gradcheck_verdict
+    from harness.check import gradcheck_verdict
 
     remove()
     try:

@@ -60,7 +60,7 @@ def test_a_correct_function_passes_every_check_that_applies(kind, selected_paths
 
 
 def test_dynamo_gets_the_in_place_gradient_wrong():
-    # known_issues/dynamo_dirty_graph_input_saved.py (docs/known_issues.md): under torch.compile
+    # harness/known_issues/reproducers/dynamo_dirty_graph_input_saved.py (docs/known_issues.md): under torch.compile
     # with AOT Autograd, a Function that marks its input dirty
     # and saves the result for backward reads a wrong saved value in backward (the gradient of
     # InplaceLeakyReLU is 1 where it must be the slope); eager, the native apply and compiled

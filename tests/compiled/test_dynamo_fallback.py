@@ -43,8 +43,8 @@ def test_without_a_graph_break_there_is_no_second_run():
 class _WrongOnlyInTheFallback(DynamoPath):
     """aot_eager, with every forward output of the fallback run scaled by 1.5."""
 
-    def _compile(self, fn: Callable[..., Any], fullgraph: bool = True) -> Callable[..., Any]:
-        compiled = super()._compile(fn, fullgraph)
+    def _compile(self, fn: Callable[..., Any], fullgraph: bool, recorder: Any) -> Callable[..., Any]:
+        compiled = super()._compile(fn, fullgraph, recorder)
         if fullgraph:
             return compiled
         return lambda *xs: tuple(o * 1.5 for o in compiled(*xs))

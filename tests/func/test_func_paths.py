@@ -531,8 +531,9 @@ LOST_MARK_CASES = {
 @pytest.mark.parametrize("case", sorted(LOST_MARK_CASES))
 def test_the_backwards_lost_marks_run_under_grad_vmap_are_those_the_model_says(case: str) -> None:
     """On real grad(vmap) runs: a backward that raises on purpose raises exactly where the model
-    of the lost marks (known_issues._marks_lost_by_vmap) says it runs; eager never calls it."""
-    from harness.known_issues import KNOWN_ISSUES, _marks_lost_by_vmap
+    of the lost marks (known_issues.func._marks_lost_by_vmap) says it runs; eager never calls it."""
+    from harness.known_issues import KNOWN_ISSUES
+    from harness.known_issues.func import _marks_lost_by_vmap
 
     spec, raising = LOST_MARK_CASES[case]
     assert check(spec, [paths.get("eager")], lifetimes=False).outcomes["eager"].result.status == "ok"

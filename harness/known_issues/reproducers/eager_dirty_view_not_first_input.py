@@ -1,5 +1,5 @@
 """Torch issue eager-dirty-view-not-first-input (found by the harness, issue 10 axis Arg.view;
-registered in harness/known_issues.py). Silent wrong gradients, in eager; compiled autograd
+registered in harness/known_issues/). Silent wrong gradients, in eager; compiled autograd
 gives the same wrong gradients, or raises where the Function returns None for its first input.
 
 A custom Function that modifies in place (and marks dirty) an input that is a *view* makes

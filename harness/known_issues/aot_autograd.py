@@ -1,0 +1,321 @@
+"""AOTAutograd and the backends below it (aot_eager, Inductor), under torch.compile: their entries, each beside its predicates."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from harness.dataflow import Dataflow, differentiable
+from harness.known_issues.entry import KnownIssue, error_at
+from harness.known_issues.shared import (
+    _aliasing_output_as_copy,
+    _breaks_the_graph_itself,
+    _functions_replaced,
+    _gradient_record_of,
+    _ref_of,
+)
+from harness.oracles.compare import Mismatch
+from harness.run import RunResult
+from harness.spec import COMPLEX_DTYPES, GraphSpec
+
+_VIEW_AS_COMPLEX = re.compile(r"to view (?:Float|Double) as Complex(?:Float|Double) \(different element sizes\)")
+
+
+def _complex_viewed_from_float(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The path raised Inductor's view.dtype stride error, wherever it compiled."""
+    return result.status == "error" and _VIEW_AS_COMPLEX.search(str(result.error)) is not None
+
+
+def _in_real_dtype(spec: GraphSpec) -> GraphSpec:
+    """The same graph in the real dtype of the complex one (its ops, linear and square, are
+    real ops too)."""
+    return dataclasses.replace(spec, dtype={"complex64": "float32", "complex128": "float64"}[spec.dtype])
+
+
+def _detached_views(spec: GraphSpec) -> frozenset[str]:
+    """Views of leaves that the compiled forward reads, that require grad and receive no
+    gradient (non-leaves): AOT Autograd detaches each of them."""
+    flow = Dataflow(spec)
+    return frozenset(r for r in flow.leaf_values_read()
+                     if "[" in r and flow.requires_grad[r] and not flow.receives_gradient(r))
+
+
+def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
+    """The Function outputs that require grad in eager but not once those views are detached:
+    the ones computed from detached views only (every output, when all the compiled forward's
+    inputs that require grad are such views)."""
+    detached = _detached_views(spec)
+    if not detached:
+        return frozenset()
+    flow = Dataflow(spec)
+    rg = {r: flow.requires_grad[r] and r not in detached for r in flow.requires_grad if r.startswith("x")}
+    for n, fn in enumerate(spec.functions):
+        any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        rg.update({f"f{n}.{k}": any_input and differentiable(fn, k) for k in fn.tensor_outputs})
+    return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
+
+
+def _outputs_that_may_lose_grad_in_a_region(spec: GraphSpec) -> frozenset[str]:
+    """Where graph breaks split the compiled forward into regions (Functions Dynamo cannot
+    trace run eagerly between them), AOT Autograd detaches each region's own inputs that get
+    no gradient inside the region. Which Functions share a region depends on Dynamo, so this
+    is the most a split can lose: the outputs of a Function each of whose inputs that require
+    grad is a non-leaf (a view of a leaf, another Function's output) that this Function sends
+    no gradient to, or an output lost in turn."""
+    flow = Dataflow(spec)
+    lost: set[str] = set()
+    for n, fn in enumerate(spec.functions):
+        inputs = [(slot, a.ref) for slot, a in enumerate(fn.args) if a.ref is not None and flow.requires_grad[a.ref]]
+        if inputs and all(ref in lost or ("[" in ref or ref.startswith("f")) and not flow.gets_gradient(n, slot)
+                          for slot, ref in inputs):
+            lost |= {f"f{n}.{k}" for k in fn.tensor_outputs if flow.requires_grad[f"f{n}.{k}"]}
+    return frozenset(lost)
+
+
+def _some_lost_requires_grad_in_a_region(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The run went through Dynamo's eager fallback (a graph break split the compiled forward),
+    and some outputs lost requires_grad, each one that a split can lose."""
+    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
+            and m.detail == "expected True, got False"}
+    return (result.status != "error" and "eager fallback" in result.note
+            and bool(lost) and lost <= _outputs_that_may_lose_grad_in_a_region(spec))
+
+
+def _flags_and_records_of_outputs_lost_in_a_region(spec: GraphSpec, m: Mismatch) -> bool:
+    """Those outputs' autograd flags, and at backward what is recorded of them (retained
+    gradients, hooks); the backward itself still runs (the other regions' outputs require grad)
+    and the leaves' gradients are unchanged: the detached inputs get none from their region."""
+    lost = _outputs_that_may_lose_grad_in_a_region(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
+    return m.checkpoint in ("backward", "meta:backward") and _ref_of(m.role.removeprefix("stride:")) in lost
+
+
+def _zeros_from_functions_losing_grad_in_a_region(spec: GraphSpec) -> GraphSpec:
+    """Those Functions return zeros instead of None for unused inputs: every input of theirs
+    then gets a gradient inside any region, and AOT keeps it."""
+    functions = {int(r[1:].split(".")[0]) for r in _outputs_that_may_lose_grad_in_a_region(spec)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in functions else fn)
+
+
+def _every_output_loses_grad(spec: GraphSpec) -> bool:
+    flow = Dataflow(spec)
+    return _outputs_without_grad_under_aot(spec) == {r for r, rg in flow.requires_grad.items()
+                                                     if r.startswith("f") and rg}
+
+
+def _all_lost_requires_grad(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Each output predicted to lose requires_grad came back without it, as the run itself
+    recorded it (requires_grad is True for each in eager, by the prediction). The run's record,
+    not a mismatch: where eager raised at backward and the path did not (the path skipped the
+    backward, nothing requiring grad), the forward's values are not compared at all."""
+    recorded = result.values.get("forward", {})
+    lost = _outputs_without_grad_under_aot(spec)
+    return result.status != "error" and bool(lost) and all(recorded.get(f"requires_grad:{r}") is False for r in lost)
+
+
+def _flags_of_lost_outputs_and_the_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
+    """The lost outputs' autograd flags; at backward, what is recorded of them (retained
+    gradients, hooks); and everything at backward when every output lost requires_grad (the
+    path skipped the backward: no output required grad, so there was no loss to differentiate).
+    The leaves' gradients are not changed otherwise: the detached views get none in eager either."""
+    lost = _outputs_without_grad_under_aot(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
+    if m.checkpoint in ("backward", "meta:backward"):
+        return _every_output_loses_grad(spec) or _ref_of(m.role) in lost
+    return False
+
+
+def _zeros_for_detached_views(spec: GraphSpec) -> GraphSpec:
+    """The Functions that read those views return zeros instead of None for unused inputs,
+    so the views receive a gradient and AOT keeps them."""
+    flow = Dataflow(spec)
+    readers = {n for r in _detached_views(spec) for n, _ in flow.edges_into(r)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in readers else fn)
+
+
+def _node_hooks_on_detached_views(spec: GraphSpec) -> tuple[int, ...]:
+    """Pre and post hooks on the node of a view that AOT Autograd detaches (_detached_views),
+    when a backward runs: the compiled region's graph has no edge to that node, so they never
+    fire. Eager runs the node, with a None gradient, and fires them."""
+    detached = _detached_views(spec) if spec.backward != "none" else frozenset()
+    return tuple(h for h, hook in enumerate(spec.hooks) if hook.kind in ("pre", "post") and hook.target in detached)
+
+
+_NOT_FIRED = re.compile(r"expected \('fired'(, 'fired')*,?\), got \(\)")
+
+
+def _node_hook_not_fired(spec: GraphSpec, m: Mismatch) -> bool:
+    return (m.checkpoint == "backward" and m.role in {f"hook{h}" for h in _node_hooks_on_detached_views(spec)}
+            and _NOT_FIRED.fullmatch(m.detail) is not None)
+
+
+def _storage_roots(spec: GraphSpec) -> dict[str, str]:
+    """The value that owns each tensor value's storage: a leaf for itself and its views, a
+    clone argument (c<function>_<slot>) for itself, a computed output for itself, and an output
+    that aliases an argument (a view of it, the input returned as-is, the input modified in
+    place) for that argument's owner."""
+    roots: dict[str, str] = {}
+    for i, leaf in enumerate(spec.leaves):
+        roots.update({f"x{i}": f"x{i}", **{f"x{i}[{j}]": f"x{i}" for j in range(leaf.views)}})
+    for n, fn in enumerate(spec.functions):
+        for k in fn.tensor_outputs:
+            out = fn.outputs[k]
+            if out.kind in ("view", "input", "dirty"):
+                arg = fn.args[out.slot]
+                roots[f"f{n}.{k}"] = f"c{n}_{out.slot}" if arg.clone else roots[arg.ref]
+            else:
+                roots[f"f{n}.{k}"] = f"f{n}.{k}"
+    return roots
+
+
+def _traced_as_one_graph(spec: GraphSpec) -> bool:
+    """Dynamo traces the whole forward into one graph: every Function is one it traces
+    (strategies/_graphs.py `_traceable`), so the graph's outputs are all the Functions' outputs.
+    (The loop form can still break the graph elsewhere: the witness then decides.)"""
+    return (not spec.checkpoint and all(
+        fn.code == "plain" and not fn.jvp and fn.untraceable == "none" and not _breaks_the_graph_itself(fn)
+        and (fn.dirty_return == "input" or all(o.kind != "dirty" for o in fn.outputs)) for fn in spec.functions))
+
+
+def _outputs_regenerated_from_an_intermediate_base(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(function, output) of each output that AOT Autograd regenerates as a plain view of an
+    intermediate base (torch/_functorch/_aot_autograd/collect_metadata_analysis.py: an output
+    whose `_base` is not a graph input, when it and its base require grad and another graph
+    output shares its storage, is OutputType.alias_of_intermediate*: the compiled graph
+    returns the base and the view is replayed from it outside the compiled autograd Function).
+    These are the outputs a Function returns as a view of an argument, or as the argument
+    itself, where that argument's storage belongs to a value computed inside the graph (a
+    clone, a computed output) that requires grad, and some other Function output shares that
+    storage. Outputs that alias a graph input keep the custom backward (custom_function_view),
+    and an input modified in place keeps it in its base's history (CopySlices)."""
+    if spec.backward == "none" or not _traced_as_one_graph(spec):
+        return ()
+    flow = Dataflow(spec)
+    roots = _storage_roots(spec)
+    outputs = [(n, k) for n, fn in enumerate(spec.functions) for k in fn.tensor_outputs]
+    sharing: dict[str, int] = {}
+    for n, k in outputs:
+        sharing[roots[f"f{n}.{k}"]] = sharing.get(roots[f"f{n}.{k}"], 0) + 1
+
+    def base_requires_grad(root: str) -> bool:
+        if root.startswith("c"):  # a clone requires grad as its source does
+            n, slot = (int(p) for p in root[1:].split("_"))
+            source = flow.requires_grad[spec.functions[n].args[slot].ref]
+        else:
+            source = flow.requires_grad[root]
+        # a Function that modifies a view of it in place, with grad, rebases its history
+        return source or any(spec.functions[n].outputs[k].kind == "dirty" and roots[f"f{n}.{k}"] == root
+                             and flow.requires_grad[f"f{n}.{k}"] for n, k in outputs)
+    return tuple((n, k) for n, k in outputs
+                 if spec.functions[n].outputs[k].kind in ("view", "input") and flow.requires_grad[f"f{n}.{k}"]
+                 and not roots[f"f{n}.{k}"].startswith("x") and sharing[roots[f"f{n}.{k}"]] >= 2
+                 and base_requires_grad(roots[f"f{n}.{k}"]))
+
+
+def _gradients_past_skipped_backwards(spec: GraphSpec) -> frozenset[str]:
+    """The values whose gradient the skipped custom backwards change: the arguments of each
+    Function with such an output, and everything upstream of them."""
+    flow = Dataflow(spec)
+    return frozenset().union(*(flow.upstream(a.ref) for n, _ in _outputs_regenerated_from_an_intermediate_base(spec)
+                               for a in spec.functions[n].args if a.ref is not None))
+
+
+def _gradient_past_a_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
+    values = _gradients_past_skipped_backwards(spec)
+    if m.checkpoint in ("double_backward", "meta:double_backward"):
+        return m.role.removeprefix("stride:").removeprefix("dgrad:") in values
+    return _gradient_record_of(spec, values, m)
+
+
+ENTRIES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        id="inductor-complex-empty-view-dtype",
+        title=("torch.compile with the inductor backend cannot compile elementwise arithmetic on an empty "
+               "complex tensor: it views its float result back as complex with aten.view.dtype, whose stride "
+               "check rejects the empty tensor's strides (\"must be divisible by 2 to view Float as "
+               "ComplexFloat\", \"must be 1 to view ...\"); eager computes the empty result "
+               "(pytorch/pytorch#190274, open)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:inductor",),  # compiled autograd's inductor backward graphs were not seen to hit it
+        reproducer="inductor_complex_empty_view_dtype.py",
+        upstream=("pytorch/pytorch#190274", "pytorch/pytorch#190530"),
+        trigger=lambda spec: spec.dtype in COMPLEX_DTYPES and 0 in spec.shape,
+        witness=_complex_viewed_from_float,
+        damage=error_at("forward", "backward", "double_backward"),
+        damages="the error (what completed before it is still compared)",
+        workaround=_in_real_dtype,
+    ),
+    KnownIssue(
+        id="dynamo-aot-detached-input-drops-requires-grad",
+        title=("torch.compile with an AOT Autograd backend: when the only inputs of the compiled region "
+               "that require grad are non-leaf tensors (views of leaves) that get no gradient (the "
+               "Function's backward returns None for them), AOT Autograd detaches them "
+               "(graph_compile.py, indices_of_inps_to_detach), so custom Function outputs that require "
+               "grad in eager come back with requires_grad=False and no grad_fn"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        trigger=lambda spec: bool(_outputs_without_grad_under_aot(spec)),
+        witness=_all_lost_requires_grad,
+        damage=_flags_of_lost_outputs_and_the_skipped_backward,
+        damages=("requires_grad, grad_fn and is_leaf of the outputs (forward, meta:forward); everything at "
+                 "backward, which the path skipped (no output required grad)"),
+        workaround=_zeros_for_detached_views,
+    ),
+    KnownIssue(
+        id="dynamo-aot-detached-region-input-drops-requires-grad",
+        title=("dynamo-aot-detached-input-drops-requires-grad in one region of a forward that graph breaks split "
+               "(a Function Dynamo cannot trace runs eagerly between them): AOT Autograd detaches that region's inputs "
+               "that get no gradient inside it, so the outputs computed from them alone lose requires_grad while the "
+               "other regions' keep it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        trigger=lambda spec: bool(_outputs_that_may_lose_grad_in_a_region(spec)),
+        witness=_some_lost_requires_grad_in_a_region,
+        damage=_flags_and_records_of_outputs_lost_in_a_region,
+        damages=("requires_grad, grad_fn and is_leaf of those outputs (forward, meta:forward); at backward, what is "
+                 "recorded of them (retained gradients, hooks)"),
+        workaround=_zeros_from_functions_losing_grad_in_a_region,
+    ),
+    KnownIssue(
+        id="dynamo-aot-detached-input-node-hooks-not-fired",
+        title=("The hook side of dynamo-aot-detached-input-drops-requires-grad: AOT Autograd detaches a view of a "
+               "leaf that the compiled region reads and sends no gradient (graph_compile.py, indices_of_inps_to_detach), "
+               "so the compiled backward has no edge to the view's node, and pre and post hooks registered on that "
+               "node never fire; eager runs the node with a None gradient and fires them"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_detached_input_node_hooks_not_fired.py",
+        upstream=(),
+        trigger=lambda spec: bool(_node_hooks_on_detached_views(spec)),
+        witness=lambda spec, result, ms: any(_node_hook_not_fired(spec, m) for m in ms),
+        damage=_node_hook_not_fired,
+        damages="at backward, the record of each such hook (it did not fire)",
+        workaround=_zeros_for_detached_views,
+    ),
+    KnownIssue(
+        id="dynamo-aot-intermediate-alias-skips-backward",
+        title=("torch.compile with an AOT Autograd backend: a custom Function output that is a view of an argument "
+               "(or the argument returned as-is) computed inside the compiled region, whose storage another output "
+               "shares, is regenerated as a plain view of that intermediate outside the compiled graph "
+               "(collect_metadata_analysis.py, OutputType.alias_of_intermediate*; no custom_function_view case as "
+               "for input aliases), so the Function's backward is skipped for it: its gradient reaches the "
+               "argument unchanged and the Function's other inputs get none from it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_aot_intermediate_alias_skips_backward.py",
+        upstream=(),  # the replay outside the compiled Function: #97691, #111081 (not this bug)
+        trigger=lambda spec: bool(_outputs_regenerated_from_an_intermediate_base(spec)),
+        witness=lambda spec, result, ms: any(_gradient_past_a_skipped_backward(spec, m) and m.role.startswith(
+            ("grad:", "grad2:", "agrad:", "retained:", "dgrad:")) for m in ms),  # a gradient itself, not a hook's record
+        damage=_gradient_past_a_skipped_backward,
+        damages=("at backward (and double_backward), the gradients, retained grads and hook records of the "
+                 "arguments of each such Function and of every value upstream of them (and their strides)"),
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _outputs_regenerated_from_an_intermediate_base),
+    ),
+)

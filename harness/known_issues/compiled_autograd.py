@@ -1,0 +1,569 @@
+"""Compiled autograd (torch._dynamo.compiled_autograd): its entries, each beside its predicates."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+from harness.dataflow import Dataflow, base_ref, differentiable, reads
+from harness.known_issues.entry import KnownIssue, crash_avoided, error_at, raised
+from harness.known_issues.shared import (
+    _NONE_ADDED,
+    _backward_runs,
+    _functions_replaced,
+    _released,
+    _vjp_as_backward,
+    _vjp_backward_runs,
+    _without_errors,
+)
+from harness.oracles.compare import Mismatch
+from harness.run import RunResult
+from harness.spec import GraphSpec
+
+
+def _retained_without_gradient(spec: GraphSpec) -> set[str]:
+    """Non-leaf values with retain_grad() that Functions whose backward runs read, none of
+    which sends them a gradient (every edge into them carries None)."""
+    if spec.backward == "none":
+        return set()
+    flow = Dataflow(spec)
+    return {h.target for h in spec.hooks if h.kind == "retain_grad" and not _is_whole_leaf(h.target)
+            and any(flow.backward_runs(n) for n, _ in flow.edges_into(h.target))
+            and not flow.receives_gradient(h.target)}
+
+
+def _is_whole_leaf(ref: str) -> bool:
+    return ref.startswith("x") and "[" not in ref
+
+
+# --- compiled autograd ---------------------------------------------------------------------
+
+
+def _none_gradient_meets_another(spec: GraphSpec) -> bool:
+    """ca-none-gradient-accumulated's structure in the first backward, or in the second."""
+    return _none_meets_another_in_first_backward(spec) or bool(_none_senders_in_second_backward(spec))
+
+
+def _none_meets_another_in_first_backward(spec: GraphSpec) -> bool:
+    return spec.backward != "none" and bool(Dataflow(spec).none_meets_another_gradient())
+
+
+class _SecondBackwardNones:
+    """Which gradients are None at run time in a double backward's second backward, as compiled
+    autograd runs it.
+
+    Unlike the first backward, where every output is in the loss, the second backward reaches
+    only some outputs (`_second_backward_reach`), and an output whose every edge carries None
+    gets None at run time. Compiled autograd materializes zeros (materialize_grads=True) only
+    for an output no edge reaches while it captures the graph; a None that a traced edge
+    carries at run time reaches the backward as None whatever materialize_grads says (a
+    Function with materialize_grads=False gets None in both cases, as in eager): its
+    `proxy_call_backward` binds a defined fake tensor to every result of a custom Function's
+    backward (torch/_dynamo/compiled_autograd.py)."""
+
+    def __init__(self, spec: GraphSpec) -> None:
+        self.spec = spec
+        self.flow = Dataflow(spec)
+        self.entries = _second_backward_entries(spec)
+        self.reached, self.run = _second_backward_reach(spec)
+        self.gets_gradient = functools.cache(self._gets_gradient)
+
+    def edges_into(self, ref: str) -> list[tuple[int, int]]:
+        return [(n, s) for n in self.run for s, a in enumerate(self.spec.functions[n].args) if a.ref == ref]
+
+    def _gets_gradient(self, ref: str) -> bool:
+        """Does a defined gradient arrive at `ref`'s node at run time?"""
+        return ref in self.entries or any(self.returns_gradient(n, s) for n, s in self.edges_into(ref))
+
+    def output_gradient(self, n: int, k: int) -> bool:
+        """Is the gradient Function n's backward gets for output k a tensor?"""
+        ref = f"f{n}.{k}"
+        return self.gets_gradient(ref) or self.spec.functions[n].materialize_grads and ref not in self.reached
+
+    def returns_gradient(self, n: int, slot: int) -> bool:
+        """Does Function n's backward return a tensor for this slot? (harness/build.py
+        `_backward`, the generic code, skips an output whose gradient is None whatever
+        materialize_grads says, and a slot left without a term gets zeros when
+        unused_grad="zeros"; harness/plain.py does so only with materialize_grads=False: with
+        materialize_grads=True it uses an output's None as it comes, passed on as is or
+        raising TypeError in arithmetic.)"""
+        fn = self.spec.functions[n]
+        readers = [k for k, o in enumerate(fn.outputs) if differentiable(fn, k)
+                   and self.flow.requires_grad.get(f"f{n}.{k}", False) and reads(o.kind, o, slot)]
+        if not fn.materialize_grads or fn.code == "generic":
+            return fn.unused_grad == "zeros" or any(self.output_gradient(n, k) for k in readers)
+        return all(self.output_gradient(n, k) for k in readers) if readers else fn.unused_grad == "zeros"
+
+    def leaf_gets_gradient(self, i: int) -> bool:
+        """Does a defined second-order gradient arrive at leaf x<i> (directly or by its views)?"""
+        return self.gets_gradient(f"x{i}") or any(self.gets_gradient(f"x{i}[{j}]")
+                                                  for j in range(self.spec.leaves[i].views))
+
+
+def _none_senders_in_second_backward(spec: GraphSpec) -> frozenset[int]:
+    """Functions that, in a double backward's second backward, return a None gradient for a
+    value whose node also receives another gradient there (another edge of a Function the
+    second backward runs, or the first-order graph's own edge when the value is one of its
+    entries; for a view whose every edge carries None, its leaf's). Which gradients are None
+    at run time: `_SecondBackwardNones`."""
+    if spec.backward != "double":
+        return frozenset()
+    nones = _SecondBackwardNones(spec)
+
+    def incoming(ref: str) -> int:
+        count = len(nones.edges_into(ref)) + (ref in nones.entries)
+        if ref.startswith("x") and "[" not in ref:  # each reached view of the leaf passes its gradient on
+            count += sum(1 for j in range(spec.leaves[int(ref[1:])].views) if f"{ref}[{j}]" in nones.reached)
+        return count
+
+    senders: set[int] = set()
+    for ref in nones.reached:
+        edges = nones.edges_into(ref)
+        none_from = {n for n, s in edges if not nones.returns_gradient(n, s)}
+        passed_on = "[" in ref and ref not in nones.entries and len(none_from) == len(edges)  # the view's None
+        if none_from and (incoming(ref) >= 2 or passed_on and incoming(base_ref(ref)) >= 2):
+            senders |= none_from
+    return frozenset(senders)
+
+
+def _none_added(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The TypeError of torch.add(None, g), at the backward whose structure the spec has."""
+    return (raised("backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
+            and _none_meets_another_in_first_backward(spec)
+            or raised("double_backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
+            and bool(_none_senders_in_second_backward(spec)))
+
+
+def _zeros_for_unused_inputs(spec: GraphSpec) -> GraphSpec:
+    """Zeros instead of None from the Functions whose None gradient meets another one (in
+    either backward)."""
+    flow = Dataflow(spec)
+    nones = flow.none_gradient_edges()
+    senders = {n for ref in flow.none_meets_another_gradient() for n, _ in nones[ref]}
+    senders |= _none_senders_in_second_backward(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in senders else fn)
+
+
+def _unmaterialized_outputs(spec: GraphSpec) -> frozenset[str]:
+    """Outputs of Functions with materialize_grads=True that compiled autograd hands None in a
+    double backward's second backward, where eager gives zeros: an edge reaches the output
+    while the graph is captured, and every such edge carries None at run time
+    (`_SecondBackwardNones`). The first backward never does it: every output is in its loss."""
+    if spec.backward != "double":
+        return frozenset()
+    nones = _SecondBackwardNones(spec)
+    return frozenset(f"f{n}.{k}" for n in nones.run for k in spec.functions[n].tensor_outputs
+                     if spec.functions[n].materialize_grads and f"f{n}.{k}" in nones.reached
+                     and not nones.gets_gradient(f"f{n}.{k}"))
+
+
+#: harness/plain.py's backward multiplies or adds the None it got (`g1 * 1.5`, `gx0 + g1`)
+_NONE_OPERAND = r"unsupported operand type\(s\) for [*+]: '(NoneType' and '\w+|\w+' and 'NoneType)'"
+
+
+def _second_order_none_for_eagers_zeros(spec: GraphSpec, m: Mismatch) -> bool:
+    """A leaf's second-order gradient that is None where eager's is a tensor (its zeros), and
+    that no defined gradient reaches under compiled autograd: the unmaterialized None passed on
+    (the generic code skips it; plain code passes an as-is output's None on)."""
+    leaf = re.fullmatch(r"dgrad:x(\d+)", m.role)
+    return (leaf is not None and m.checkpoint == "double_backward" and m.against == "eager"
+            and m.detail == "got None, expected a tensor" and bool(_unmaterialized_outputs(spec))
+            and not _SecondBackwardNones(spec).leaf_gets_gradient(int(leaf[1])))
+
+
+def _unmaterialized_none_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return (raised("double_backward", _NONE_OPERAND, TypeError)(spec, result, mismatches)
+            or any(_second_order_none_for_eagers_zeros(spec, m) for m in mismatches))
+
+
+def _unmaterialized_none_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    return m.role == "error" and m.checkpoint == "double_backward" or _second_order_none_for_eagers_zeros(spec, m)
+
+
+def _zeros_into_unmaterialized_outputs(spec: GraphSpec) -> GraphSpec:
+    """Zeros instead of None from the Functions whose None is an unmaterialized output's only
+    gradient (along a chain of such outputs, from each of them: every edge then carries a
+    tensor)."""
+    nones = _SecondBackwardNones(spec)
+    senders = {n for ref in _unmaterialized_outputs(spec) for n, _ in nones.edges_into(ref)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in senders else fn)
+
+
+def _last_arg_is_tensor(spec: GraphSpec, n: int) -> bool:
+    """The gradient a too-short backward leaves out belongs to a tensor input (whether or not it
+    requires grad: compiled autograd indexes every tensor input's gradient)."""
+    return spec.functions[n].args[-1].ref is not None
+
+
+def _too_few_gradients_for_a_tensor(spec: GraphSpec, n: int) -> bool:
+    return spec.functions[n].error == "grad_count" and _last_arg_is_tensor(spec, n) and _backward_runs(spec, n)
+
+
+def _unvalidated_gradients(spec: GraphSpec, n: int) -> bool:
+    fn = spec.functions[n]
+    return _backward_runs(spec, n) and (
+        fn.error == "grad_for_nontensor" or fn.error == "grad_count" and not _last_arg_is_tensor(spec, n))
+
+
+def _eager_raised_but_path_did_not(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return result.status != "error" and any(
+        m.against == "eager" and m.role == "error" and m.checkpoint == "backward"
+        and re.search(r"eager raised RuntimeError at backward: function F(\d+)Backward returned "
+                      r"(an incorrect number of gradients|a gradient different than None at position \d+, "
+                      r"but the corresponding forward input was not a Variable)", m.detail)
+        and _unvalidated_gradients(spec, int(re.search(r"function F(\d+)Backward", m.detail)[1]))
+        for m in mismatches)
+
+
+def _prehooked_functions_without_first_gradient(spec: GraphSpec) -> set[int]:
+    """Functions with a node pre-hook whose node a backward runs with no gradient edge into its
+    first output. The first backward reaches every output that requires grad (each is in the
+    loss, harness/run.py `_loss`), so there the first output does not require grad. The second
+    backward of a double backward runs a node that it enters through another output alone
+    (`_second_backward_reach`; under `checkpoint` it runs the recomputed nodes, which carry no
+    hooks). A None gradient sent along an edge does not count: compiled autograd traces the
+    custom Function that sends it as returning a tensor."""
+    flow = Dataflow(spec)
+    hooked = {int(h.target[1:].split(".")[0]) for h in spec.hooks
+              if h.kind == "pre" and h.target is not None and h.target.startswith("f")
+              and flow.requires_grad.get(h.target, False)}
+    without = {n for n in hooked if not flow.requires_grad.get(f"f{n}.0", False)}
+    if spec.backward == "double" and not spec.checkpoint:
+        reached, run = _second_backward_reach(spec)
+        without |= {n for n in hooked & run if f"f{n}.0" not in reached}
+    return without
+
+
+def _without_those_prehooks(spec: GraphSpec) -> GraphSpec:
+    bad = _prehooked_functions_without_first_gradient(spec)
+    return dataclasses.replace(spec, hooks=tuple(
+        h for h in spec.hooks if not (h.kind == "pre" and h.target is not None and h.target.startswith("f")
+                                      and int(h.target[1:].split(".")[0]) in bad)))
+
+
+def _double_backward_through_unpacked_saved_tensors(spec: GraphSpec) -> bool:
+    """A double backward through saved tensors that saved-tensor hooks unpack: the spec's
+    (detaching) hooks, or a non-reentrant checkpoint region's (which recompute, detached)."""
+    flow = Dataflow(spec)
+    return (spec.backward == "double" and (any(h.kind == "saved_tensors" for h in spec.hooks) or spec.checkpoint)
+            and any(fn.nonlinear_slots and fn.save and flow.node_exists(n) for n, fn in enumerate(spec.functions)))
+
+
+def _saved_by_two_functions_under_hooks_with_create_graph(spec: GraphSpec) -> bool:
+    """The spec's saved-tensor hooks pack what at least two Function nodes save, and the first
+    backward (create_graph=True for a double backward) runs both nodes."""
+    return (spec.backward == "double" and any(h.kind == "saved_tensors" for h in spec.hooks)
+            and sum(bool(fn.save) and _backward_runs(spec, n) for n, fn in enumerate(spec.functions)) >= 2)
+
+
+def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
+    return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if h.kind != "saved_tensors"),
+                               checkpoint=False)
+
+
+def _second_backward_entries(spec: GraphSpec) -> frozenset[str]:
+    """Values the double backward's graph enters the forward graph by: the second backward
+    (harness/run.py: autograd.grad of the weighted first-order gradients of the chosen leaves)
+    reaches forward values only through the saved inputs that generated backwards compute
+    nonlinear derivatives from (harness/build.py `_backward`: `g * c * deriv(saved input)`),
+    and only where that term reaches a chosen leaf's gradient. Each gets a (defined) gradient."""
+    flow = Dataflow(spec)
+    chosen = set(spec.grad_leaves) or {i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad}
+
+    @functools.cache
+    def reaches_chosen(ref: str) -> bool:
+        """Does a chosen leaf's first-order gradient depend on the gradient arriving at `ref`?"""
+        if not flow.requires_grad.get(ref, False):
+            return False
+        if ref.startswith("x"):
+            return int(base_ref(ref)[1:]) in chosen
+        n, k = (int(part) for part in ref[1:].split("."))
+        fn = spec.functions[n]
+        out = fn.outputs[k]
+        return any(reads(out.kind, out, s) and reaches_chosen(a.ref)
+                   for s, a in enumerate(fn.args) if a.ref is not None)
+
+    entries: set[str] = set()
+    for m, fn in enumerate(spec.functions):
+        if "inputs" not in fn.save or not flow.backward_runs(m):
+            continue  # derivatives from intermediates are saved without a graph
+        for k, out in enumerate(fn.outputs):
+            if out.kind == "compute" and flow.requires_grad.get(f"f{m}.{k}", False):
+                entries |= {fn.args[t.slot].ref for t in out.terms
+                            if t.op != "linear" and reaches_chosen(fn.args[t.slot].ref)}
+    return frozenset(entries)
+
+
+def _second_backward_reach(spec: GraphSpec) -> tuple[frozenset[str], frozenset[int]]:
+    """(values with a gradient edge in the double backward's graph, Functions whose node it runs).
+
+    From its entries (`_second_backward_entries`) the second backward runs the forward graph's
+    nodes again, like a first backward from those values: a node runs when an edge reaches one
+    of its outputs and it leads to a chosen leaf (`backward_runs`), and then it has an edge into
+    each of its inputs that requires grad (a None gradient is still an edge)."""
+    flow = Dataflow(spec)
+    reached = set(_second_backward_entries(spec))
+    run: set[int] = set()
+    for n in reversed(range(len(spec.functions))):  # a Function reads only earlier values
+        fn = spec.functions[n]
+        if flow.backward_runs(n) and any(f"f{n}.{k}" in reached for k in fn.tensor_outputs):
+            run.add(n)
+            reached |= {a.ref for a in fn.args if a.ref is not None and flow.requires_grad[a.ref]}
+    return frozenset(reached), frozenset(run)
+
+
+def _tensor_hooked_outputs_without_second_order_edge(spec: GraphSpec) -> frozenset[str]:
+    """Function outputs with a tensor hook whose node the double backward runs while no edge of
+    it reaches that output. (The first backward reaches every Function output that requires
+    grad: each is in the loss, harness/run.py `_loss`. Under `checkpoint` the saved inputs are
+    recomputed, so the second backward runs the recomputed nodes, which carry no hooks.)"""
+    if spec.backward != "double" or spec.checkpoint:
+        return frozenset()
+    reached, run = _second_backward_reach(spec)
+    flow = Dataflow(spec)
+    return frozenset(h.target for h in spec.hooks
+                     if h.kind == "tensor" and h.target.startswith("f") and flow.requires_grad[h.target]
+                     and int(h.target[1:].split(".")[0]) in run and h.target not in reached)
+
+
+def _without_those_tensor_hooks(spec: GraphSpec) -> GraphSpec:
+    bad = _tensor_hooked_outputs_without_second_order_edge(spec)
+    return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if not (h.kind == "tensor" and h.target in bad)))
+
+
+#: the release checks of the lifetime oracle: after the outputs, then everything, are dropped
+_RELEASE_CHECKPOINTS = ("drop_outputs", "drop_all", "life:drop_outputs", "life:drop_all", "life:released")
+
+
+def _released_late(spec: GraphSpec, m: Mismatch) -> bool:
+    return m.checkpoint in _RELEASE_CHECKPOINTS
+
+
+def _released_late_never_leaked(spec: GraphSpec, m: Mismatch) -> bool:
+    """What a reference cycle damages: the release checks, but never a leak (what gc.collect()
+    does not free is not the cycle's; a Function that keeps its inputs forever must still fail)."""
+    leak = m.detail.endswith("(leak)") or (m.checkpoint == "life:released" and m.role == "leaks")
+    return _released_late(spec, m) and not leak
+
+
+def _leaf_count_above_start(result: RunResult) -> bool:
+    start, dropped = result.values.get("life:start", {}), result.values.get("life:drop_outputs", {})
+    return any(role in dropped and dropped[role][1] is not None and count is not None
+               and dropped[role][1] > count for role, (_, count) in start.items())
+
+
+def _a_function_backward_runs(spec: GraphSpec) -> bool:
+    return any(_backward_runs(spec, n) for n in range(len(spec.functions)))
+
+
+ENTRIES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        id="ca-none-gradient-accumulated",
+        title=("Compiled autograd: a custom Function's backward returns None for an input whose "
+               "gradient also arrives along another edge; the captured graph sums them with "
+               "torch.add(None, g) and raises TypeError (eager skips undefined gradients); also in a double "
+               "backward's second backward, where a Function with materialize_grads=False gets None for the "
+               "outputs it does not reach"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
+        reproducer="ca_none_gradient_accumulated.py",
+        upstream=(),
+        trigger=_none_gradient_meets_another,
+        witness=_none_added,
+        damage=error_at("backward", "double_backward"),
+        damages="the error at backward (at double_backward for the second-backward form)",
+        workaround=_zeros_for_unused_inputs,
+    ),
+    KnownIssue(
+        id="ca-runtime-none-not-materialized",
+        title=("Compiled autograd: a custom Function with materialize_grads=True gets None for an output "
+               "whose only gradient is a None another Function's backward returns at run time (eager "
+               "gives zeros); in the harness in a double backward's second backward"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
+        reproducer="ca_runtime_none_not_materialized.py",
+        trigger=lambda spec: bool(_unmaterialized_outputs(spec)),
+        witness=_unmaterialized_none_seen,
+        damage=_unmaterialized_none_damage,
+        damages=("the error at double_backward; a leaf's second-order gradient (dgrad) that is None where "
+                 "eager's is a tensor"),
+        workaround=_zeros_into_unmaterialized_outputs,
+    ),
+    KnownIssue(
+        id="ca-function-backward-unvalidated",
+        title=("Compiled autograd does not validate a custom Function's backward results: a wrong "
+               "number of gradients (the missing one a non-tensor input's), or a gradient for a non-tensor input, raises in "
+               "eager and passes silently under compiled autograd"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_function_backward_unvalidated.py",
+        trigger=lambda spec: any(_unvalidated_gradients(spec, n) for n in range(len(spec.functions))),
+        witness=_eager_raised_but_path_did_not,
+        damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward" and m.against == "eager",
+        damages="the missing error at backward (compared with eager's)",
+        workaround=_without_errors(lambda n, fn: fn.error in ("grad_count", "grad_for_nontensor")),
+    ),
+    KnownIssue(
+        id="ca-too-few-gradients-indexerror",
+        title=("Compiled autograd: a custom Function's backward returns too few gradients, the "
+               "missing one a tensor input's; eager raises 'returned an incorrect number of gradients', compiled "
+               "autograd an IndexError (tuple/list index out of range)"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_too_few_gradients_indexerror.py",
+        trigger=lambda spec: any(_too_few_gradients_for_a_tensor(spec, n) for n in range(len(spec.functions))),
+        witness=raised("backward", r"^(tuple|list) index out of range$", IndexError),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_without_errors(lambda n, fn: fn.error == "grad_count"),
+    ),
+    KnownIssue(
+        id="ca-retain-grad-none-gradient-segfault",
+        title=("Compiled autograd: retain_grad() on a non-leaf tensor (a view of a leaf) whose every incoming "
+               "gradient is None (a custom Function's backward returns None for it) segfaults in the backward: "
+               "call_cpp_tensor_pre_hooks calls VariableHooks::retain_grad's hook on the undefined gradient; "
+               "eager skips it"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_retain_grad_none_gradient_segfault.py",
+        upstream=(),
+        trigger=lambda spec: bool(_retained_without_gradient(spec)),
+        witness=crash_avoided("ca-retain-grad-none-gradient-segfault"),
+        damage=error_at("backward"),
+        damages="the whole run (not run: it would crash the process)",
+        workaround=lambda spec: dataclasses.replace(spec, hooks=tuple(
+            h for h in spec.hooks if not (h.kind == "retain_grad" and h.target in _retained_without_gradient(spec)))),
+        crashes_at="backward",
+    ),
+    KnownIssue(
+        id="ca-invalid-gradient-message",
+        title=("Compiled autograd: a gradient of the wrong shape raises as in eager, but the message "
+               "drops which node returned it ('[Compiled Autograd Tracing:]invalid gradient at index "
+               "0 ...' instead of 'Function FBackward returned an invalid gradient at index 0 ...')"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_invalid_gradient_message.py",
+        trigger=lambda spec: any(fn.error == "grad_shape" and _backward_runs(spec, n)
+                                 for n, fn in enumerate(spec.functions)),
+        witness=raised("backward", r"^\[Compiled Autograd Tracing:\]invalid gradient at index \d+ - got .* "
+                                   r"but expected shape compatible with", RuntimeError),
+        damage=error_at("backward"),
+        damages="the error message at backward",
+        workaround=_without_errors(lambda n, fn: fn.error == "grad_shape"),
+    ),
+    KnownIssue(
+        id="ca-prehook-unused-first-gradient",
+        title=("Compiled autograd: a node pre-hook on a custom Function whose first output gets no "
+               "gradient (non-tensor or non-differentiable, or not reached by a double backward's second "
+               "backward that runs the node) crashes reorder_pre_hook_nodes_to_mimic_eager with a bare "
+               "StopIteration"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_prehook_unused_first_gradient.py",
+        trigger=lambda spec: spec.backward != "none" and bool(_prehooked_functions_without_first_gradient(spec)),
+        witness=raised("backward", r"^$", StopIteration),
+        damage=error_at("backward"),
+        damages="the error at backward (where the path reports the second backward's too)",
+        workaround=_without_those_prehooks,
+    ),
+    KnownIssue(
+        id="ca-unpack-hook-create-graph",
+        title=("Compiled autograd with create_graph=True ignores the autograd identity of saved "
+               "tensors whose pack hook detached them (eager restores it on unpack): second-order "
+               "gradients through saved tensors are silently lost; so under a non-reentrant checkpoint, "
+               "whose hooks recompute them detached"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_unpack_hook_create_graph.py",
+        trigger=_double_backward_through_unpacked_saved_tensors,
+        witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
+                                             for m in ms),
+        # retained grads and tensor hooks also see the second backward's (lost) contributions
+        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:") or (
+            m.checkpoint == "backward" and m.role.startswith(("retained:", "hook"))),
+        damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
+                "gradients at backward, which the second backward adds to",
+        workaround=_without_saved_tensors_hooks,
+    ),
+    KnownIssue(
+        id="ca-saved-hook-create-graph-guard",
+        title=("Compiled autograd handing its graph to torch.compile, create_graph=True: when two custom "
+               "Function nodes saved tensors through a detaching saved_tensors_hooks pack hook, Dynamo fails "
+               "its own guard on the captured backward graph (AssertionError 'Guard failed on the same frame "
+               "it was created ... Duplicate tensors found: [\"hooks[1].saved_tensors[0]\", ...]')"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),  # capture runs it
+        reproducer="ca_saved_hook_create_graph_guard.py",
+        trigger=_saved_by_two_functions_under_hooks_with_create_graph,
+        witness=raised("backward", r"^Guard failed on the same frame it was created\..*Duplicate tensors found: "
+                                   r"\[\"hooks\[\d+\]\.saved_tensors\[\d+\]\"", AssertionError),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_without_saved_tensors_hooks,
+    ),
+    KnownIssue(
+        id="ca-tensor-hook-unreached-output",
+        title=("Compiled autograd: a tensor hook on one output of a multi-output node (a custom Function) "
+               "that the backward runs without a gradient edge into that output is traced with None, and "
+               "reorder_tensor_pre_hook_nodes raises AttributeError \"'NoneType' object has no attribute "
+               "'op'\" (is_placeholder(None)); eager calls the hook with None"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_tensor_hook_unreached_output.py",
+        trigger=lambda spec: bool(_tensor_hooked_outputs_without_second_order_edge(spec)),
+        witness=raised("backward", r"^'NoneType' object has no attribute 'op'$", AttributeError),
+        damage=error_at("backward"),  # the path reports every compiled-autograd error at backward
+        damages="the error at backward (raised by the double backward's capture)",
+        workaround=_without_those_tensor_hooks,
+    ),
+    KnownIssue(
+        id="ca-eager-backend-pins-inputs",
+        title=("Compiled autograd with torch.compile(backend='eager'): the compiled backward graph keeps "
+               "the real input list of its first call as the inputs placeholder's meta['example_value'], "
+               "so the leaves, saved tensors and arguments of that backward stay alive until "
+               "torch._dynamo.reset()"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager",),
+        reproducer="ca_eager_backend_pins_inputs.py",
+        trigger=lambda spec: spec.backward != "none",
+        witness=lambda spec, result, ms: bool(_released(result, "leaks")),
+        damage=_released_late,
+        damages="the release checks (drop_outputs, drop_all: leaks, use counts)",
+        workaround=lambda spec: spec,  # the backend is the trigger: no spec avoids it
+        any_function=True,
+    ),
+    KnownIssue(
+        id="ca-dynamo-function-ctx-cycle",
+        title=("Compiled autograd handing its graph to torch.compile: Dynamo traces a custom Function's "
+               "backward with its real ctx, which a leftover SideEffects object keeps in a reference "
+               "cycle, so the leaves behind the Function hold an extra reference and die only under "
+               "gc.collect()"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
+        reproducer="ca_dynamo_function_ctx_cycle.py",
+        trigger=_a_function_backward_runs,
+        witness=lambda spec, result, ms: bool(_released(result, "cycles")) or _leaf_count_above_start(result),
+        damage=_released_late_never_leaked,
+        damages="the release checks (drop_outputs use counts, drop_all: reference cycles; never a leak)",
+        workaround=lambda spec: spec,  # every custom Function's backward: no spec avoids it
+        any_function=True,
+    ),
+    KnownIssue(
+        id="ca-function-vjp-ignored",
+        title=("Compiled autograd calls a custom Function's `backward` directly "
+               "(torch/_dynamo/external_utils.py call_backward), ignoring a `vjp` defined instead, its "
+               "documented alias: NotImplementedError 'You must implement either the backward or vjp method'"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled",),
+        reproducer="ca_function_vjp_ignored.py",
+        upstream=("pytorch/pytorch#191498",),
+        trigger=_vjp_backward_runs,
+        witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_vjp_as_backward,
+    ),
+)

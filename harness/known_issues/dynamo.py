@@ -1,0 +1,764 @@
+"""Dynamo (torch.compile tracing a custom Function): its entries, each beside its predicates."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+from harness.dataflow import VERSION_ERROR, Dataflow, saved_mutated_outputs
+from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
+from harness.known_issues.shared import (
+    _DOCUMENTED_BACKWARD_ERROR,
+    _aliasing_output_as_copy,
+    _backward_runs,
+    _breaks_the_graph_itself,
+    _functions_replaced,
+    _gradient_record_of,
+    _invalid_backward_runs,
+    _ref_of,
+    _released,
+    _returned_as_tuples,
+    _without_errors,
+)
+from harness.oracles.compare import Mismatch
+from harness.run import RunResult
+from harness.spec import FunctionSpec, GraphSpec, OutputSpec, SpecError
+
+
+def _generic(fn: FunctionSpec) -> bool:
+    return fn.code == "generic"
+
+
+def _all_plain(spec: GraphSpec) -> GraphSpec:
+    """Every Function written in the plain style (explicit parameters, literal constants),
+    where it can be (a tuple-valued constant output has no plain literal)."""
+    def plain(n: int, fn: FunctionSpec) -> FunctionSpec:
+        try:
+            candidate = dataclasses.replace(fn, code="plain")
+            GraphSpec(shape=spec.shape, dtype=spec.dtype, leaves=spec.leaves,
+                      functions=spec.functions[:n] + (candidate,))
+        except SpecError:
+            return fn
+        return candidate
+    return _functions_replaced(spec, plain)
+
+
+# --- Dynamo --------------------------------------------------------------------------------
+
+
+def _saved_mutated_outputs(spec: GraphSpec) -> set[str]:
+    """Outputs modified in place after the forward that their own Function saved (as outputs),
+    where that Function's backward runs. The generated backward unpacks them and reads only
+    their shape (harness/build.py), so a traced backward needs none of their data."""
+    return saved_mutated_outputs(spec, as_inputs=False)
+
+
+def _version_error_missing(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The run went through the backward where eager (and the math oracle) say torch's
+    version-counter error must stop it."""
+    return result.status != "error" and any(m.checkpoint == "backward" and m.role == "error" for m in mismatches)
+
+
+def _saved_outputs_not_mutated(spec: GraphSpec) -> GraphSpec:
+    """Those outputs are not modified in place (the other in-place updates stay)."""
+    saved = _saved_mutated_outputs(spec)
+    return dataclasses.replace(spec, mutated_outputs=tuple(r for r in spec.mutated_outputs if r not in saved))
+
+
+def _generic_function_with_grad_input(spec: GraphSpec) -> bool:
+    flow = Dataflow(spec)
+    return any(_generic(fn) and flow.node_exists(n) for n, fn in enumerate(spec.functions))
+
+
+def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
+    """forward(*args) or forward(ctx, *args) with a tensor to shift: Dynamo binds the inputs shifted."""
+    return any(_generic(fn) and fn.tensor_slots for fn in spec.functions)
+
+
+def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
+                                             mismatches: list[Mismatch]) -> bool:
+    """An output of a generic Function differs in value or in what it aliases (an error the
+    run met later, a deliberate one included, does not undo what the forward computed), or
+    an earlier Function's output that a generic Function modifying an input in place was
+    passed as is: with the inputs shifted, the in-place update lands on a neighbour of its
+    (cloned) dirty input."""
+    shifted = {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots}
+    overwritten = {a.ref for n in shifted for a in spec.functions[n].args
+                   if a.ref is not None and not a.clone and any(o.kind == "dirty" for o in spec.functions[n].outputs)}
+    return any(
+        m.checkpoint in ("forward", "meta:forward") and m.role.startswith(("out:f", "alias:f"))
+        and (int(_ref_of(m.role)[1:].split(".")[0]) in shifted or _ref_of(m.role) in overwritten)
+        for m in mismatches)
+
+
+def _single_non_differentiable_outputs(spec: GraphSpec) -> set[int]:
+    return {n for n, fn in enumerate(spec.functions)
+            if not fn.tuple_output and fn.outputs[0].non_differentiable}
+
+
+def _single_constant_outputs(spec: GraphSpec, any_tensor_input: bool = False) -> set[int]:
+    """Functions with an input that requires grad (Dynamo traces them as the
+    autograd_function_apply op) whose forward returns one non-tensor value, not a tuple.
+    any_tensor_input: under a torch.func transform, which differentiates every leaf, any tensor input."""
+    flow = Dataflow(spec)
+    return {n for n, fn in enumerate(spec.functions)
+            if not fn.tuple_output and fn.outputs[0].kind == "const"
+            and (fn.tensor_slots if any_tensor_input else flow.node_exists(n))}
+
+
+def _single_constant_outputs_on(path: str) -> Callable[[GraphSpec], set[int]]:
+    return lambda spec: _single_constant_outputs(spec, any_tensor_input=path_family(path) == "func+dynamo")
+
+
+def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Dynamo iterated such a value: the TypeError of iterating a number, bool or None; for a
+    string, one output per character, so backward(ctx, g) is bound with too many gradients
+    (or, had the backward taken them all, the characters came back as a tuple)."""
+    error = str(result.error) if (result.status == "error" and result.error_checkpoint == "forward"
+                                  and isinstance(result.error, TypeError)) else ""
+    for n in _single_constant_outputs_on(result.path)(spec):
+        value = spec.functions[n].outputs[0].value
+        if not isinstance(value, str):
+            if f"'{type(value).__name__}' object is not iterable" in error:
+                return True
+        elif f"Too many positional arguments: got {len(value) + 1}, expected 2" in error or any(
+                m.checkpoint == "forward" and m.role == f"const:f{n}.0" and m.detail.endswith(f"got {tuple(value)!r}")
+                for m in mismatches):
+            return True
+    return False
+
+
+def _inputs_returned_without_grad(spec: GraphSpec) -> set[str]:
+    """Outputs that return an input as-is from a Function none of whose inputs requires grad."""
+    flow = Dataflow(spec)
+    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions) if not flow.node_exists(n)
+            for k, o in enumerate(fn.outputs) if o.kind == "input"}
+
+
+def _returned_as_views(spec: GraphSpec) -> GraphSpec:
+    bad = _inputs_returned_without_grad(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        OutputSpec("view", slot=o.slot) if f"f{n}.{k}" in bad else o for k, o in enumerate(fn.outputs))))
+
+
+_GRADIENT_CHANGING_HOOKS = ("tensor",)  # harness/run.py: a tensor hook doubles the gradient
+
+
+def _hooks_on_outputs_used_inside(spec: GraphSpec) -> tuple[int, ...]:
+    """Indices of retain_grad and tensor hooks on Function outputs that a later Function reads
+    (inside the compiled forward), when a backward runs."""
+    flow = Dataflow(spec)
+    return tuple(h for h, hook in enumerate(spec.hooks)
+                 if spec.backward != "none" and hook.kind in ("retain_grad",) + _GRADIENT_CHANGING_HOOKS
+                 and hook.target is not None and hook.target.startswith("f") and flow.edges_into(hook.target))
+
+
+def _seeing_part_of_the_gradient(spec: GraphSpec) -> frozenset[str]:
+    """Values whose recorded gradient can be off: each such hooked output, and for a hook that
+    changes the gradient, everything upstream of it (it changes only the outside part)."""
+    flow = Dataflow(spec)
+    seen: set[str] = set()
+    for h in _hooks_on_outputs_used_inside(spec):
+        target = spec.hooks[h].target
+        seen |= flow.upstream(target) if spec.hooks[h].kind in _GRADIENT_CHANGING_HOOKS else {target}
+    return frozenset(seen)
+
+
+def _gradient_seen_by(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient-side record of a value that sees only part of its gradient."""
+    return _gradient_record_of(spec, _seeing_part_of_the_gradient(spec), m)
+
+
+def _without_hooks_on_outputs_used_inside(spec: GraphSpec) -> GraphSpec:
+    bad = set(_hooks_on_outputs_used_inside(spec))
+    return dataclasses.replace(spec, hooks=tuple(h for i, h in enumerate(spec.hooks) if i not in bad))
+
+
+def _alias_of(m: Mismatch) -> str | None:
+    return m.role[len("alias:"):] if m.checkpoint == "meta:forward" and m.role.startswith("alias:") else None
+
+
+def _no_argument_functions_reading_needs_input_grad(spec: GraphSpec) -> set[int]:
+    return {n for n, fn in enumerate(spec.functions) if not fn.args and fn.needs_input_grad == "saved"}
+
+
+def _needs_input_grad_read_in_backward_only(spec: GraphSpec) -> GraphSpec:
+    bad = _no_argument_functions_reading_needs_input_grad(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, needs_input_grad="read")
+                               if n in bad else fn)
+
+
+def _marks_on_the_real_ctx_lost(spec: GraphSpec) -> set[str]:
+    """Non-differentiable outputs of plain Functions whose apply Dynamo runs eagerly, compiling
+    their forward frame on its own with the real ctx as an input (an old-style forward, or a
+    setup_context that runs a tensor op). It runs an apply eagerly when the Function breaks the
+    graph itself, and, in the eager fallback of the harness's forward, which applies the
+    Functions in a loop (a graph break in a loop makes Dynamo skip the loop's frame, and each
+    apply is compiled in a frame of its own), every apply after a Function with no tensor
+    input (seen on 2.13.0, 2.14.1 and 2.15.0, the reproducer's second form; where Dynamo
+    decides this is not pinned down). The witness needs the eager fallback."""
+    flow = Dataflow(spec)
+    no_tensor_input = [n for n, fn in enumerate(spec.functions) if not fn.tensor_slots]
+    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions)
+            if fn.code == "plain" and flow.node_exists(n)
+            and (_breaks_the_graph_itself(fn) or any(m < n for m in no_tensor_input))
+            and (fn.style == "old" or "intermediates" in fn.save and fn.nonlinear_slots)
+            for k, o in enumerate(fn.outputs) if o.non_differentiable}
+
+
+def _dirty_views_of_no_grad_clones(spec: GraphSpec) -> dict[int, int]:
+    """Functions with an input that requires grad that modify in place a view of a clone of a
+    value that does not (`Arg(clone=True, view=True)`): {function: that view's slot}. Dynamo
+    either traces such a Function (and raises dynamo-mark-dirty-inplace-result's graph break)
+    or runs it in eager after a graph break, the view coming out of the region before it, which
+    AOT Autograd ran under no_grad (nothing in it requires grad)."""
+    flow = Dataflow(spec)
+    return {n: o.slot for n, fn in enumerate(spec.functions) if flow.node_exists(n)
+            for o in fn.outputs if o.kind == "dirty" and fn.args[o.slot].view
+            and not flow.requires_grad[fn.args[o.slot].ref]}
+
+
+def _no_grad_clone_views_as_whole_clones(spec: GraphSpec) -> GraphSpec:
+    """Those view arguments become the clone itself (no view to rebase)."""
+    sites = _dirty_views_of_no_grad_clones(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, args=tuple(
+        dataclasses.replace(a, view=False) if sites.get(n) == s else a for s, a in enumerate(fn.args))))
+
+
+def _requires_grad_came_back(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Through the eager fallback, an output that lost its mark requires grad: `requires_grad`
+    at forward, or (where an error at backward leaves only the metadata compared) its grad_fn
+    and is_leaf."""
+    return "eager fallback" in result.note and _marks_seen_lost(_marks_on_the_real_ctx_lost(spec), mismatches)
+
+
+def _marks_seen_lost(lost: set[str] | frozenset[str], mismatches: list[Mismatch]) -> bool:
+    came_back = {("forward", "requires_grad"): "expected False, got True",
+                 ("meta:forward", "grad_fn"): "expected False, got True",
+                 ("meta:forward", "is_leaf"): "expected True, got False"}
+    return any(came_back.get((m.checkpoint, m.role.split(":")[0])) == m.detail and _ref_of(m.role) in lost
+               for m in mismatches)
+
+
+def _marked_outputs_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
+    return _lost_marks_damage(spec, _marks_on_the_real_ctx_lost(spec), m)
+
+
+def _lost_marks_damage(spec: GraphSpec, lost: set[str] | frozenset[str], m: Mismatch) -> bool:
+    """What outputs that lost their non-differentiable mark cause. At forward, requires_grad,
+    grad_fn and is_leaf of them and of what is computed from them. At backward they join the
+    loss, so a backward runs where eager's had none: what it records (gradients, and their
+    strides under meta:) is on this side only; when that backward is one that eager skips, the
+    path raises autograd's error for its deliberate invalid results, or torch's version-counter
+    error for a value it saved that was modified after the forward, where eager raised nothing
+    (or later)."""
+    flow = Dataflow(spec)
+    tainted = flow.downstream(set(lost))
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in tainted
+    # the backward that now runs sends its inputs a gradient for the output that lost its mark,
+    # which the generated backward ignores: a tensor (zeros where nothing else arrives) where
+    # eager's gradient is None (stop 20's 2.14.1 dynamo audit, spec a8ed736c)
+    now_upstream = frozenset().union(*(flow.upstream(a.ref) for n in _now_running(spec, tainted)
+                                       for a in spec.functions[n].args if a.ref is not None))
+    return m.checkpoint in ("backward", "meta:backward") and (
+        m.role == "skipped" or m.detail == "present on one side only" or m.role.startswith("hook")
+        or m.detail == "expected None" and _ref_of(m.role) in now_upstream
+        or m.role.startswith("stride:") and m.detail.startswith("expected '<absent>', got ")
+        or m.role == "error" and (_skipped_invalid_backward_raised(spec, lost, m)
+                                  or _skipped_backward_version_error(spec, tainted, m)))
+
+
+def _skipped_backward_version_error(spec: GraphSpec, tainted: frozenset[str], m: Mismatch) -> bool:
+    """The path raised torch's version-counter error at backward where eager did not: a Function
+    whose backward eager skips, and which now runs (it made or reads a value that lost its mark),
+    saved an output modified in place after the forward."""
+    if VERSION_ERROR.search(m.detail) is None or "; eager raised" in m.detail:
+        return False
+    now_runs = _now_running(spec, tainted)
+    return bool(saved_mutated_outputs(spec, backward_runs=lambda n: n in now_runs))
+
+
+def _skipped_invalid_backward_raised(spec: GraphSpec, lost: set[str] | frozenset[str], m: Mismatch) -> bool:
+    """The path raised autograd's error for the deliberate invalid results of Function n's
+    backward, which eager never calls, and which now runs: it made a value that lost its mark
+    (its outputs that reach the loss were all marked non-differentiable), or reads one or what is
+    computed from one (it has a node only through it: stop 20's dynamo audit, spec 49deffdf)."""
+    detail = m.detail.removeprefix(f"{m.path} ")  # "<path> raised ...; eager ran without error"
+    raised = _PATH_RAISED_DOCUMENTED_BACKWARD_ERROR.match(detail)
+    if raised is None:
+        return False
+    n = int(raised.group(1))
+    return n < len(spec.functions) and spec.functions[n].error is not None and not _backward_runs(spec, n) and (
+        n in _now_running(spec, Dataflow(spec).downstream(set(lost))))
+
+
+def _now_running(spec: GraphSpec, tainted: frozenset[str]) -> set[int]:
+    """Functions whose backward eager skips that made or read a value in `tainted` (outputs that
+    lost their mark and what is computed from them): they have a node now."""
+    return {n for n, fn in enumerate(spec.functions) if not _backward_runs(spec, n) and (
+        any(f"f{n}.{k}" in tainted for k in fn.tensor_outputs) or any(a.ref in tainted for a in fn.args))}
+
+
+def _differentiable_after_all(spec: GraphSpec) -> GraphSpec:
+    lost = _marks_on_the_real_ctx_lost(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) if f"f{n}.{k}" in lost else o
+        for k, o in enumerate(fn.outputs))))
+
+
+def _marks_shifted_by_constants(spec: GraphSpec) -> tuple[frozenset[str], frozenset[str]]:
+    """(outputs marked non-differentiable that lose the mark, outputs that get it instead) under
+    torch.compile: in Functions Dynamo traces (not those that break the graph themselves) with an
+    input that requires grad, each mark is replayed at its index among all outputs on the traced
+    graph's outputs, the tensors only, so a non-tensor output before a marked one shifts it."""
+    flow = Dataflow(spec)
+    lost: set[str] = set()
+    moved: set[str] = set()
+    for n, fn in enumerate(spec.functions):
+        marked = {k for k, o in enumerate(fn.outputs) if o.non_differentiable}
+        if not marked or _breaks_the_graph_itself(fn) or not flow.node_exists(n):
+            continue
+        tensors = fn.tensor_outputs
+        replayed = {tensors[k] for k in marked if k < len(tensors)}
+        lost |= {f"f{n}.{k}" for k in marked - replayed}
+        moved |= {f"f{n}.{k}" for k in replayed - marked}
+    return frozenset(lost), frozenset(moved)
+
+
+def _shifted_marks_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """An output whose mark the shift drops requires grad, or one it moves to does not."""
+    lost, moved = _marks_shifted_by_constants(spec)
+    return _marks_seen_lost(lost, mismatches) or any(
+        m.checkpoint in ("forward", "meta:forward") and m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:"))
+        and _ref_of(m.role) in moved for m in mismatches)
+
+
+def _shifted_marks_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
+    """What the outputs that lose their mark cause (`_lost_marks_damage`), and what the outputs
+    that get it instead do: whether they and what is computed from them require grad, and the
+    gradients of the values they were computed from, which no longer get their gradient."""
+    lost, moved = _marks_shifted_by_constants(spec)
+    if _lost_marks_damage(spec, lost, m):
+        return True
+    flow = Dataflow(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in flow.downstream(
+            set(moved))
+    upstream = frozenset().union(*(flow.upstream(r) for r in moved))
+    return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and (
+        m.role.startswith(("grad:", "agrad:", "dgrad:", "stride:grad:", "stride:agrad:")) and _ref_of(m.role) in upstream
+        or m.detail == "present on one side only")
+
+
+def _constants_before_marks_as_tensors(spec: GraphSpec) -> GraphSpec:
+    """In the Functions whose marks shift, the non-tensor outputs become computed constants."""
+    lost, moved = _marks_shifted_by_constants(spec)
+    return _constants_as_tensors(spec, {int(r[1:].split(".")[0]) for r in lost | moved})
+
+
+def _dirty_marks_shifted_by_constants(spec: GraphSpec) -> set[int]:
+    """Functions whose ctx.mark_dirty Dynamo replays at a shifted index (the mark_non_differentiable
+    shift's twin, `_marks_shifted_by_constants`): traced (an input requires grad, nothing breaks the
+    graph, the dirty input returned as itself: the other form is dynamo-mark-dirty-inplace-result's
+    graph break) with a non-tensor output before a dirty one."""
+    flow = Dataflow(spec)
+    shifted = set()
+    for n, fn in enumerate(spec.functions):
+        dirty = [k for k, o in enumerate(fn.outputs) if o.kind == "dirty"]
+        if (dirty and fn.dirty_return == "input" and not _breaks_the_graph_itself(fn) and flow.node_exists(n)
+                and any(o.kind == "const" for o in fn.outputs[:max(dirty)])):
+            shifted.add(n)
+    return shifted
+
+
+def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
+    """In these Functions the non-tensor outputs become computed constants (bias-only tensors):
+    no output index shifts, every mark and every other value stays."""
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        OutputSpec("compute", bias=0.5) if o.kind == "const" else o for o in fn.outputs)) if n in functions else fn)
+
+
+def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
+    """What a cycle holding a tensor shows: its use count stays up once the outputs are
+    dropped, and it dies only under gc.collect()."""
+    return (m.checkpoint == "drop_all" and m.detail.startswith("freed only by gc.collect()")
+            or m.checkpoint == "drop_outputs" and m.detail.startswith("use count"))
+#: the same error, raised by the path itself (a Mismatch's detail), with the Function's number
+_PATH_RAISED_DOCUMENTED_BACKWARD_ERROR = re.compile(
+    r"^raised RuntimeError at backward: " + _DOCUMENTED_BACKWARD_ERROR.pattern.replace(r"\w+Backward", r"F(\d+)Backward"))
+
+
+def _invalid_backward_traced(spec: GraphSpec) -> bool:
+    """A Function that returns too few or wrongly shaped gradients on purpose, which Dynamo traces
+    (it has a node and does not break the graph itself): Dynamo traces its backward while it
+    compiles the forward (AutogradFunctionApplyVariable, rewire_bwd_graph_outputs), also where
+    eager's backward never calls it (a partial backward that does not reach it; stop 20's
+    dynamo audit, spec 82afbef1)."""
+    flow = Dataflow(spec)
+    return any(fn.error in ("grad_count", "grad_shape") and flow.node_exists(n) and not _breaks_the_graph_itself(fn)
+               for n, fn in enumerate(spec.functions))
+
+
+def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Eager raised its documented error at backward and this path did not raise it there, or
+    this path raised it (or compiled autograd's IndexError) somewhere else or under another name."""
+    return any(m.role == "error" and (
+        "eager raised RuntimeError at backward" in m.detail and _DOCUMENTED_BACKWARD_ERROR.search(m.detail)
+        or _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and "ApplyTemplateBackward" in m.detail
+        or m.checkpoint == "forward" and "IndexError at forward: list index out of range" in m.detail)
+        for m in mismatches)
+
+
+def _dirty_sites(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    return tuple((n, k) for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
+def _dirty_sites_with_grad(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    flow = Dataflow(spec)
+    return tuple((n, k) for n, fn in enumerate(spec.functions) if flow.node_exists(n)
+                 for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
+_CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
+
+
+def _anything(spec: GraphSpec, m: Mismatch) -> bool:
+    return True
+
+
+ENTRIES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        id="dynamo-function-class-attribute",
+        title=("torch.compile: reading a plain class attribute of a custom autograd.Function (a "
+               "flag, a config object) fails with the graph break 'Unsupported python_type() call', "
+               "whose own hint calls it a Dynamo bug"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_class_attribute.py",
+        trigger=lambda spec: any(_generic(fn) for fn in spec.functions),
+        witness=raised("forward", _CLASS_ATTRIBUTE),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-function-class-attribute-backward",
+        title=("The backward side of dynamo-function-class-attribute: compiled autograd handing its "
+               "graph to torch.compile traces each Function's backward, which reads class attributes"),
+        first=(2, 13, 0), last=None,
+        paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
+        reproducer="dynamo_function_class_attribute.py",
+        trigger=lambda spec: spec.backward != "none" and _generic_function_with_grad_input(spec),
+        witness=raised("backward", _CLASS_ATTRIBUTE),
+        damage=error_at("backward"),
+        damages="the error at backward",
+        workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-function-varargs-forward",
+        title=("torch.compile binds the inputs of a custom Function whose forward takes *args "
+               "shifted by one: forward(*args) (setup_context style) sees the ctx as its first input "
+               "and computes with the wrong inputs (wrong values, or AttributeError on the ctx); "
+               "forward(ctx, *args) reads past its inputs (IndexError) or a non-tensor argument "
+               "where a tensor was passed (TypeError)"),
+        first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
+        paths=("dynamo", "func+dynamo"),
+        reproducer="dynamo_function_varargs_forward.py",
+        upstream=(),
+        trigger=_generic_function_with_tensor_input,
+        # What the shift breaks first varies with the graph (an input past the end, the ctx
+        # or a constant where a tensor was passed, an output that is then no tensor); all of
+        # it is an exception the traced forward raised, which Dynamo renders as a constant
+        # (or a TypeError of an op given a constant), where eager's forward raised nothing.
+        # (torch 2.13 renders it "ConstantVariable(str: ...)", 2.14 "raised exception E(...)").
+        # func.jvp+dynamo runs its forward inside forward AD: the error is at forward_ad there.
+        witness=raised(("forward", "forward_ad"), r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
+                                  r"|raised exception \w+\()|index out of range"
+                                  r"|unsupported operand type\(s\) for .*'NoneType'"
+                                  r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
+                                  # the ctx reaching a torch op crashes Dynamo itself
+                                  r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"
+                                  # under a torch.func transform, a dirty input's in-place op lands
+                                  # on the shifted input, a tensor the transform captured
+                                  r"|attempted to call in-place operation \(aten::\w+\.\w+\) that would mutate "
+                                  r"a captured Tensor"
+                                  # under vmap, a shifted input of another rank meets its batch dim's move
+                                  r"|number of dimensions in the tensor input does not match the length of "
+                                  r"the desired ordering of dimensions"
+                                  # or the in-place op of a dirty input lands on a shifted leaf (or leaf view)
+                                  r"|a (view of a )?leaf Variable that requires grad is being used in an in-place operation"
+                                  # or a shifted constant comes back where the spec's output is a tensor
+                                  r"|^Function \d+ returned \w+ for its output \d+, a tensor in its spec$"),
+        damage=error_at("forward", "forward_ad"),
+        damages="the error at forward (at forward_ad under func.jvp+dynamo)",
+        workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-unread-saved-output-unchecked",
+        title=("torch.compile: a custom Function saves its output, its backward unpacks it without reading "
+               "its values, and the caller modifies that output in place before backward: eager raises the "
+               "version-counter error, the compiled run does not (AOT Autograd keeps no data it does not "
+               "read, so nothing is checked); the gradients are right"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_unread_saved_output_unchecked.py",
+        trigger=lambda spec: bool(_saved_mutated_outputs(spec)),
+        witness=_version_error_missing,
+        damage=error_at("backward"),
+        damages="the missing error at backward (compared with eager's and the math oracle's)",
+        workaround=_saved_outputs_not_mutated,
+    ),
+    KnownIssue(
+        id="dynamo-function-varargs-forward-values",
+        title=("The wrong-value side of dynamo-function-varargs-forward: a Function whose "
+               "forward(*args) reads shifted inputs returns wrong outputs without an error"),
+        first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
+        paths=("dynamo", "func+dynamo"),
+        reproducer="dynamo_function_varargs_forward.py",
+        trigger=_generic_function_with_tensor_input,
+        witness=_wrong_forward_value_of_varargs_function,
+        damage=_anything,
+        damages="every value: the forward computes with shifted inputs, so all that follows differs",
+        workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-single-non-differentiable-output",
+        title=("torch.compile of a custom Function whose forward returns one tensor (not a tuple) marked "
+               "with ctx.mark_non_differentiable fails inside Dynamo with 'AssertionError: Expected fwd_out "
+               "to be a BaseListVariable', with fullgraph=True and False alike; returning (out,) compiles"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_single_non_differentiable_output.py",
+        trigger=lambda spec: bool(_single_non_differentiable_outputs(spec)),
+        witness=raised("forward", r"Expected fwd_out to be a BaseListVariable"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_returned_as_tuples(_single_non_differentiable_outputs),
+    ),
+    KnownIssue(
+        id="dynamo-function-single-constant-output",
+        title=("torch.compile of a custom Function with an input that requires grad, whose forward returns one "
+               "non-tensor value (not a tuple): Dynamo's fwd_trace_helper (torch/_functorch/autograd_function.py) "
+               "iterates it, so an int, float, bool or None raises \"TypeError: '<type>' object is not iterable\" "
+               "and a string is split into one output per character; returning (value,) compiles"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo", "func+dynamo"),
+        reproducer="dynamo_function_single_constant_output.py",
+        trigger=lambda spec: bool(_single_constant_outputs(spec)),
+        path_triggers={"func+dynamo": lambda spec: bool(_single_constant_outputs(spec, any_tensor_input=True))},
+        witness=_constant_iterated,
+        damage=lambda spec, m: error_at("forward")(spec, m) or (
+            m.checkpoint == "forward" and m.role in {f"const:f{n}.0" for n in _single_constant_outputs_on(m.path)(spec)}),
+        damages="the error at forward (or the constant output, split into characters)",
+        workaround=_returned_as_tuples(lambda spec: _single_constant_outputs(spec, any_tensor_input=True)),
+    ),
+    KnownIssue(
+        id="dynamo-input-returned-as-is-not-a-view",
+        title=("torch.compile: a custom Function returning an input as-is, none of whose inputs requires "
+               "grad, returns the input tensor itself; eager returns a view of it (custom_function.cpp, "
+               "_view_as_self_with_no_grad)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_input_returned_as_is_not_a_view.py",
+        trigger=lambda spec: bool(_inputs_returned_without_grad(spec)),
+        witness=lambda spec, result, ms: any(
+            _alias_of(m) in _inputs_returned_without_grad(spec) and m.detail.startswith("expected 'view of ")
+            and "got 'is " in m.detail for m in ms),
+        damage=lambda spec, m: _alias_of(m) in _inputs_returned_without_grad(spec),
+        damages="the alias relation (meta:forward alias:*) of those outputs",
+        workaround=_returned_as_views,
+    ),
+    KnownIssue(
+        id="dynamo-hook-on-output-used-inside",
+        title=("torch.compile with an AOT Autograd backend differentiates the compiled region as one node "
+               "(pytorch/pytorch#91468, open): a hook registered on an output that the region also uses "
+               "inside sees only the gradient from outside, so retain_grad gives a partial .grad and a "
+               "hook that changes the gradient changes only that part"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_hook_on_output_used_inside.py",
+        upstream=("pytorch/pytorch#91468",),
+        trigger=lambda spec: bool(_hooks_on_outputs_used_inside(spec)),
+        witness=lambda spec, result, ms: any(m.checkpoint == "backward" and _gradient_seen_by(spec, m) for m in ms),
+        damage=_gradient_seen_by,
+        damages=("at backward, the retained grad of each such hooked output; for a tensor hook, the gradients, "
+                 "retained grads and hook records of every value upstream of it (and their strides)"),
+        workaround=_without_hooks_on_outputs_used_inside,
+    ),
+    KnownIssue(
+        id="dynamo-no-inputs-needs-input-grad-none",
+        title=("torch.compile: in the forward of a custom Function applied with no arguments, "
+               "ctx.needs_input_grad is None (eager: ()), since AutogradFunctionContextVariable.create "
+               "sets it only `if args`; tuple(ctx.needs_input_grad) raises TypeError"),
+        # 2.14.1 raises AttributeError instead (the next entry); 2.14.0 was not tried
+        first=(2, 13, 0), last=(2, 13, 0),
+        paths=("dynamo",),
+        reproducer="dynamo_function_no_inputs_needs_input_grad.py",
+        trigger=lambda spec: bool(_no_argument_functions_reading_needs_input_grad(spec)),
+        witness=raised("forward", r"'NoneType' object is not iterable", TypeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_needs_input_grad_read_in_backward_only,
+    ),
+    KnownIssue(
+        id="dynamo-no-inputs-needs-input-grad-missing",
+        title=("The torch 2.14 form of dynamo-no-inputs-needs-input-grad-none: AutogradFunctionContextVariable"
+               ".create stores needs_input_grad on the traced ctx only `if args`, so in the forward of a Function "
+               "applied with no arguments reading it raises \"AttributeError: 'FunctionCtx' object has no "
+               "attribute 'needs_input_grad'\""),
+        first=(2, 14, 1), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_no_inputs_needs_input_grad_missing.py",
+        trigger=lambda spec: bool(_no_argument_functions_reading_needs_input_grad(spec)),
+        witness=raised("forward", r"'FunctionCtx' object has no attribute 'needs_input_grad'", AttributeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_needs_input_grad_read_in_backward_only,
+    ),
+    KnownIssue(
+        id="dynamo-fallback-drops-mark-non-differentiable",
+        title=("torch.compile's eager fallback for a custom Function it cannot trace: Dynamo then compiles "
+               "the forward frame with the real ctx, records ctx.mark_non_differentiable only on its "
+               "stand-in, and the output comes back requiring grad (with a grad_fn)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_fallback_drops_mark_non_differentiable.py",
+        upstream=("pytorch/pytorch#118396",),
+        trigger=lambda spec: bool(_marks_on_the_real_ctx_lost(spec)),
+        witness=_requires_grad_came_back,
+        damage=_marked_outputs_and_what_follows,
+        damages=("requires_grad, grad_fn and is_leaf of the marked outputs and of what is computed from "
+                 "them; at backward, a backward that eager skipped (nothing else required grad): what it records, "
+                 "gradient strides included, and autograd's error for its invalid results if it returns them"),
+        workaround=_differentiable_after_all,
+    ),
+    KnownIssue(
+        id="dynamo-mark-non-differentiable-index-shifted",
+        title=("torch.compile of a custom Function that returns a non-tensor value before tensors it marks with "
+               "ctx.mark_non_differentiable marks the wrong outputs, silently, with fullgraph=True: Dynamo records "
+               "each mark's index among all outputs (AutogradFunctionApplyVariable, torch/_dynamo/variables/"
+               "higher_order_ops.py: non_differentiable_idx over fwd_out.items) and ApplyTemplate.setup_context "
+               "(torch/_functorch/autograd_function.py) replays it on the traced graph's outputs, the tensors only; "
+               "a marked output requires grad, a later one loses its gradient"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_mark_non_differentiable_index_shifted.py",
+        upstream=("pytorch/pytorch#191029", "pytorch/pytorch#191030"),
+        trigger=lambda spec: any(_marks_shifted_by_constants(spec)),
+        witness=_shifted_marks_seen,
+        damage=_shifted_marks_and_what_follows,
+        damages=("requires_grad, grad_fn and is_leaf of the outputs the marks move to or from and of what is "
+                 "computed from them; at backward, the gradients of what an output that lost its gradient was "
+                 "computed from, and what a backward eager skipped records or raises"),
+        workaround=_constants_before_marks_as_tensors,
+    ),
+    KnownIssue(
+        id="dynamo-mark-dirty-index-shifted",
+        title=("torch.compile of a custom Function that returns a non-tensor value before an input it marks "
+               "with ctx.mark_dirty marks another output dirty, and fails with fullgraph=True "
+               "(InternalTorchDynamoError: \"a leaf Variable that requires grad has been used in an in-place "
+               "operation\", or \"ctx.mark_dirty() received a tensor that was not an input\"): the twin of "
+               "dynamo-mark-non-differentiable-index-shifted, the dirty index counted among all outputs and "
+               "replayed on the traced graph's tensor outputs (ApplyTemplate.setup_context, "
+               "torch/_functorch/autograd_function.py); eager runs it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_mark_dirty_index_shifted.py",
+        upstream=("pytorch/pytorch#191029", "pytorch/pytorch#191030"),
+        trigger=lambda spec: bool(_dirty_marks_shifted_by_constants(spec)),
+        witness=raised("forward", r"a leaf Variable that requires grad has been used in an in-place operation"
+                                  r"|mark_dirty\(\) received a tensor that was not an input"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _constants_as_tensors(spec, _dirty_marks_shifted_by_constants(spec)),
+    ),
+    KnownIssue(
+        id="dynamo-fallback-dirty-view-made-in-no-grad",
+        title=("torch.compile (backend aot_eager): a view of a fresh tensor that does not require grad, made in a "
+               "compiled region and passed across a graph break to a custom Function that modifies it in place "
+               "(mark_dirty) while another input requires grad, raises RuntimeError 'A view was created in "
+               "no_grad mode and is being modified inplace with grad mode enabled': AOT Autograd ran that region "
+               "under no_grad (nothing in it requires grad); related, closed: pytorch/pytorch#103153"),
+        first=(2, 13, 0), last=None,
+        # the eager and inductor backends run it (inductor tried on 2.13.0)
+        paths=("dynamo:aot_eager",),
+        reproducer="dynamo_fallback_dirty_view_made_in_no_grad.py",
+        trigger=lambda spec: bool(_dirty_views_of_no_grad_clones(spec)),
+        witness=raised("forward", r"A view was created in no_grad mode and is being modified inplace with grad "
+                                  r"mode enabled", RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_no_grad_clone_views_as_whole_clones,
+    ),
+    KnownIssue(
+        id="dynamo-trace-state-cycle",
+        title=("torch.compile: Dynamo's trace state keeps real tensors in reference cycles that only a full "
+               "gc.collect() frees: the abandoned trace of a frame it skipped after a graph break inside an "
+               "enumerate loop (reproduced standalone), and SideEffects of a finished trace holding a "
+               "Function's ctx (the holder of ca-dynamo-function-ctx-cycle; seen here without a standalone "
+               "reproducer, with ctx attributes set in forward)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_skipped_frame_tracer_cycle.py",
+        # every dynamo run traces the graph's Functions: a real cycle made under dynamo is masked
+        # too (leaks still fail; eager and native paths judge cycles without this entry)
+        trigger=lambda spec: bool(spec.functions),
+        witness=lambda spec, result, ms: bool(_released(result, "cycles")) and not _released(result, "leaks"),
+        damage=_freed_only_by_gc,
+        damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this "
+                 "keeps up at drop_outputs"),
+        workaround=lambda spec: spec,  # no spec avoids Dynamo's own trace state
+        any_function=True,
+    ),
+    KnownIssue(
+        id="dynamo-function-backward-checked-differently",
+        title=("torch.compile validates a custom Function's backward results differently from eager: a "
+               "gradient for a non-tensor input (or a missing one) passes silently, a missing tensor "
+               "gradient raises IndexError at compile time, a wrongly shaped one raises at compile time "
+               "under AOT backends and names the node ApplyTemplateBackward"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_backward_checked_differently.py",
+        trigger=lambda spec: _invalid_backward_runs(spec) or _invalid_backward_traced(spec),
+        witness=_invalid_backward_checked_differently,
+        damage=lambda spec, m: m.role == "error",
+        damages="the error (raised elsewhere, under another name, or not at all)",
+        workaround=_without_errors(lambda n, fn: fn.error is not None),
+    ),
+    KnownIssue(
+        id="dynamo-mark-dirty-inplace-result",
+        title=("torch.compile: a custom Function that marks an input dirty and returns the in-place op's "
+               "result (`return a.mul_(2)`, which is `a`) gets the graph break 'mark_dirty input not "
+               "returned' when an input requires grad; `a.mul_(2); return a` compiles"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo", "func+dynamo"),
+        reproducer="dynamo_mark_dirty_inplace_result.py",
+        upstream=("pytorch/pytorch#184267",),
+        trigger=lambda spec: bool(_dirty_sites_with_grad(spec)),
+        # a torch.func transform differentiates (or batches) every leaf, whatever requires_grad says
+        path_triggers={"func+dynamo": lambda spec: bool(_dirty_sites(spec))},
+        witness=raised("forward", r"mark_dirty input not returned"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_sites),  # every path's sites
+    ),
+    KnownIssue(
+        id="dynamo-function-closure-object",
+        title=("torch.compile: a custom Function whose forward reads an ordinary object from its "
+               "enclosing scope fails, when an input requires grad, with the graph break 'Unexpected "
+               "type in sourceless builder', whose own hint calls it a Dynamo bug"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo", "func+dynamo"),
+        reproducer="dynamo_function_closure_object.py",
+        trigger=_generic_function_with_grad_input,
+        # a torch.func transform differentiates (or batches) every leaf it is given, whatever
+        # requires_grad says (harness/paths/func.py): any tensor input
+        path_triggers={"func+dynamo": _generic_function_with_tensor_input},
+        witness=raised("forward", r"Unexpected type in sourceless builder"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_all_plain,
+    ),
+)

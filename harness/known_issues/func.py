@@ -1,0 +1,702 @@
+"""torch.func transforms (grad, vjp, jvp, jacrev, jacfwd, vmap), alone and under torch.compile."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from harness.dataflow import (
+    VERSION_ERROR,
+    Dataflow,
+    chosen_leaves,
+    differentiable,
+    differentiated_leaves,
+    has_backward,
+    loss_refs,
+    reads,
+    saved_mutated_outputs,
+    version_error_expected,
+)
+from harness.known_issues.entry import KnownIssue, error_at, raised, torch_release
+from harness.known_issues.shared import (
+    _DOCUMENTED_BACKWARD_ERROR,
+    _aliasing_output_as_copy,
+    _backward_runs,
+    _functions_replaced,
+    _invalid_backward_runs,
+    _ref_of,
+    _returned_as_tuples,
+    _version_error_not_raised,
+    _vjp_as_backward,
+    _vjp_backward_runs,
+    _without_errors,
+)
+from harness.oracles.compare import Mismatch
+from harness.run import RunResult
+from harness.spec import FunctionSpec, GraphSpec
+
+# --- torch.func ------------------------------------------------------------------------------
+
+
+def _eager_backward_runs(spec: GraphSpec) -> bool:
+
+    return has_backward(spec)
+
+
+def _tensor_hooked_values(spec: GraphSpec) -> set[str]:
+    """Values with a tensor hook (register_hook) that require grad: the hooks a gradient
+    transform registers (harness/paths/func.py GraphFunction.hooked)."""
+    requires_grad = Dataflow(spec).requires_grad
+    return {h.target for h in spec.hooks if h.kind == "tensor" and requires_grad.get(h.target, False)}
+
+
+def _single_constant_outputs_vmapped(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule whose forward returns one non-tensor value, not a
+    tuple: vmapify_autograd_function's forward ends with `return *outputs, out_dims`."""
+    return {n for n, fn in enumerate(spec.functions)
+            if fn.vmap and not fn.tuple_output and fn.outputs[0].kind == "const"}
+
+
+_vmap_unpack_error = raised("forward", r"Value after \* must be an iterable", TypeError)
+
+
+def _constant_unpacked_by_vmap(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """`return *outputs, out_dims` unpacked such a value: a number, bool or None raises "Value
+    after * must be an iterable"; a string of two or more characters unpacks into them, and the
+    caller reads the first as the output (the rest as out_dims): 'tag' comes back as 't'."""
+    if _vmap_unpack_error(spec, result, mismatches):
+        return True
+    return any(m in _unpacked_strings(spec) for m in ((m.role, m.detail) for m in mismatches
+                                                         if m.checkpoint == "forward"))
+
+
+def _unpacked_strings(spec: GraphSpec) -> set[tuple[str, str]]:
+    """(role, mismatch detail) of each single string output as vmap returns it: its first character."""
+    strings = ((n, spec.functions[n].outputs[0].value) for n in _single_constant_outputs_vmapped(spec))
+    return {(f"const:f{n}.0", f"expected {value!r}, got {value[0]!r}") for n, value in strings
+            if isinstance(value, str) and len(value) > 1}
+
+
+def _batched_under_vmap(spec: GraphSpec) -> dict[str, bool]:
+    """Which values are BatchedTensors inside the graph under vmap: every leaf (the func paths
+    batch them all, harness/paths/func.py _sample_leaves), and what is computed from one."""
+    batched = {ref: True for ref in spec.value_refs() if ref.startswith("x")}
+    for n, fn in enumerate(spec.functions):
+        for k, o in enumerate(fn.outputs):
+            if o.kind == "compute":
+                read = [fn.args[t.slot].ref for t in o.terms] + ([fn.args[o.mask].ref] if o.mask >= 0 else [])
+                batched[f"f{n}.{k}"] = any(batched[r] for r in read)
+            elif o.kind != "const":
+                batched[f"f{n}.{k}"] = batched[fn.args[o.slot].ref]
+    return batched
+
+
+def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule and a jvp, whose backward runs under grad(vmap) (as in
+    eager, or because func-grad-vmap-mark-non-differentiable-lost made it run), where what they
+    save for backward and for forward (harness/build.py _setup) is batched differently: the
+    vmapped ctx keeps one list of batch dims, which save_for_forward overwrites."""
+    if not _eager_backward_runs(spec):
+        return set()
+    flow = Dataflow(spec)
+    batched = _batched_under_vmap(spec)
+    lost = _marks_lost_by_vmap(spec)
+    found = set()
+    for n, fn in enumerate(spec.functions):
+        if not (fn.vmap and fn.jvp and (flow.backward_runs(n) or n in lost)):
+            continue
+        masks, nonlinear = ([batched[fn.args[s].ref] for s in slots] for slots in (fn.mask_slots, fn.nonlinear_slots))
+        for_forward = masks + nonlinear
+        for_backward = masks + (nonlinear if "inputs" in fn.save else [])
+        if "intermediates" in fn.save:
+            for_backward += [batched[fn.args[t.slot].ref] for o in fn.outputs for t in o.terms if t.op != "linear"]
+        if "outputs" in fn.save:
+            for_backward += [batched[f"f{n}.{k}"] for k in fn.tensor_outputs]
+        if for_forward and for_backward and for_forward != for_backward:
+            found.add(n)
+    return found
+
+
+def _saving_no_fresh_tensors(spec: GraphSpec) -> GraphSpec:
+    """Those Functions save their inputs instead of output and intermediates (their backward
+    recomputes from the inputs, which their nonlinear terms need)."""
+    bad = _saving_output_and_for_forward(spec)
+
+    def inputs_only(fn: FunctionSpec) -> tuple[str, ...]:
+        kept = tuple(s for s in fn.save if s not in ("outputs", "intermediates"))
+        return kept if "inputs" in kept else kept + ("inputs",)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, save=inputs_only(fn)) if n in bad else fn)
+
+
+def _dirty_outputs_vmapped(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(Function, output) of each input marked dirty by a Function with generate_vmap_rule."""
+    return tuple((n, k) for n, fn in enumerate(spec.functions) if fn.vmap
+                 for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
+def _marks_lost_by_vmap(spec: GraphSpec) -> set[int]:
+    """Functions whose backward eager never calls, but grad(vmap) does: there a vmapped
+    Function's output marked non-differentiable requires grad (the output is re-wrapped as a new
+    BatchedTensor before setup_context, so the mark is on a wrapper; on an output without a batch
+    dim, passed as it is, the mark holds), so a Function reading it has a node, and the engine
+    runs every node on the way from the loss to a differentiated leaf, whatever gradient it
+    gets: the marking Function's, and those of Functions that have a node only through such an
+    output, transitively."""
+    if not _eager_backward_runs(spec):
+        return set()
+
+    flow = Dataflow(spec)
+    rg = _requires_grad_under_grad_vmap(spec)
+    in_loss = set(loss_refs(spec))  # eager's loss, the transform's too
+    readers: dict[str, set[int]] = {}
+    for m, fn in enumerate(spec.functions):
+        for a in fn.args:
+            if a.ref is not None:
+                readers.setdefault(a.ref, set()).add(m)
+    runs: set[int] = set()
+    for n in reversed(range(len(spec.functions))):
+        outputs = [f"f{n}.{k}" for k in spec.functions[n].tensor_outputs]
+        if any(rg[r] and (r in in_loss or readers.get(r, set()) & runs) for r in outputs):
+            runs.add(n)
+    return {n for n in runs if not flow.backward_runs(n)}
+
+
+def _vmapped_backward_of_lost_marks_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The path raised at backward from the vmapped twin of such a Function (torch names it
+    "VmappedF<n>Generated": its backward, or a saved tensor it unpacks), or torch's version-counter
+    error for a value modified after the forward that only such a Function saved."""
+    if result.status != "error" or result.error_checkpoint != "backward":
+        return False
+    lost, message = _marks_lost_by_vmap(spec), str(result.error)
+    named = re.search(r"VmappedF(\d+)Generated", message)
+    if named is not None:
+        return int(named[1]) in lost
+    flow = Dataflow(spec)
+    return (VERSION_ERROR.search(message) is not None and not version_error_expected(spec)
+            and bool(saved_mutated_outputs(spec, backward_runs=lambda n: flow.backward_runs(n) or n in lost)))
+
+
+def _marks_lost_by_vmap_harmless(spec: GraphSpec) -> GraphSpec:
+    """Those Functions' backwards raise nothing when they run: no deliberate invalid results,
+    and what they save is not modified after the forward (the marks are still lost, but the
+    generated backward ignores a marked output's gradient, so every value is compared)."""
+    lost = _marks_lost_by_vmap(spec)
+    read = {r for n in lost for r in [*(f"f{n}.{k}" for k in spec.functions[n].tensor_outputs),
+                                       *(a.ref for a in spec.functions[n].args if a.ref is not None)]}
+    spec = dataclasses.replace(spec, mutated_outputs=tuple(r for r in spec.mutated_outputs if r not in read))
+    return _without_errors(lambda n, fn: n in lost)(spec)
+
+
+def _requires_grad_under_grad_vmap(spec: GraphSpec) -> dict[str, bool]:
+    """requires_grad of every value inside grad(vmap), at grad's level: computed from a leaf the
+    transform differentiates (harness/paths/func.py chosen_leaves); a vmapped Function's outputs
+    marked non-differentiable too where they have a batch dim, since those marks are lost (the
+    outputs are re-wrapped before setup_context: func-grad-vmap-mark-non-differentiable-lost)."""
+
+    rg = Dataflow(spec).requires_grad_from(set(chosen_leaves(spec)))
+    batched = _batched_under_vmap(spec)
+    for n, fn in enumerate(spec.functions):
+        from_inputs = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        for k in fn.tensor_outputs:
+            ref = f"f{n}.{k}"
+            rg[ref] = from_inputs and fn.outputs[k].kind != "const" and (
+                not fn.outputs[k].non_differentiable or fn.vmap and batched[ref])
+    return rg
+
+
+def _dirty_unbatched_views(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(Function, output) of each input marked dirty that is a view with no batch dim under vmap,
+    by a Function with generate_vmap_rule that has a node under grad(vmap) (an input requires
+    grad there).
+
+    vmap passes an input without a batch dim to the vmapped Function as it is (a batched one is
+    re-wrapped: func-vmap-mark-dirty), so mark_dirty marks the view itself; the vmapped Function
+    returns its outputs and their out_dims (vmapify_autograd_function, torch/_functorch/autograd_function.py),
+    two outputs or more, and autograd refuses a dirty view in a Function with more than one
+    output (custom_function.cpp). Under vmap(grad), vmap alone, or when no backward runs (the
+    forward under vmap(vjp)), the vmapped Function is applied below autograd: no check."""
+    if not _eager_backward_runs(spec):
+        return ()
+    batched = _batched_under_vmap(spec)
+    rg = _requires_grad_under_grad_vmap(spec)
+    return tuple((n, k) for n, fn in enumerate(spec.functions)
+                 if fn.vmap and any(rg[a.ref] for a in fn.args if a.ref is not None)
+                 for k, o in enumerate(fn.outputs)
+                 if o.kind == "dirty" and fn.args[o.slot].view and not batched[fn.args[o.slot].ref])
+
+
+def _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec: GraphSpec) -> set[int]:
+    """Functions with generate_vmap_rule and @once_differentiable whose backward runs under
+    grad(vmap), gets for an output without a batch dim a gradient that requires grad at the
+    grad level, and returns a batched gradient.
+
+    torch.func's grad runs the backward with create_graph=True, so a gradient that depends on a
+    differentiated value requires grad. The vmapped backward receives the gradient of an output
+    with no batch dim as it is (not a BatchedTensor, whose requires_grad reads False), so the
+    once_differentiable wrapper (torch/autograd/function.py) sees a gradient that requires grad
+    and sets requires_grad on detached copies of the results: on a BatchedTensor that raises.
+    A gradient requires grad where a nonlinear derivative on its way from the loss is computed
+    from a saved input that requires grad (harness/build.py _backward: an intermediate is saved
+    in setup_context, under no grad, so it is a constant); the loss's weights are constants."""
+    if not _eager_backward_runs(spec):
+        return set()
+    flow = Dataflow(spec)
+    lost = _marks_lost_by_vmap(spec)
+    batched = _batched_under_vmap(spec)
+    rg = _requires_grad_under_grad_vmap(spec)
+    runs = {n for n in range(len(spec.functions)) if flow.backward_runs(n) or n in lost}
+    varies: dict[str, bool] = {}  # the gradient a value receives requires grad
+    for m in reversed(range(len(spec.functions))):
+        fn = spec.functions[m]
+        for s, a in enumerate(fn.args):
+            if a.ref is None or m not in runs or not rg[a.ref]:
+                continue
+            for k, o in enumerate(fn.outputs):
+                if not differentiable(fn, k) or not reads(o.kind, o, s):
+                    continue
+                nonlinear = o.kind == "compute" and "inputs" in fn.save and any(
+                    t.slot == s and t.op != "linear" for t in o.terms)
+                if nonlinear or varies.get(f"f{m}.{k}", False):
+                    varies[a.ref] = True
+    found = set()
+    for n in runs:
+        fn = spec.functions[n]
+        if not (fn.vmap and fn.once_differentiable):
+            continue
+        unbatched_varying = any(not batched[f"f{n}.{k}"] and varies.get(f"f{n}.{k}", False) for k in fn.tensor_outputs)
+        batched_result = any(batched[a.ref] and rg[a.ref] and any(
+            differentiable(fn, k) and batched[f"f{n}.{k}"] and reads(o.kind, o, s) for k, o in enumerate(fn.outputs))
+            for s, a in enumerate(fn.args) if a.ref is not None)
+        if unbatched_varying and batched_result:
+            found.add(n)
+    return found
+
+
+def _differentiable_twice_where_once_meets_batching(spec: GraphSpec) -> GraphSpec:
+    """Those Functions without @once_differentiable (their backward is the same)."""
+    found = _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, once_differentiable=False) if n in found else fn)
+
+
+def _wrong_shape_gradient_vmapped(spec: GraphSpec) -> bool:
+    """A Function with generate_vmap_rule whose backward returns a wrongly shaped gradient, and runs
+    (as in eager, or because func-grad-vmap-mark-non-differentiable-lost made it run)."""
+    if not _eager_backward_runs(spec):
+        return False
+    lost = _marks_lost_by_vmap(spec)
+    return any(fn.vmap and fn.error == "grad_shape" and (_backward_runs(spec, n) or n in lost)
+               for n, fn in enumerate(spec.functions))
+
+
+def _side_effect_functions_on_transformed_tensors(spec: GraphSpec) -> set[int]:
+    """Functions with a Python side effect in their forward (`untraceable="side_effect"`) that
+    receive a tensor computed inside a backward-side transform from its inputs (a view of a
+    leaf, a clone, another Function's output), as harness/paths/func.py runs them: the leaves
+    that require grad are the transform's inputs where eager runs a backward, else every float
+    leaf (the forward under func.vjp). Torch 2.15 also fails on such an input passed as is."""
+
+    primals = ({f"x{i}" for i in differentiated_leaves(spec)} if _eager_backward_runs(spec)
+               else {f"x{i}" for i, leaf in enumerate(spec.leaves) if leaf.dtype is None})
+    computed = {f"x{i}[{j}]" for i, leaf in enumerate(spec.leaves) if f"x{i}" in primals for j in range(leaf.views)}
+    found = set()
+    for n, fn in enumerate(spec.functions):
+        as_is = any(a.ref in primals and not a.clone for a in fn.args)
+        received = any(a.ref in computed or a.ref in primals and a.clone for a in fn.args)
+        if fn.untraceable == "side_effect" and (received or as_is and torch_release() >= (2, 15, 0)):
+            found.add(n)
+        if received or as_is:  # the transform wraps every output of a Function applied to its tensors
+            computed |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+    return found
+
+
+def _without_side_effects(spec: GraphSpec) -> GraphSpec:
+    """Those Functions' forwards without their side effect."""
+    found = _side_effect_functions_on_transformed_tensors(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, untraceable="none") if n in found else fn)
+
+
+def _gapped_primals(spec: GraphSpec) -> set[int]:
+    """Float leaves (func.jvp gives each a contiguous tangent, BuiltGraph.leaf_tangents) built with
+    gaps: layout "strided" takes every other element of the last dim of a tensor twice as wide
+    (build._leaf_tensor), so the leaf's storage holds elements it does not use, whatever its
+    shape: a last dim of 1 too (shape (1,), stride (2,) trips it on 2.13.0, 2.14.1, 2.15.0,
+    while a transposed or as_strided leaf over exactly its own elements does not). Not an
+    empty leaf, nor a 0-dim one (build makes it contiguous)."""
+    found = set()
+    for i, leaf in enumerate(spec.leaves):
+        shape = ((leaf.views,) if leaf.views else ()) + tuple(spec.shape)
+        if leaf.dtype is None and leaf.layout == "strided" and shape and 0 not in shape:
+            found.add(i)
+    return found
+
+
+def _view_of_gapped_primal(spec: GraphSpec) -> bool:
+    """Inside func.jvp a view of a gapped primal is used: one of the leaf's own views
+    (`x<i>[<j>]`) that a Function reads or that is cloned, or a Function output that is a view
+    of the leaf (under torch.compile the Function's forward is inlined; an output returned as
+    is stands for its input). The runner makes every view of a leaf (run.forward), and from
+    2.14.1 Dynamo's fake-tensor run of that indexing asserts already, whether a Function reads
+    the view or not (a spec of the final 2.14.1 campaign: unread views of two gapped leaves);
+    a gapped leaf with views is therefore enough."""
+    gapped = _gapped_primals(spec)
+    if any(spec.leaves[i].views for i in gapped):
+        return True
+    values = {f"x{i}" for i in gapped}
+    for n, fn in enumerate(spec.functions):
+        for k, o in enumerate(fn.outputs):
+            arg = fn.args[o.slot] if o.kind in ("view", "input") else None
+            if arg is None or arg.clone or arg.ref not in values:
+                continue
+            if o.kind == "view":
+                return True
+            values.add(f"f{n}.{k}")
+    return False
+
+
+def _gapped_primals_contiguous(spec: GraphSpec) -> GraphSpec:
+    gapped = _gapped_primals(spec)
+    return dataclasses.replace(spec, leaves=tuple(
+        dataclasses.replace(leaf, layout="contiguous") if i in gapped else leaf for i, leaf in enumerate(spec.leaves)))
+
+
+def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Eager raised autograd's documented error for a Function's invalid backward results (or
+    the version-counter error for a saved output modified in place), and this path raised
+    nothing: the backward was not called, the Function's saved tensors not used."""
+    return _version_error_not_raised(result, mismatches) or result.status != "error" and any(
+        m.role == "error" and m.checkpoint == "backward"
+        and "eager raised RuntimeError at backward" in m.detail and _DOCUMENTED_BACKWARD_ERROR.search(m.detail)
+        for m in mismatches)
+
+
+def _rules_drop_visible(spec: GraphSpec) -> bool:
+    """Where torch.compile dropping a Function's own rules under a transform shows: a backward
+    that would raise (eager runs a backward), or an output marked non-differentiable, which the
+    transform then differentiates through (the generated rules are otherwise true derivatives)."""
+    return (_eager_backward_runs(spec) and (_invalid_backward_runs(spec) or version_error_expected(spec))
+            or bool(spec.non_differentiable_refs()))
+
+
+def _through_unmarked_outputs(spec: GraphSpec, m: Mismatch) -> bool:
+    """A tangent of a non-differentiable output or of a value computed from one, or the gradient
+    of a leaf it was computed from: what differentiating through the unmarked output changes."""
+    flow = Dataflow(spec)
+    marked = spec.non_differentiable_refs()
+    if m.checkpoint == "forward_ad":
+        return m.role.startswith("tangent:") and _ref_of(m.role) in flow.downstream(set(marked))
+    leaves = {leaf for ref in marked for leaf in flow.upstream_leaves(ref)}
+    return (m.checkpoint in ("backward", "double_backward") and m.role.startswith(("grad:", "agrad:", "dgrad:"))
+            and _ref_of(m.role) in leaves)
+
+
+def _rules_dropped(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    return _backward_error_not_raised(spec, result, mismatches) or result.status != "error" and any(
+        m.against == "math" and _through_unmarked_outputs(spec, m) for m in mismatches)
+
+
+def _nothing_marked_or_raised(spec: GraphSpec) -> GraphSpec:
+    """No output marked non-differentiable, no deliberate backward error, no saved output
+    modified in place after the forward."""
+    spec = dataclasses.replace(_without_errors(lambda n, fn: fn.error is not None)(spec), mutated_outputs=())
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) for o in fn.outputs)))
+
+
+def _scalar_terms_below_float64(spec: GraphSpec) -> bool:
+    """0-dim values of a dtype below float64 and a computed output with terms (a generated
+    forward multiplies each term by its Python float coefficient)."""
+    return spec.shape == () and spec.dtype != "float64" and any(
+        o.kind == "compute" and o.terms for fn in spec.functions for o in fn.outputs)
+
+
+_FLOAT64_TANGENT = re.compile(r"^dtype torch\.float64, expected torch\.(float32|float16|bfloat16)$"
+                             r"|^dtype torch\.complex128, expected torch\.complex64$")
+
+
+def _float64_derivative(spec: GraphSpec, m: Mismatch) -> bool:
+    """A tangent (func.jvp) or a gradient from forward-mode Jacobian blocks (func.jacfwd) that
+    came back float64 (complex128 for a complex64 graph)."""
+    return (m.role.startswith(("tangent:", "grad:", "agrad:", "dgrad:"))
+            and _FLOAT64_TANGENT.match(m.detail) is not None)
+
+
+def _unchanged(spec: GraphSpec) -> GraphSpec:
+    """No smaller spec avoids the bug on this path (the path reports it as known)."""
+    return spec
+
+
+ENTRIES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        id="func-function-vjp-ignored",
+        title=("torch.func's single-level Function (torch/_functorch/autograd_function.py, "
+               "generate_single_level_function) calls a custom Function's `backward` only, ignoring a `vjp` "
+               "defined instead, its documented alias: NotImplementedError 'You must implement either the "
+               "backward or vjp method' where eager autograd runs the vjp"),
+        first=(2, 13, 0), last=None,
+        # backward mode; under torch.compile after Dynamo's graph break ("Unsupported custom vjp"
+        # or "... jvp"), whose eager fallback runs torch.func as eager does
+        paths=tuple(f"func.{t}{c}" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")
+                    for c in ("", "+dynamo")),
+        reproducer="func_function_vjp_ignored.py",
+        trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(spec),
+        # grad(vmap) also calls the backward of a Function whose lost marks let it run there
+        # (func-grad-vmap-mark-non-differentiable-lost)
+        path_triggers={f"func.grad_vmap{c}": lambda spec: _eager_backward_runs(spec) and (
+            _vjp_backward_runs(spec) or any(spec.functions[n].backward_method == "vjp" for n in _marks_lost_by_vmap(spec)))
+            for c in ("", "+dynamo")},
+        witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=_vjp_as_backward,
+    ),
+    KnownIssue(
+        id="func-vmap-single-constant-output",
+        title=("torch.func.vmap over a custom Function with generate_vmap_rule=True whose forward returns one "
+               "non-tensor value (not a tuple) raises \"TypeError: Value after * must be an iterable\": "
+               "vmapify_autograd_function's forward (torch/_functorch/autograd_function.py) ends with "
+               "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap. "
+               "A string is iterable: it is unpacked into its characters and comes back as its first one, silently"),
+        first=(2, 13, 0), last=None,
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
+        # forward); under torch.compile when Dynamo falls back to eager torch.func
+        paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
+        reproducer="func_vmap_single_constant_output.py",
+        trigger=lambda spec: bool(_single_constant_outputs_vmapped(spec)),
+        # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
+        path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec)
+                       and bool(_single_constant_outputs_vmapped(spec)) for c in ("", "+dynamo")},
+        witness=_constant_unpacked_by_vmap,
+        damage=lambda spec, m: error_at("forward")(spec, m) or (
+            m.checkpoint == "forward" and (m.role, m.detail) in _unpacked_strings(spec)),
+        damages="the error at forward; for a string value, that constant at forward (its first character)",
+        workaround=_returned_as_tuples(_single_constant_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-jacfwd-aux-empty-input",
+        title=("torch.func.jacfwd(has_aux=True) on an input with zero elements raises \"IndexError: index 0 is "
+               "out of bounds for dimension 0 with size 0\" at `flat_aux = [value[0] for value in flat_aux]` "
+               "(torch/_functorch/eager_transforms.py); jacrev with aux and jacfwd without aux work"),
+        first=(2, 13, 0), last=None,
+        paths=("func.jacfwd", "func.jacfwd+dynamo"),  # harness/paths/func.py returns the outputs as jacfwd's aux
+        reproducer="func_jacfwd_aux_empty_input.py",
+        trigger=lambda spec: 0 in spec.shape and _eager_backward_runs(spec),
+        # at forward under torch.compile: Dynamo raises it while tracing the whole transform,
+        # before any of it ran (the path's phase update is a traced side effect, never applied)
+        witness=raised(("backward", "forward"), r"index 0 is out of bounds for dimension 0 with size 0", IndexError),
+        damage=error_at("backward", "forward"),
+        damages="the error at backward (the Jacobian; the forward is still compared); under torch.compile at forward",
+        workaround=_unchanged,
+    ),
+    KnownIssue(
+        id="func-grad-vmap-saved-output-and-forward",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True that saves tensors "
+               "for backward and for forward AD: the vmapped ctx (CtxCustomSave, torch/_functorch/autograd_function.py) "
+               "keeps one list of batch dims, which save_for_forward overwrites, so the backward unpacks its saved "
+               "tensors with the forward's batch dims: \"AssertionError: flat_bdims must not be None\" (restore_vmap "
+               "-> wrap_batched, torch/_functorch/vmap.py), \"ValueError: SmallVector unable to grow\" or a shape error "
+               "(\"The size of tensor a (3) must match the size of tensor b (4)\") where the two lists are batched "
+               "differently (e.g. an output saved for backward, or an unbatched input); grad "
+               "and vmap(grad) work, and dropping either save does"),
+        first=(2, 13, 0), last=None,
+        # +dynamo: where Dynamo breaks the graph (a print or side effect in a forward; on 2.13 any
+        # user jvp, "Unsupported hasattr call"), its eager fallback runs torch.func eagerly
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
+        reproducer="func_grad_vmap_saved_output_and_forward.py",
+        trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
+        # where the two lists have the same length, a batched value is unpacked as unbatched and
+        # the reverse: a shape error between the batch size and a size of the graph's shape
+        witness=raised("backward", r"flat_bdims must not be None|SmallVector unable to grow|"
+                                   r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=_saving_no_fresh_tensors,
+    ),
+    KnownIssue(
+        id="func-grad-vmap-mark-non-differentiable-lost",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True loses "
+               "ctx.mark_non_differentiable: vmapify_autograd_function (torch/_functorch/autograd_function.py) "
+               "runs the user's setup_context on outputs re-wrapped as new BatchedTensors, so the mark lands on a "
+               "wrapper; the output gets a gradient and the backward receives it (grad(vmap) differs from grad, "
+               "vmap(grad) and eager, with no error; the cause of func-vmap-mark-dirty)"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
+        reproducer="func_grad_vmap_mark_non_differentiable_lost.py",
+        trigger=lambda spec: bool(_marks_lost_by_vmap(spec)),
+        witness=_vmapped_backward_of_lost_marks_raised,
+        damage=error_at("backward"),
+        damages=("the error at backward: a backward eager never calls runs and raises (its deliberate invalid "
+                 "results, or torch's version-counter error for a saved output modified after the forward); "
+                 "the forward is still compared"),
+        workaround=_marks_lost_by_vmap_harmless,
+    ),
+    KnownIssue(
+        id="func-vmap-mark-dirty",
+        title=("torch.func.vmap over a custom Function with generate_vmap_rule=True that marks an input dirty "
+               "raises \"Some elements marked as dirty during the forward method were not returned as output\": "
+               "vmapify_autograd_function (torch/_functorch/autograd_function.py) runs the user's setup_context "
+               "on inputs re-wrapped as new BatchedTensors, so ctx.mark_dirty marks a wrapper, not the returned "
+               "tensor; eager and torch.func.grad run it"),
+        first=(2, 13, 0), last=None,
+        # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
+        # forward); under torch.compile when Dynamo falls back to eager torch.func
+        paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
+        reproducer="func_vmap_mark_dirty.py",
+        trigger=lambda spec: bool(_dirty_outputs_vmapped(spec)),
+        # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
+        path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec) and bool(_dirty_outputs_vmapped(spec))
+                       for c in ("", "+dynamo")},
+        witness=raised("forward", r"Some elements marked as dirty during the forward method were not returned",
+                       RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_outputs_vmapped),
+    ),
+    KnownIssue(
+        id="func-grad-vmap-dirty-unbatched-view",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True that marks dirty an input "
+               "that is a view without a batch dim raises \"If your Function modifies inplace an input that is a view "
+               "of another Tensor, your Function cannot return more than one Tensor\" though it returns one: the "
+               "vmapped Function (vmapify_autograd_function, torch/_functorch/autograd_function.py) returns its "
+               "outputs and their out_dims, and an unbatched input reaches it, and mark_dirty, as itself; eager, "
+               "grad, vmap and vmap(grad) run it"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
+        reproducer="func_grad_vmap_dirty_unbatched_view.py",
+        trigger=lambda spec: bool(_dirty_unbatched_views(spec)),
+        witness=raised("forward", r"modifies inplace an input that is a view of another Tensor, your Function "
+                                  r"cannot return more than one Tensor", RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_unbatched_views),
+    ),
+    KnownIssue(
+        id="func-grad-grad-tensor-hook-outer-level",
+        title=("torch.func.grad of grad does not call a tensor hook (Tensor.register_hook) in the outer "
+               "differentiation: the hook is registered on the inner level's tensor and fires only there, where "
+               "eager autograd calls it 'every time a gradient with respect to the Tensor is computed', the "
+               "second backward of a double backward included; second-order gradients through a hooked value "
+               "differ (eager [27, 7], torch.func [16.2, 4.2] in the reproducer)"),
+        first=(2, 13, 0), last=None,
+        # only func.grad computes second-order roles (Transform.double); +dynamo: Dynamo runs torch.func
+        paths=("func.grad", "func.grad+dynamo"),
+        reproducer="func_grad_grad_tensor_hook_outer_level.py",
+        upstream=(),
+        trigger=lambda spec: spec.backward == "double" and bool(_tensor_hooked_values(spec)),
+        witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
+                                             for m in ms),
+        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:"),
+        damages="second-order gradients (double_backward dgrad:*)",
+        workaround=lambda spec: dataclasses.replace(spec, hooks=tuple(
+            h for h in spec.hooks if h.kind != "tensor" or h.target not in _tensor_hooked_values(spec))),
+    ),
+    KnownIssue(
+        id="func-grad-vmap-wrong-shape-gradient",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True whose backward returns "
+               "a wrongly shaped gradient raises \"size {[3]} is not expandable to size {[4]}\" from reductify's "
+               "sum_to_size (vmapify_autograd_function, torch/_functorch/autograd_function.py) instead of autograd's "
+               "\"Function ... returned an invalid gradient at index 0\" (eager, grad, vmap(grad)); an error-message "
+               "divergence, no value is affected"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
+        reproducer="func_grad_vmap_wrong_shape_gradient.py",
+        trigger=_wrong_shape_gradient_vmapped,
+        witness=raised("backward", r"is not expandable to size", RuntimeError),
+        damage=error_at("backward"),
+        damages="the error at backward (its message; the forward is still compared)",
+        workaround=_without_errors(lambda n, fn: fn.vmap and fn.error == "grad_shape"),
+    ),
+    KnownIssue(
+        id="func-grad-vmap-once-differentiable-batched-result",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True and a "
+               "@once_differentiable backward raises \"RuntimeError: accessing `data` under vmap transform is not "
+               "allowed\" when an output without a batch dim gets a gradient that requires grad (grad runs the "
+               "backward with create_graph=True): the once_differentiable wrapper (torch/autograd/function.py) then "
+               "sets requires_grad on detached copies of the results, and a batched result is a BatchedTensor; "
+               "grad and vmap(grad) work"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
+        reproducer="func_grad_vmap_once_differentiable_batched_result.py",
+        upstream=(),
+        trigger=lambda spec: bool(_once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec)),
+        witness=raised("backward", r"accessing `data` under vmap transform is not allowed", RuntimeError),
+        damage=error_at("backward"),
+        damages="the error at backward (the gradients; the forward is still compared)",
+        workaround=_differentiable_twice_where_once_meets_batching,
+    ),
+    KnownIssue(
+        id="func-dynamo-custom-rules-dropped",
+        title=("torch.compile of a torch.func transform over a custom Function inlines the Function's forward and "
+               "drops its own rules: the transform differentiates (or batches) the inlined ops, never calling the "
+               "custom backward, jvp or vmap, and ignoring ctx.mark_non_differentiable, with no error or graph "
+               "break even under fullgraph=True (pytorch/pytorch#193279 backward, #192985 jvp): a backward whose "
+               "results autograd would reject raises nothing, and a non-differentiable output gets a tangent and "
+               "passes gradients"),
+        first=(2, 13, 0), last=None,
+        paths=("func+dynamo",),
+        reproducer="func_dynamo_custom_rules_dropped.py",
+        upstream=("pytorch/pytorch#193279", "pytorch/pytorch#192985"),
+        # the generated rules are the true derivatives, so the drop shows only where a backward
+        # would raise (the spec's deliberate invalid results) or through a non-differentiable output
+        trigger=_rules_drop_visible,
+        witness=_rules_dropped,
+        damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward" or _through_unmarked_outputs(spec, m),
+        damages=("the error at backward (not raised: the backward is not called); tangents of non-differentiable "
+                 "outputs and of what is computed from them, gradients of the leaves they are computed from"),
+        workaround=_nothing_marked_or_raised,
+    ),
+    KnownIssue(
+        id="func-dynamo-side-effect-fake-tensor",
+        title=("torch.compile of torch.func.grad (vjp, jacrev, vmap(grad)) over a custom Function whose forward has "
+               "a Python side effect, applied to a tensor computed inside the transform, fails with Dynamo's internal "
+               "\"AssertionError: Expected FakeTensor, got <class 'torch.Tensor'>\" (_collect_fake_inputs, "
+               "torch/_higher_order_ops/utils.py), fullgraph or not; eager torch.func runs it"),
+        first=(2, 13, 0), last=None,
+        # not func.jvp, func.vmap, func.jacfwd (forward mode or batching only) nor grad(vmap),
+        # whose Function runs under vmap; func.grad_vmap runs vmap(vjp) where eager runs no backward
+        paths=tuple(f"func.{t}+dynamo" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")),
+        reproducer="func_dynamo_side_effect_fake_tensor.py",
+        trigger=lambda spec: bool(_side_effect_functions_on_transformed_tensors(spec)),
+        path_triggers={"func.grad_vmap+dynamo": lambda spec: not _eager_backward_runs(spec)
+                       and bool(_side_effect_functions_on_transformed_tensors(spec))},
+        # at forward: Dynamo raises it while tracing the whole transform, before any of it ran
+        witness=raised("forward", r"^Expected FakeTensor, got <class 'torch.Tensor'>", AssertionError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_without_side_effects,
+    ),
+    KnownIssue(
+        id="func-dynamo-jvp-view-of-gapped-primal",
+        title=("torch.compile (aot_eager) of torch.func.jvp taking a view of a primal that is not non-overlapping "
+               "and dense, whose tangent is contiguous, fails with \"!this_view_meta->has_fw_view() INTERNAL ASSERT "
+               "FAILED ... Expected the output of forward differentiable view operations to have the tangent have the "
+               "same layout as primal\" (autograd_meta.cpp) and leaves a forward-AD dual level open; eager jvp runs it"),
+        first=(2, 13, 0), last=None,
+        # func.jacfwd's basis tangents come through vmap and do not trip it (tried on 2.14.1)
+        paths=("func.jvp+dynamo",),
+        reproducer="func_dynamo_jvp_view_of_gapped_primal.py",
+        trigger=_view_of_gapped_primal,
+        witness=raised("forward_ad", r"tangent have the same layout as primal", RuntimeError),
+        damage=error_at("forward_ad"),
+        damages="the error at forward_ad (every output and tangent is lost with it)",
+        workaround=_gapped_primals_contiguous,
+    ),
+    KnownIssue(
+        id="func-jvp-zero-dim-scalar-tangent-dtype",
+        title=("torch.func.jvp of a 0-dim float32 tensor times a Python float (`x * 0.5`) returns a float64 "
+               "tangent (eager forward AD: float32): under the transform the scalar, wrapped as a 0-dim float64 "
+               "tensor, is not treated as a wrapped number in type promotion"),
+        first=(2, 13, 0), last=None,
+        # reached where the transform differentiates a generated forward itself: under torch.compile,
+        # which drops the Function's own jvp (func-dynamo-custom-rules-dropped)
+        paths=("func.jvp+dynamo", "func.jacfwd+dynamo"),
+        reproducer="func_jvp_zero_dim_scalar_tangent_dtype.py",
+        trigger=lambda spec: spec.forward_ad and _scalar_terms_below_float64(spec),
+        # func.jacfwd runs forward AD where eager runs a backward (harness/paths/func.py)
+        path_triggers={"func.jacfwd+dynamo": lambda spec: _eager_backward_runs(spec)
+                       and _scalar_terms_below_float64(spec)},
+        witness=lambda spec, result, ms: result.status != "error" and any(_float64_derivative(spec, m) for m in ms),
+        damage=_float64_derivative,
+        damages="the dtype of tangents (func.jvp) or of gradients from forward-mode Jacobians (func.jacfwd)",
+        workaround=lambda spec: dataclasses.replace(spec, dtype="float64"),
+    ),
+)
