@@ -368,7 +368,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
             jvp_choice=JVP_CHOICE_FAVOURED if favour_torch_func else BOOLEANS))
     if favour_dynamo:
         untraced = -1 if traceable else _integer(draw, 0, len(functions) - 1) if functions else -1
-        functions = [fn if n == untraced else _traceable(fn, forward_ad, masks) for n, fn in enumerate(functions)]
+        functions = [fn if n == untraced else _traceable(
+            fn, forward_ad, masks, [r for r in value_refs(leaves, functions[:n]) if r not in masks])
+            for n, fn in enumerate(functions)]
     refs = [r for r in value_refs(leaves, functions) if r not in masks]  # hooks go on float values
     whole_leaves = [f"x{i}" for i, leaf in enumerate(leaves) if not leaf.views and leaf.dtype is None]
     differentiable_leaves = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
@@ -392,23 +394,25 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     )
 
 
-def _traceable(fn: FunctionSpec, forward_ad: bool, masks: Sequence[str]) -> FunctionSpec:
+def _traceable(fn: FunctionSpec, forward_ad: bool, masks: Sequence[str], values: Sequence[str]) -> FunctionSpec:
     """`fn` written so that Dynamo traces it into its autograd_function_apply op instead of
     falling back to eager: plain code (the generic style's class attributes and *args forward
     are registered Dynamo bugs), no jvp ("Unsupported custom jvp") unless the graph runs forward
     AD, `backward` rather than `vjp`, no untraceable forward code, a dirty input returned as
-    itself (spec.DIRTY_RETURNS), and distinct tensors: an argument that repeats an earlier one is
-    a fresh clone of it. Every other axis is kept."""
+    itself (spec.DIRTY_RETURNS), and distinct tensors: an argument that repeats an earlier one
+    reads a value of `values` (those the Function may read) that it does not read yet, or, when
+    it reads them all, a fresh clone. (Another value rather than a clone where there is one: equal
+    values in two slots would hide a path that mixes the slots up.) Every other axis is kept."""
     seen: set[str] = set()
+    unread = [r for r in values if r not in {a.ref for a in fn.args}]
     args = []
     for arg in fn.args:
         if arg.ref is not None and arg.ref in seen and not arg.clone and arg.ref not in masks:
-            arg = dataclasses.replace(arg, clone=True)
+            arg = dataclasses.replace(arg, ref=unread.pop(0)) if unread else dataclasses.replace(arg, clone=True)
         seen.add(arg.ref)
         args.append(arg)
     return dataclasses.replace(fn, args=tuple(args), code="plain", jvp=fn.jvp and forward_ad,
                                backward_method="backward", untraceable="none", dirty_return="input")
-
 
 def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...]
                      ) -> tuple[str, ...]:

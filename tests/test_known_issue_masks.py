@@ -106,8 +106,8 @@ CASES = {
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
         fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
-    # two Functions save through the detaching hooks: torch.compile's guard fails on the backward graph
-    "ca-saved-hook-create-graph-guard": ("compiled:eager", graph(
+    # two Functions save through the detaching hooks, the graph retained (double): the guard fails
+    "ca-retained-saved-tensors-guard": ("compiled:eager", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
         fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",)),
         backward="double", hooks=(HookSpec("saved_tensors"),)), (1, 0), None),
@@ -132,6 +132,11 @@ CASES = {
     "dynamo-unread-saved-output-unchecked": ("dynamo", graph(
         fn(X0, outputs=(lin(0),), save=("outputs",), style="setup_context", code="plain"),
         fn(X1, outputs=(lin(0),), code="plain"), mutated_outputs=("f0.0",)), (1, 0), None),
+    # a traced Function's backward under the eager backend is not differentiated: F0's dgrad is lost
+    "dynamo-eager-function-backward-not-differentiable": ("dynamo:eager", graph(
+        fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 2.0),)),), save=("inputs",), code="plain"),
+        fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",), code="plain"),
+        backward="double"), (1, 0), None),
     "dynamo-function-class-attribute": ("dynamo", graph(
         fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-class-attribute-backward": ("compiled:eager", graph(
@@ -197,6 +202,11 @@ CASES = {
         fn(X0, outputs=(OutputSpec("const", value=7), OutputSpec("compute", terms=(Term(0, "linear", 2.0),),
                                                                    non_differentiable=True), SIN0),
            style="setup_context", code="plain", save=("inputs",)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    # outputs (7, x0's clone scaled in place, a view of x1's clone): the dirty mark lands on the view
+    "dynamo-mark-dirty-index-shifted": ("dynamo", graph(
+        fn(Arg("x0", clone=True), Arg("x1", clone=True), outputs=(
+            OutputSpec("const", value=7), OutputSpec("dirty", slot=0, coeff=2.0), OutputSpec("view", slot=1)),
+           code="plain", dirty_return="input"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     # F0's print breaks the graph: the view of x1's clone (x1 does not require grad) comes out of
     # the compiled region before it, and F0 scales it in place beside x0, which requires grad
     "dynamo-fallback-dirty-view-made-in-no-grad": ("dynamo", GraphSpec(
@@ -402,7 +412,7 @@ FAMILY_MODES = {"compiled": tuple(f"compiled:{m}" for m in compiled_modes.MODES)
                 "dynamo": tuple(f"dynamo:{b}" for b in dynamo_backends.BACKENDS)}
 
 #: the spec that shows an entry on its other modes, where its case meets another entry first there:
-#: two Functions saving through the hooks meet ca-saved-hook-create-graph-guard under torch.compile
+#: two Functions saving through the hooks meet ca-retained-saved-tensors-guard under torch.compile
 CASES_ON_OTHER_MODES = {"ca-unpack-hook-create-graph": graph(
     fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 2.0),)),), save=("inputs",)),
     fn(X1, outputs=(lin(0),)), backward="double", hooks=(HookSpec("saved_tensors"),))}

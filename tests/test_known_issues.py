@@ -580,3 +580,66 @@ def test_the_published_bug_list_matches_the_registry():
 
     published = (Path(__file__).resolve().parent.parent / "docs" / "bugs.md").read_text()
     assert published == bug_list(), "docs/bugs.md is stale: python -m harness known --bugs > docs/bugs.md"
+
+
+def _explained_by(issue_id, spec_file, monkeypatch):
+    """The real spec from a campaign (docs/func_repros/), checked on dynamo:aot_eager with the
+    registry, and again without the entry: with it the path is ok and names the entry; without
+    it the path fails, every mismatch is the entry's damage and its witness sees them. Returns
+    the spec."""
+    import harness.known_issues as registry
+    from harness.spec import load_spec
+
+    spec = load_spec(str(ROOT / "docs/func_repros" / spec_file))
+    issue = next(k for k in KNOWN_ISSUES if k.id == issue_id)
+    path = paths.get("dynamo:aot_eager")
+    outcome = check(spec, [path]).outcomes[path.name]
+    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
+    if not issue.affects_installed_torch():
+        return spec
+    monkeypatch.setattr(registry, "KNOWN_ISSUES", tuple(k for k in KNOWN_ISSUES if k.id != issue_id))
+    without = check(spec, [path]).outcomes[path.name]
+    assert without.status == "failed" and without.mismatches, without.reason
+    assert all(issue.damage(spec, m) for m in without.mismatches), without.mismatches
+    assert issue.witness(spec, without.result, without.mismatches)
+    # the workaround variant does not have the structure, and is ok without the entry
+    variant = issue.workaround(spec)
+    assert not issue.triggered(variant, path.name)
+    assert check(variant, [path]).outcomes[path.name].status == "ok"
+    return spec
+
+
+def test_a_dirty_zero_dim_float64_input_of_a_compiled_forward_frame_keeps_its_old_value(monkeypatch):
+    """The 5-minute dynamo campaign's f9d94b9a (torch 2.13.0): F0, which no input requiring grad
+    reaches, modifies a 0-dim float64 clone in place and marks it dirty; Dynamo breaks the graph at
+    mark_dirty, compiles F0's forward frame on its own and drops the in-place op on its input, so
+    f0.1 is its input's old value (dynamo-zero-dim-float64-input-mutation-lost)."""
+    _explained_by("dynamo-zero-dim-float64-input-mutation-lost",
+                  "dynamo_zero_dim_float64_dirty_input_lost_f9d94b9a.json", monkeypatch)
+
+
+def test_a_clone_a_fallback_function_sends_none_gives_its_leaf_zeros(monkeypatch):
+    """The 5-minute dynamo campaign's fccc163f: every Function runs through Dynamo's eager
+    fallback (user jvps); F1 returns None for x0's clone, made in the compiled region before it,
+    and that region's backward hands x0 zeros where eager's autograd.grad gives None
+    (aot-unused-gradient-materialized-as-zeros)."""
+    _explained_by("aot-unused-gradient-materialized-as-zeros", "aot_unused_gradient_zeros_fccc163f.json",
+                  monkeypatch)
+
+
+def test_a_dirty_mark_shifted_onto_a_fresh_tensor_is_silent_and_explained(monkeypatch):
+    """The 5-minute dynamo campaign's c51a1508: F0 returns (o0, 0, a2 dirty, o3), so Dynamo
+    replays mark_dirty on o3, a fresh tensor (a UserWarning, no error): a2 comes back a view of
+    its clone (alias f0.2, and f2.0, a view of it) and F0's backward is skipped for it, so x0's
+    gradient is wrong. dynamo-mark-dirty-index-shifted's silent form explains the aliases and the
+    gradients (dynamo-aot-intermediate-alias-skips-backward also claims the gradients, through
+    F2's view of f0.2: without that entry they are still explained)."""
+    import harness.known_issues as registry
+
+    spec = _explained_by("dynamo-mark-dirty-index-shifted", "dynamo_dirty_mark_shifted_silent_c51a1508.json",
+                         monkeypatch)
+    monkeypatch.setattr(registry, "KNOWN_ISSUES",
+                        tuple(k for k in KNOWN_ISSUES if k.id != "dynamo-aot-intermediate-alias-skips-backward"))
+    outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    assert outcome.status == "ok" and "dynamo-mark-dirty-index-shifted" in outcome.known, outcome.reason

@@ -35,3 +35,18 @@ def test_stage_timer_counts_a_nested_stage_once():
     wall = time.perf_counter() - started
     assert timer.seconds["inner"] >= 0.03 and 0.03 <= timer.seconds["outer"] < 0.03 + (wall - 0.06)
     assert abs(timer.seconds["inner"] + timer.seconds["outer"] - wall) < 0.005
+
+
+def test_the_side_by_side_script_alternates_two_checkouts_and_prints_the_ratio():
+    """scripts/profile_side_by_side.sh as docs/profile.md shows it (this checkout against itself)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(["bash", str(root / "scripts/profile_side_by_side.sh"), str(root), str(root), "eager", "2", "1"],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHON": sys.executable})
+    assert done.returncode == 0, done.stderr
+    assert "round 1 base" in done.stdout and "round 1 cand" in done.stdout, done.stdout
+    assert "wall ms/example, baseline: [" in done.stdout and "median ratio baseline/candidate: " in done.stdout

@@ -137,6 +137,54 @@ def _zeros_for_detached_views(spec: GraphSpec) -> GraphSpec:
                                if n in readers else fn)
 
 
+def _none_into_a_compiled_region(spec: GraphSpec) -> frozenset[str]:
+    """Values that get None from a Function Dynamo runs eagerly after a graph break, through an
+    argument the compiled region before it made (a clone, or another Function's output): the
+    region's CompiledFunctionBackward gets None for that output, materializes zeros, and passes
+    them on, where eager's clone (or Function) node gets no gradient and leaves None. Which
+    Functions run eagerly Dynamo decides; each one that breaks the graph itself does, and after
+    any graph break the others may (docs/compiled.md)."""
+    if not any(_breaks_the_graph_itself(fn) for fn in spec.functions):
+        return frozenset()
+    flow = Dataflow(spec)
+    return frozenset(fn.args[slot].ref for n, fn in enumerate(spec.functions) if flow.node_exists(n)
+                     for slot, a in enumerate(fn.args)
+                     if a.ref is not None and (a.clone or a.ref.startswith("f")) and flow.requires_grad[a.ref]
+                     and not flow.gets_gradient(n, slot))
+
+
+def _leaves_behind(spec: GraphSpec) -> frozenset[str]:
+    """The leaves whose gradient can come through those values."""
+    flow = Dataflow(spec)
+    return frozenset().union(*(flow.upstream(r) for r in _none_into_a_compiled_region(spec)))
+
+
+def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Through the eager fallback, a leaf behind such a value gets an all-zero gradient where
+    eager's is None."""
+    if "eager fallback" not in result.note:
+        return False
+    grads = result.tensors.get("backward", {})
+    behind = _leaves_behind(spec)
+    return any(m.detail == "expected None" and _zero_gradient_damage(spec, m)
+               and grads.get(m.role) is not None and not bool((grads[m.role] != 0).any())
+               and _ref_of(m.role) in behind for m in mismatches)
+
+
+def _zero_gradient_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient of a leaf behind such a value: present (zeros) where eager's is None."""
+    return (m.checkpoint in ("backward", "double_backward") and m.detail == "expected None"
+            and m.role.startswith(("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in _leaves_behind(spec))
+
+
+def _zeros_from_the_functions_sending_none(spec: GraphSpec) -> GraphSpec:
+    """The Functions that send None into a compiled region's output return zeros for unused inputs:
+    eager's gradient is then zeros too."""
+    flow = Dataflow(spec)
+    senders = {n for r in _none_into_a_compiled_region(spec) for n, s in flow.edges_into(r)
+               if not flow.gets_gradient(n, s)}
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, unused_grad="zeros")
+                               if n in senders else fn)
 def _node_hooks_on_detached_views(spec: GraphSpec) -> tuple[int, ...]:
     """Pre and post hooks on the node of a view that AOT Autograd detaches (_detached_views),
     when a backward runs: the compiled region's graph has no edge to that node, so they never
@@ -281,6 +329,24 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damages=("requires_grad, grad_fn and is_leaf of those outputs (forward, meta:forward); at backward, what is "
                  "recorded of them (retained gradients, hooks)"),
         workaround=_zeros_from_functions_losing_grad_in_a_region,
+    ),
+    KnownIssue(
+        id="aot-unused-gradient-materialized-as-zeros",
+        title=("torch.compile with an AOT Autograd backend: a value computed in a compiled region (a clone of a leaf, "
+               "a Function's output) that a custom Function run eagerly after a graph break sends no gradient (None) "
+               "gets zeros instead: the region's CompiledFunctionBackward materializes its undefined output gradient, "
+               "so the leaf's gradient is an all-zero tensor where eager's is None (autograd.grad(allow_unused=True), "
+               ".grad)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="aot_unused_gradient_materialized_as_zeros.py",
+        upstream=("pytorch/pytorch#186355 (a fix keeping eager's None for unused inputs, closed)",
+                  "pytorch/pytorch#177764"),
+        trigger=lambda spec: bool(_none_into_a_compiled_region(spec)),
+        witness=_zeros_where_eager_has_none,
+        damage=_zero_gradient_damage,
+        damages="the gradients of the leaves behind those values: zeros where eager has None (backward)",
+        workaround=_zeros_from_the_functions_sending_none,
     ),
     KnownIssue(
         id="dynamo-aot-detached-input-node-hooks-not-fired",

@@ -10,9 +10,12 @@ from harness.dataflow import Dataflow, base_ref, differentiable, reads
 from harness.known_issues.entry import KnownIssue, crash_avoided, error_at, raised
 from harness.known_issues.shared import (
     _NONE_ADDED,
+    SECOND_ORDER_DAMAGES,
     _backward_runs,
     _functions_replaced,
     _released,
+    _second_order_damage,
+    _second_order_differs,
     _vjp_as_backward,
     _vjp_backward_runs,
     _without_errors,
@@ -252,11 +255,19 @@ def _double_backward_through_unpacked_saved_tensors(spec: GraphSpec) -> bool:
             and any(fn.nonlinear_slots and fn.save and flow.node_exists(n) for n, fn in enumerate(spec.functions)))
 
 
-def _saved_by_two_functions_under_hooks_with_create_graph(spec: GraphSpec) -> bool:
-    """The spec's saved-tensor hooks pack what at least two Function nodes save, and the first
-    backward (create_graph=True for a double backward) runs both nodes."""
-    return (spec.backward == "double" and any(h.kind == "saved_tensors" for h in spec.hooks)
+def _graph_retained_for_two_savers(spec: GraphSpec) -> bool:
+    """The backward graph is retained for a second backward (retain_graph=True, or create_graph=True
+    for a double backward), and it runs at least two Function nodes that saved tensors."""
+    return (spec.backward in ("retain", "double")
             and sum(bool(fn.save) and _backward_runs(spec, n) for n, fn in enumerate(spec.functions)) >= 2)
+
+
+def _without_saved_tensors_hooks_else_not_retained(spec: GraphSpec) -> GraphSpec:
+    """Without the spec's saved-tensor hooks (what the standalone reproducer needs); a spec without
+    them (one audit example failed so) gets a backward that does not retain its graph."""
+    if any(h.kind == "saved_tensors" for h in spec.hooks):
+        return _without_saved_tensors_hooks(spec)
+    return dataclasses.replace(spec, backward="backward")
 
 
 def _without_saved_tensors_hooks(spec: GraphSpec) -> GraphSpec:
@@ -479,30 +490,28 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("compiled",),
         reproducer="ca_unpack_hook_create_graph.py",
         trigger=_double_backward_through_unpacked_saved_tensors,
-        witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
-                                             for m in ms),
-        # retained grads and tensor hooks also see the second backward's (lost) contributions
-        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:") or (
-            m.checkpoint == "backward" and m.role.startswith(("retained:", "hook"))),
-        damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
-                "gradients at backward, which the second backward adds to",
+        witness=_second_order_differs,
+        damage=_second_order_damage,
+        damages=SECOND_ORDER_DAMAGES,
         workaround=_without_saved_tensors_hooks,
     ),
     KnownIssue(
-        id="ca-saved-hook-create-graph-guard",
-        title=("Compiled autograd handing its graph to torch.compile, create_graph=True: when two custom "
-               "Function nodes saved tensors through a detaching saved_tensors_hooks pack hook, Dynamo fails "
-               "its own guard on the captured backward graph (AssertionError 'Guard failed on the same frame "
-               "it was created ... Duplicate tensors found: [\"hooks[1].saved_tensors[0]\", ...]')"),
+        id="ca-retained-saved-tensors-guard",
+        title=("Compiled autograd handing its graph to torch.compile, with the graph retained (retain_graph=True, "
+               "or create_graph=True): when two custom Function nodes saved tensors (reproduced standalone "
+               "through a detaching saved_tensors_hooks pack hook; seen in an audit without hooks too), Dynamo "
+               "fails its own guard on the captured backward graph (AssertionError 'Guard failed on the same "
+               "frame it was created ... Duplicate tensors found: [\"hooks[1].saved_tensors[0]\", ...]', "
+               "hooks[i] being the Functions' ctx)"),
         first=(2, 13, 0), last=None,
         paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),  # capture runs it
-        reproducer="ca_saved_hook_create_graph_guard.py",
-        trigger=_saved_by_two_functions_under_hooks_with_create_graph,
+        reproducer="ca_retained_saved_tensors_guard.py",
+        trigger=_graph_retained_for_two_savers,
         witness=raised("backward", r"^Guard failed on the same frame it was created\..*Duplicate tensors found: "
                                    r"\[\"hooks\[\d+\]\.saved_tensors\[\d+\]\"", AssertionError),
         damage=error_at("backward"),
         damages="the error at backward",
-        workaround=_without_saved_tensors_hooks,
+        workaround=_without_saved_tensors_hooks_else_not_retained,
     ),
     KnownIssue(
         id="ca-tensor-hook-unreached-output",

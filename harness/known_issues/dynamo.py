@@ -6,10 +6,14 @@ import dataclasses
 import re
 from collections.abc import Callable
 
+import torch
+
+from harness.build import build
 from harness.dataflow import VERSION_ERROR, Dataflow, saved_mutated_outputs
 from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
+    SECOND_ORDER_DAMAGES,
     _aliasing_output_as_copy,
     _backward_runs,
     _breaks_the_graph_itself,
@@ -19,6 +23,8 @@ from harness.known_issues.shared import (
     _ref_of,
     _released,
     _returned_as_tuples,
+    _second_order_damage,
+    _second_order_differs,
     _without_errors,
 )
 from harness.oracles.compare import Mismatch
@@ -373,6 +379,46 @@ def _dirty_marks_shifted_by_constants(spec: GraphSpec) -> set[int]:
     return shifted
 
 
+def _shifted_dirty_outputs(spec: GraphSpec) -> frozenset[str]:
+    """The dirty outputs of those Functions with a non-tensor output before them: the ones whose
+    mark moves (to another output, or past the tensors)."""
+    return frozenset(f"f{n}.{k}" for n in _dirty_marks_shifted_by_constants(spec)
+                     for k, o in enumerate(spec.functions[n].outputs)
+                     if o.kind == "dirty" and any(c.kind == "const" for c in spec.functions[n].outputs[:k]))
+
+
+_DIRTY_MARK_MOVED = raised("forward", r"a leaf Variable that requires grad has been used in an in-place operation"
+                                      r"|mark_dirty\(\) received a tensor that was not an input")
+
+
+def _dirty_mark_moved(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """torch's error where the mark lands on a view of another input; silently (a fresh tensor
+    gets it, with a UserWarning, or no tensor does), a dirty output whose mark moved comes back
+    a view: it is an input returned as-is now, and AOT Autograd regenerates it as a view of the
+    clone it was made from."""
+    shifted = _shifted_dirty_outputs(spec)
+    return _DIRTY_MARK_MOVED(spec, result, mismatches) or any(
+        m.checkpoint == "meta:forward" and m.role.startswith("alias:") and _ref_of(m.role) in shifted
+        and ", got 'view of" in m.detail for m in mismatches)
+
+
+def _moved_dirty_mark_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """The error at forward; silently, the aliases of those outputs and of what is computed from
+    them, and at backward the gradients of every value upstream of them: the Function's backward is
+    skipped for an output regenerated as a view (dynamo-aot-intermediate-alias-skips-backward's
+    mechanism, reached through the lost mark)."""
+    if error_at("forward")(spec, m):
+        return True
+    flow = Dataflow(spec)
+    shifted = _shifted_dirty_outputs(spec)
+    if m.checkpoint == "meta:forward":
+        return m.role.startswith("alias:") and _ref_of(m.role) in flow.downstream(set(shifted))
+    upstream = frozenset().union(*(flow.upstream(r) for r in shifted))
+    return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and m.role.removeprefix(
+        "stride:").startswith(("grad:", "grad2:", "agrad:", "dgrad:", "retained:")) and _ref_of(
+        m.role.removeprefix("stride:")) in upstream
+
+
 def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
     """In these Functions the non-tensor outputs become computed constants (bias-only tensors):
     no output index shifts, every mark and every other value stays."""
@@ -426,6 +472,65 @@ _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\
 
 def _anything(spec: GraphSpec, m: Mismatch) -> bool:
     return True
+
+
+def _zero_dim_float64_mutations(spec: GraphSpec) -> bool:
+    """A 0-dim float64 graph with an in-place op (a dirty output, or an output the forward
+    mutates): Dynamo gives a 0-dim float64 input of a frame it compiles a float symbol and drops
+    the in-place op on it. Which tensors are frame inputs Dynamo decides (the graph's leaves, and
+    every input of a Function whose forward frame it compiles on its own after a graph break),
+    so this is the structure the bug needs; the witness sees the op lost."""
+    return (spec.dtype == "float64" and tuple(spec.shape) == ()
+            and (bool(spec.mutated_outputs) or any(o.kind == "dirty" for fn in spec.functions for o in fn.outputs)))
+
+
+def _dirty_outputs(spec: GraphSpec) -> dict[str, tuple[str, float]]:
+    """{dirty output: (the argument it modifies in place, the op's coefficient)}, autograd node
+    or not (a Function that no input requiring grad reaches still runs its forward)."""
+    return {f"f{n}.{k}": (fn.args[o.slot].ref, o.coeff) for n, fn in enumerate(spec.functions)
+            for k, o in enumerate(fn.outputs) if o.kind == "dirty"}
+
+
+def _dirty_output_kept_its_old_value(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """A dirty output whose forward value differs from eager's holds the value its input had
+    before the in-place op (a leaf's, or the recorded value of the Function output it was
+    computed from): the op was dropped, where it changes the value (coefficient not 1)."""
+    if not _zero_dim_float64_mutations(spec):
+        return False
+    wrong = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("out:")}
+    outs = result.tensors.get("forward", {})
+    leaves = None
+    for ref, (source, coeff) in _dirty_outputs(spec).items():
+        if ref not in wrong or coeff == 1.0 or outs.get(f"out:{ref}") is None or source is None:
+            continue
+        if source.startswith("f"):
+            before = outs.get(f"out:{source}")
+        else:
+            # the leaves' values, made again from the spec's seed
+            leaves = leaves if leaves is not None else build(spec).make_leaves()
+            i, _, view = source[1:].rstrip("]").partition("[")
+            before = leaves[int(i)] if not view else leaves[int(i)][int(view)]
+        if before is not None and torch.equal(outs[f"out:{ref}"].detach().cpu(), before.detach().cpu()):
+            return True
+    return False
+
+
+def _lost_mutations_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
+    """The values of the dirty outputs and of what is computed from them; at backward, the
+    gradients of the leaves those values were computed from (a nonlinear op on an old value
+    gives another derivative)."""
+    flow = Dataflow(spec)
+    tainted = flow.downstream(set(_dirty_outputs(spec)))
+    if m.checkpoint == "forward":
+        return m.role.startswith("out:") and _ref_of(m.role) in tainted
+    upstream = frozenset().union(*(flow.upstream(r) for r in tainted))
+    return m.checkpoint in ("backward", "double_backward") and m.role.startswith(
+        ("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in upstream
+
+
+def _shape_one(spec: GraphSpec) -> GraphSpec:
+    """The same graph on shape (1,): the tensors are no longer 0-dim."""
+    return dataclasses.replace(spec, shape=(1,))
 
 
 ENTRIES: tuple[KnownIssue, ...] = (
@@ -662,16 +767,18 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "operation\", or \"ctx.mark_dirty() received a tensor that was not an input\"): the twin of "
                "dynamo-mark-non-differentiable-index-shifted, the dirty index counted among all outputs and "
                "replayed on the traced graph's tensor outputs (ApplyTemplate.setup_context, "
-               "torch/_functorch/autograd_function.py); eager runs it"),
+               "torch/_functorch/autograd_function.py); eager runs it. Where the mark lands on a fresh tensor "
+               "(a UserWarning only) or past the tensors it is silent: the dirty input, no longer marked, comes "
+               "back a view and (AOT, another output sharing its storage) the Function's backward is skipped for it"),
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_mark_dirty_index_shifted.py",
         upstream=("pytorch/pytorch#191029", "pytorch/pytorch#191030"),
         trigger=lambda spec: bool(_dirty_marks_shifted_by_constants(spec)),
-        witness=raised("forward", r"a leaf Variable that requires grad has been used in an in-place operation"
-                                  r"|mark_dirty\(\) received a tensor that was not an input"),
-        damage=error_at("forward"),
-        damages="the error at forward",
+        witness=_dirty_mark_moved,
+        damage=_moved_dirty_mark_damage,
+        damages=("the error at forward; silently, the aliases (meta:forward) of the dirty outputs whose mark moved "
+                 "and of what is computed from them, and at backward the gradients of every value upstream of them"),
         workaround=lambda spec: _constants_as_tensors(spec, _dirty_marks_shifted_by_constants(spec)),
     ),
     KnownIssue(
@@ -691,6 +798,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_no_grad_clone_views_as_whole_clones,
+    ),
+    KnownIssue(
+        id="dynamo-eager-function-backward-not-differentiable",
+        title=("torch.compile(backend='eager') of a custom Function (traced into autograd_function_apply): "
+               "create_graph=True gives first-order gradients that do not require grad, so the second-order "
+               "gradient through the Function's backward is silently lost (None, or wrong where built-in "
+               "ops contribute); eager differentiates the backward, the AOT backends refuse double backward"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:eager",),  # aot_eager and inductor: unsupported (AOT's backward is once-differentiable)
+        reproducer="dynamo_eager_function_backward_not_differentiable.py",
+        upstream=None,
+        trigger=lambda spec: spec.backward == "double" and any(
+            _backward_runs(spec, n) for n in range(len(spec.functions))),
+        witness=_second_order_differs,
+        damage=_second_order_damage,
+        damages=SECOND_ORDER_DAMAGES,
+        workaround=lambda spec: dataclasses.replace(spec, backward="backward"),
     ),
     KnownIssue(
         id="dynamo-trace-state-cycle",
@@ -760,5 +884,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_all_plain,
+    ),
+    KnownIssue(
+        id="dynamo-zero-dim-float64-input-mutation-lost",
+        title=("torch.compile (AOT backends) drops an in-place op on a 0-dim float64 tensor that is an input "
+               "of the compiled frame, silently, fullgraph=True or not: Dynamo gives the input a float symbol "
+               "(its .item()), the tensorify pass restarts the analysis and the retraced graph has no in-place "
+               "op. The harness meets it in the forward frame Dynamo compiles on its own for a Function that "
+               "breaks the graph at ctx.mark_dirty (no input requires grad): the dirty output keeps its old value"),
+        first=(2, 13, 0), last=(2, 13, 0),  # 2.14.1 and 2.15.0 keep the mutation
+        paths=("dynamo:aot_eager", "dynamo:inductor"),
+        reproducer="dynamo_zero_dim_float64_input_mutation_lost.py",
+        upstream=(),
+        trigger=_zero_dim_float64_mutations,
+        witness=_dirty_output_kept_its_old_value,
+        damage=_lost_mutations_and_what_follows,
+        damages=("forward values (out:) of the dirty outputs and of what is computed from them; at backward, the "
+                 "gradients of the leaves those values come from"),
+        workaround=_shape_one,
     ),
 )
