@@ -42,19 +42,21 @@ def parse_size(text: str) -> int:
 
 def _paths(text: str | None, built: list[float] | None = None):
     """The paths named (all available ones when None), each able to run here. built: gets the
-    seconds the native extension took to build (the native paths' availability check builds it)."""
+    seconds the availability checks took (a one-time cost: the native paths' builds the extension)."""
     from harness import paths
 
+    began = time.perf_counter()
     try:
+        # (available_names asks every path whether it can run: the native ones build the extension)
         selected = paths.parse(text) if text else [paths.get(n) for n in paths.available_names()]
     except paths.UnknownPathError as e:
         raise SystemExit(f"error: {e}") from None
-    if built is not None:
-        built.append(_build_native_now())
     for p in selected:
         why = p.available()
         if why is not None:
             raise SystemExit(f"error: path {p.name!r} cannot run here: {why}")
+    if built is not None:
+        built.append(time.perf_counter() - began)
     return selected
 
 
@@ -187,17 +189,6 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 #: the exit status of a campaign without failures that checked nothing on some path (or at all)
 NOTHING_CHECKED = 3
-
-
-def _build_native_now() -> float:
-    """Build the native extension now unless it is cached (the native paths and the lifetime
-    probes use it); the seconds it took. A build that fails is reported by the native paths."""
-    from harness import native
-
-    began = time.perf_counter()
-    with contextlib.suppress(native.NativeBuildError):
-        native.build()
-    return time.perf_counter() - began
 
 
 def _warmed_up(paths: list, device: str, lifetimes: bool) -> float:
