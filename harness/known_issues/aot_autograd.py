@@ -174,7 +174,7 @@ def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: 
 def _zero_gradient_damage(spec: GraphSpec, m: Mismatch) -> bool:
     """A gradient of a leaf behind such a value: present (zeros) where eager's is None."""
     return (m.checkpoint in ("backward", "double_backward") and m.detail == "expected None"
-            and m.role.startswith(("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in _leaves_behind(spec))
+            and m.role.startswith(("grad:", "grad2:", "agrad:", "dgrad:")) and _ref_of(m.role) in _leaves_behind(spec))
 
 
 def _zeros_from_the_functions_sending_none(spec: GraphSpec) -> GraphSpec:
