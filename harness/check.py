@@ -132,7 +132,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 unreached = getattr(path, "unreached", lambda spec, reference: set())(spec, eager)
                 mismatches += [m for m in _against_eager(no_meta(eager_seen), _without_roles(no_meta(result), unreached),
                                                          EXACT if path.exact_vs_eager else tol,
-                                                         lifetimes=getattr(path, "lifetimes_vs_eager", True))
+                                                         lifetimes=path_registry.lifetimes_vs_eager_on(path, spec))
                                if not known_issues.explained(spec, eager_issues, m)]
                 mismatches += metadata_mismatches(spec, eager_seen, result)
             owned = results.get("owned")

@@ -132,6 +132,11 @@ CASES = {
     "dynamo-unread-saved-output-unchecked": ("dynamo", graph(
         fn(X0, outputs=(lin(0),), save=("outputs",), style="setup_context", code="plain"),
         fn(X1, outputs=(lin(0),), code="plain"), mutated_outputs=("f0.0",)), (1, 0), None),
+    # a traced Function's backward under the eager backend is not differentiated: F0's dgrad is lost
+    "dynamo-eager-function-backward-not-differentiable": ("dynamo:eager", graph(
+        fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 2.0),)),), save=("inputs",), code="plain"),
+        fn(X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",), code="plain"),
+        backward="double"), (1, 0), None),
     "dynamo-function-class-attribute": ("dynamo", graph(
         fn(X0, outputs=(lin(0),)), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-class-attribute-backward": ("compiled:eager", graph(

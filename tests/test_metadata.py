@@ -216,3 +216,21 @@ def test_dynamo_does_not_compare_the_alias_of_a_view_of_a_clone_argument(kind):
     assert compared("meta:forward", "alias:f0.1")
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
     assert outcome.status == "ok", outcome.reason
+
+
+def test_dynamo_does_not_compare_the_alias_of_a_clone_without_grad_made_dirty_by_a_function_with_grad():
+    """Note [AOT Autograd: outputs aliasing inputs or intermediates!]'s other side: F0 scales in
+    place a clone of x0 (no grad) beside x1 (grad), so its dirty output requires grad while the
+    intermediate it is does not; AOT returns a view of another tensor on that storage, eager the
+    clone itself (the 2.14.1 dynamo campaign of stop 31, 112 examples). A dirty clone of a value
+    that requires grad is still compared."""
+    def spec(x0_requires_grad: bool) -> GraphSpec:
+        return GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(x0_requires_grad), LeafSpec()),
+                         backward="backward", forward_code="straight", functions=(
+                             FunctionSpec(args=(Arg("x0", clone=True), Arg("x1")), code="plain", dirty_return="input",
+                                          outputs=(OutputSpec("dirty", slot=0, coeff=2.0),
+                                                   OutputSpec("compute", terms=(Term(1, "linear", 2.0),)))),))
+    assert not compared_keys("dynamo:aot_eager", spec(False))("meta:forward", "alias:f0.0")
+    assert compared_keys("dynamo:aot_eager", spec(True))("meta:forward", "alias:f0.0")
+    outcome = check(spec(False), [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
+    assert outcome.status == "ok", outcome.reason

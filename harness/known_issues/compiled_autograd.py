@@ -10,9 +10,12 @@ from harness.dataflow import Dataflow, base_ref, differentiable, reads
 from harness.known_issues.entry import KnownIssue, crash_avoided, error_at, raised
 from harness.known_issues.shared import (
     _NONE_ADDED,
+    SECOND_ORDER_DAMAGES,
     _backward_runs,
     _functions_replaced,
     _released,
+    _second_order_damage,
+    _second_order_differs,
     _vjp_as_backward,
     _vjp_backward_runs,
     _without_errors,
@@ -480,13 +483,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("compiled",),
         reproducer="ca_unpack_hook_create_graph.py",
         trigger=_double_backward_through_unpacked_saved_tensors,
-        witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
-                                             for m in ms),
-        # retained grads and tensor hooks also see the second backward's (lost) contributions
-        damage=lambda spec, m: m.checkpoint == "double_backward" and m.role.startswith("dgrad:") or (
-            m.checkpoint == "backward" and m.role.startswith(("retained:", "hook"))),
-        damages="second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
-                "gradients at backward, which the second backward adds to",
+        witness=_second_order_differs,
+        damage=_second_order_damage,
+        damages=SECOND_ORDER_DAMAGES,
         workaround=_without_saved_tensors_hooks,
     ),
     KnownIssue(

@@ -13,6 +13,7 @@ from harness.dataflow import VERSION_ERROR, Dataflow, saved_mutated_outputs
 from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
+    SECOND_ORDER_DAMAGES,
     _aliasing_output_as_copy,
     _backward_runs,
     _breaks_the_graph_itself,
@@ -22,6 +23,8 @@ from harness.known_issues.shared import (
     _ref_of,
     _released,
     _returned_as_tuples,
+    _second_order_damage,
+    _second_order_differs,
     _without_errors,
 )
 from harness.oracles.compare import Mismatch
@@ -795,6 +798,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_no_grad_clone_views_as_whole_clones,
+    ),
+    KnownIssue(
+        id="dynamo-eager-function-backward-not-differentiable",
+        title=("torch.compile(backend='eager') of a custom Function (traced into autograd_function_apply): "
+               "create_graph=True gives first-order gradients that do not require grad, so the second-order "
+               "gradient through the Function's backward is silently lost (None, or wrong where built-in "
+               "ops contribute); eager differentiates the backward, the AOT backends refuse double backward"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:eager",),  # aot_eager and inductor: unsupported (AOT's backward is once-differentiable)
+        reproducer="dynamo_eager_function_backward_not_differentiable.py",
+        upstream=None,
+        trigger=lambda spec: spec.backward == "double" and any(
+            _backward_runs(spec, n) for n in range(len(spec.functions))),
+        witness=_second_order_differs,
+        damage=_second_order_damage,
+        damages=SECOND_ORDER_DAMAGES,
+        workaround=lambda spec: dataclasses.replace(spec, backward="backward"),
     ),
     KnownIssue(
         id="dynamo-trace-state-cycle",

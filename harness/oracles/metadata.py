@@ -87,7 +87,10 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         # (Arg.clone; or the clone returned as-is, which eager makes a view of it), an intermediate that no
         # output returns, is one output aliasing an intermediate
         # alone, which AOT hides behind aten._unsafe_view (Note [Intermediate Bases Optimization],
-        # the same file): it comes back fresh.
+        # the same file): it comes back fresh. The same Note's other side: a clone of a value that does
+        # not require grad, modified in place by a Function whose output then requires grad (another
+        # input does), is an intermediate not requiring grad aliased by an output that does: AOT
+        # returns it as a view of another tensor on the same storage, where eager's is the clone itself.
         requires_grad = Dataflow(spec).requires_grad
         views_of_intermediates: set[str] = set()
         for n, fn in enumerate(spec.functions):
@@ -95,6 +98,8 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
                 base = fn.args[o.slot].ref if o.kind in ("view", "input", "dirty") else None
                 if (o.kind == "dirty" and fn.args[o.slot].view
                         or o.kind in ("view", "input") and fn.args[o.slot].clone
+                        or o.kind == "dirty" and fn.args[o.slot].clone and not requires_grad[base]
+                        and requires_grad[f"f{n}.{k}"]
                         or o.kind in ("view", "input") and base in views_of_intermediates
                         or o.kind == "view" and base.startswith("f") and not requires_grad[base]
                         and requires_grad[f"f{n}.{k}"]):

@@ -33,6 +33,13 @@ class Path(Protocol):
         """Run the graph; errors of torch or the Functions end up in the result."""
 
 
+def lifetimes_vs_eager_on(path: Path, spec: GraphSpec) -> bool:
+    """Whether `path`'s lifetimes on `spec` are compared with eager's: its `lifetimes_vs_eager`, or
+    its own per-spec `lifetimes_vs_eager_on` (compiled: not after an AOT create_graph backward)."""
+    per_spec = getattr(path, "lifetimes_vs_eager_on", None)
+    return per_spec(spec) if per_spec is not None else getattr(path, "lifetimes_vs_eager", True)
+
+
 _REGISTRY: dict[str, Path] = {}
 #: built-in paths, imported on first use so `import harness` stays light
 _BUILTIN = {
@@ -97,6 +104,9 @@ class SelectedVariantPath:
     @property
     def lifetimes_vs_eager(self) -> bool:
         return getattr(self.resolved(), "lifetimes_vs_eager", True)
+
+    def lifetimes_vs_eager_on(self, spec: GraphSpec) -> bool:
+        return lifetimes_vs_eager_on(self.resolved(), spec)
 
     @property
     def needs_backward(self) -> bool:

@@ -263,6 +263,10 @@ def captures() -> int:
 
 class CompiledPath:
     exact_vs_eager = False  # compiled kernels may round differently
+    #: AOT Autograd builds the backward of the AOT modes: after a create_graph backward, the graph of
+    #: the first-order gradients is AOT's, which saves its own tensors (as on `dynamo`), so the use
+    #: counts from the backward on are not eager's; the lifetime rules still apply
+    AOT_MODES = ("aot_eager", "inductor")
     #: checks nothing of an example without a backward (a campaign of such paths skips them)
     needs_backward = True
 
@@ -279,6 +283,9 @@ class CompiledPath:
         except ImportError as e:
             return f"torch {torch.__version__} has no compiled autograd ({e}); install torch>=2.13."
         return compiler_missing() if self.mode == "inductor" else None
+
+    def lifetimes_vs_eager_on(self, spec: GraphSpec) -> bool:
+        return not (self.mode in self.AOT_MODES and spec.backward == "double")
 
     def unsupported(self, spec: GraphSpec) -> str | None:
         if spec.backward == "none":
