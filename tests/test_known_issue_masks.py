@@ -222,6 +222,18 @@ CASES = {
     "dynamo-mark-dirty-inplace-result": ("dynamo", graph(
         fn(Arg("x0", clone=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0), lin(1)), code="plain"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    # F0, which no input requiring grad reaches, computes a tensor and then scales a 0-dim float64
+    # clone in place (mark_dirty breaks Dynamo's graph): the scaling is lost; F1 reads x1
+    "dynamo-zero-dim-float64-input-mutation-lost": ("dynamo", GraphSpec(
+        shape=(), dtype="float64", leaves=(LeafSpec(False), LeafSpec()), functions=(
+            fn(Arg("x0", clone=True), outputs=(OutputSpec("compute", bias=-1.0), OutputSpec("dirty", slot=0, coeff=-1.5)),
+               code="plain", dirty_return="input"),
+            fn(X1, outputs=(lin(0),), code="plain"))), (1, 0), None),
+    # F0's print breaks the graph: it runs eagerly and sends None to x0's clone, made in the compiled
+    # region before it, whose backward hands x0 zeros; F1 reads x1
+    "aot-unused-gradient-materialized-as-zeros": ("dynamo", graph(
+        fn(X1, Arg("x0", clone=True), outputs=(lin(0),), code="plain", untraceable="print"),
+        fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-closure-object": ("dynamo", graph(
         fn(X0, X1, outputs=(SIN1,), save=("inputs",), style="setup_context"),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),

@@ -594,7 +594,9 @@ def _explained_by(issue_id, spec_file, monkeypatch):
     issue = next(k for k in KNOWN_ISSUES if k.id == issue_id)
     path = paths.get("dynamo:aot_eager")
     outcome = check(spec, [path]).outcomes[path.name]
-    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    # partly: another entry hit beside it has no workaround (dynamo-trace-state-cycle), so the roles
+    # that one damages are not judged
+    assert outcome.status in ("ok", "partly") and outcome.checked, outcome.reason
     assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
     if not issue.affects_installed_torch():
         return spec
@@ -606,7 +608,7 @@ def _explained_by(issue_id, spec_file, monkeypatch):
     # the workaround variant does not have the structure, and is ok without the entry
     variant = issue.workaround(spec)
     assert not issue.triggered(variant, path.name)
-    assert check(variant, [path]).outcomes[path.name].status == "ok"
+    assert check(variant, [path]).outcomes[path.name].status in ("ok", "partly")
     return spec
 
 
@@ -642,4 +644,4 @@ def test_a_dirty_mark_shifted_onto_a_fresh_tensor_is_silent_and_explained(monkey
     monkeypatch.setattr(registry, "KNOWN_ISSUES",
                         tuple(k for k in KNOWN_ISSUES if k.id != "dynamo-aot-intermediate-alias-skips-backward"))
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
-    assert outcome.status == "ok" and "dynamo-mark-dirty-index-shifted" in outcome.known, outcome.reason
+    assert outcome.status in ("ok", "partly") and "dynamo-mark-dirty-index-shifted" in outcome.known, outcome.reason

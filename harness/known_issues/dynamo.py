@@ -525,7 +525,7 @@ def _lost_mutations_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
         return m.role.startswith("out:") and _ref_of(m.role) in tainted
     upstream = frozenset().union(*(flow.upstream(r) for r in tainted))
     return m.checkpoint in ("backward", "double_backward") and m.role.startswith(
-        ("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in upstream
+        ("grad:", "grad2:", "agrad:", "dgrad:")) and _ref_of(m.role) in upstream
 
 
 def _shape_one(spec: GraphSpec) -> GraphSpec:
