@@ -29,7 +29,7 @@ from harness.known_issues.shared import (
 )
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
-from harness.spec import FunctionSpec, GraphSpec, OutputSpec, SpecError
+from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
 
 
 def _generic(fn: FunctionSpec) -> bool:
@@ -484,10 +484,10 @@ def _zero_dim_float64_mutations(spec: GraphSpec) -> bool:
             and (bool(spec.mutated_outputs) or any(o.kind == "dirty" for fn in spec.functions for o in fn.outputs)))
 
 
-def _dirty_outputs(spec: GraphSpec) -> dict[str, tuple[str, float]]:
+def _dirty_outputs(spec: GraphSpec) -> dict[str, tuple[Arg, float]]:
     """{dirty output: (the argument it modifies in place, the op's coefficient)}, autograd node
     or not (a Function that no input requiring grad reaches still runs its forward)."""
-    return {f"f{n}.{k}": (fn.args[o.slot].ref, o.coeff) for n, fn in enumerate(spec.functions)
+    return {f"f{n}.{k}": (fn.args[o.slot], o.coeff) for n, fn in enumerate(spec.functions)
             for k, o in enumerate(fn.outputs) if o.kind == "dirty"}
 
 
@@ -500,11 +500,14 @@ def _dirty_output_kept_its_old_value(spec: GraphSpec, result: RunResult, mismatc
     wrong = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("out:")}
     outs = result.tensors.get("forward", {})
     leaves = None
-    for ref, (source, coeff) in _dirty_outputs(spec).items():
+    for ref, (arg, coeff) in _dirty_outputs(spec).items():
+        source = arg.ref
         if ref not in wrong or coeff == 1.0 or outs.get(f"out:{ref}") is None or source is None:
             continue
         if source.startswith("f"):
-            before = outs.get(f"out:{source}")
+            # recorded after the forward: the old value only where the op ran on a clone of it
+            # (modified itself, it is the dirty output and holds the same value whatever happened)
+            before = outs.get(f"out:{source}") if arg.clone else None
         else:
             # the leaves' values, made again from the spec's seed
             leaves = leaves if leaves is not None else build(spec).make_leaves()
