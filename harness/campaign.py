@@ -65,9 +65,10 @@ OnRecord = Callable[[Record], None]
 
 @dataclass
 class PathCounts:
-    """Outcomes of one path. Every example is exactly one of ok, failed, stopped (a known
-    torch issue ended the check and no workaround variant could be checked) or unsupported;
-    `checked` = ok + failed. `known` counts each known torch issue wherever it was hit, also
+    """Outcomes of one path. Every example is exactly one of ok, failed, partly (a known torch
+    issue without a workaround damaged part of the run, the rest agreed), stopped (a known torch
+    issue ended the check and no workaround variant could be checked) or unsupported;
+    `checked` = ok + partly + failed. `known` counts each known torch issue wherever it was hit, also
     in examples checked past it on the workaround variant (`past_known` of them)."""
 
     ok: int = 0
@@ -80,10 +81,11 @@ class PathCounts:
     #: harness.paths.tracing.EXAMPLE_TRACES), of all examples and of those with a backward
     traces: collections.Counter = field(default_factory=collections.Counter)
     traces_with_backward: collections.Counter = field(default_factory=collections.Counter)
+    partly: int = 0
 
     @property
     def checked(self) -> int:
-        return self.ok + self.failed
+        return self.ok + self.partly + self.failed
 
     def add(self, outcome: Record, backward: bool = False) -> None:
         """One path's outcome record (records.outcome_record) of an example (`backward`: one
@@ -97,6 +99,8 @@ class PathCounts:
             self.ok += 1
         elif status == "failed":
             self.failed += 1
+        elif status == "partly":
+            self.partly += 1
         elif status == "unsupported":
             self.unsupported[outcome["reason"]] += 1
         else:
@@ -106,7 +110,7 @@ class PathCounts:
 
     def as_json(self, examples: int) -> dict[str, Any]:
         return {"checked": self.checked, "checked_share": round(self.checked / examples, 4) if examples else 0.0,
-                "ok": self.ok, "failed": self.failed, "stopped_by_known": self.stopped,
+                "ok": self.ok, "partly": self.partly, "failed": self.failed, "stopped_by_known": self.stopped,
                 "checked_past_known": self.past_known, "unsupported": dict(self.unsupported),
                 "known": dict(self.known),
                 **({"trace": {**self.traces, "with_backward": dict(self.traces_with_backward)}}
@@ -118,7 +122,7 @@ class PathCounts:
         with_backward = traces.pop("with_backward", {})
         return cls(data["ok"], data["failed"], data["stopped_by_known"], data["checked_past_known"],
                    collections.Counter(data["unsupported"]), collections.Counter(data["known"]),
-                   collections.Counter(traces), collections.Counter(with_backward))
+                   collections.Counter(traces), collections.Counter(with_backward), data.get("partly", 0))
 
     def trace_lines(self) -> list[str]:
         """How Dynamo ran the Functions (harness.paths.tracing), in words with shares."""
@@ -200,6 +204,8 @@ class CampaignResult:
     generate_ms: float = 0.0
     sessions: int = 0
     budget_s: float = 0.0
+    #: one-time costs not charged to the budget: the native build and the workers' warm-up checks
+    uncharged_s: float = 0.0
     #: workers retired at their memory limit (fuzz --worker-memory): count, largest resident bytes
     retirements: int = 0
     retired_resident_bytes: int = 0
@@ -219,6 +225,7 @@ class CampaignResult:
             self._close_session()
             self.sessions += 1
             self.budget_s += record.get("budget_s", 0.0)
+            self.uncharged_s += record.get("uncharged_s", 0.0)
             self.paths, self.device, self.lifetimes = list(record["paths"]), record["device"], record["lifetimes"]
             self._session = (record["t"], record["t"], record["t"])
             return
@@ -248,6 +255,8 @@ class CampaignResult:
             f.shrink, f.reproducer = record["result"], record.get("reproducer")
         elif kind == "reproducer":
             self.failures[record["cause"]].reproducer = record["reproducer"]
+        elif kind == "warmed":  # a worker's warm-up: the campaign's clock was moved on by extends_s
+            self.uncharged_s += record.get("extends_s", 0.0)
         elif kind == "shards":  # a Ray campaign (harness.cluster): its shards ran side by side
             self.shards = record["rows"]
             self.seconds, self.fuzz_seconds, self.budget_s = record["seconds"], record["fuzz_seconds"], record["budget_s"]
@@ -311,6 +320,22 @@ class CampaignResult:
     def examples_per_second(self) -> float:
         return self.examples / self.fuzz_seconds if self.fuzz_seconds > 0 else 0.0
 
+    def unchecked_paths(self) -> list[str]:
+        """The campaign's paths that checked no example (all of them when no example ran)."""
+        return [name for name in self.paths if self.counts.get(name, PathCounts()).checked == 0]
+
+    def verdict(self) -> str:
+        """The campaign's last line: its failures, or that it found none and where it did not look."""
+        unchecked = self.unchecked_paths()
+        if not self.examples:
+            looked = "nothing checked: no example ran within the budget; give fuzz a longer --budget"
+        elif unchecked:
+            looked = (f"nothing checked on {', '.join(unchecked)}: every example was unsupported or stopped by a "
+                      f"known issue there (above); give fuzz a longer --budget")
+        else:
+            return f"{len(self.failures)} distinct failure cause(s)" if self.failures else "no failures"
+        return f"{len(self.failures)} distinct failure cause(s); {looked}" if self.failures else f"no failures, but {looked}"
+
     @property
     def known(self) -> collections.Counter:
         """Known torch issues hit, over every path (each is counted where it was hit)."""
@@ -326,6 +351,8 @@ class CampaignResult:
             "examples": self.examples,
             "examples_with_backward": self.with_backward,
             "seconds": round(self.seconds, 3),
+            "uncharged_seconds": round(self.uncharged_s, 3),
+            "unchecked_paths": self.unchecked_paths(),
             "fuzz_seconds": round(self.fuzz_seconds, 3),
             "examples_per_second": round(self.examples_per_second, 2),
             "lifetimes": self.lifetimes,
@@ -368,9 +395,12 @@ class CampaignResult:
         lines = [f"torch {torch.__version__} on {self.device}: {self.examples} examples "
                  f"({self.with_backward} with a backward) in {self.fuzz_seconds:.1f} s of fuzzing "
                  f"({self.examples_per_second:.1f} examples/s, {oracle} the lifetime oracle), "
-                 f"{self.seconds:.1f} s in all", "",
+                 f"{self.seconds:.1f} s in all"
+                 + (f" (and {self.uncharged_s:.1f} s not charged to the budget: the native build, warm-up)"
+                    if self.uncharged_s >= 0.05 else ""), "",
                  "checked = ok + failed: compared and judged, on the example or on the workaround variant",
-                 "that steps around a known torch issue; stopped = a known issue ended the check.", "",
+                 "that steps around a known torch issue, + partly: a known issue without a workaround damaged",
+                 "part of the run (left unjudged), the rest agreed; stopped = a known issue ended the check.", "",
                  f"{'path':<{w}} {'checked':>15} {'ok':>7} {'failed':>7} {'stopped':>8} {'unsupported':>12}"]
         for name in self.paths:
             c = self.counts.get(name, PathCounts())
@@ -383,6 +413,8 @@ class CampaignResult:
                 lines.append(f"{'':<{w}}   known torch issue hit: {issue} ({n})")
             if c.past_known:
                 lines.append(f"{'':<{w}}   checked past a known issue on its workaround: {c.past_known}")
+            if c.partly:
+                lines.append(f"{'':<{w}}   partly checked (a known issue without a workaround): {c.partly}")
             lines += [f"{'':<{w}}   {line}" for line in c.trace_lines()]
             if name.startswith("compiled") and self.with_backward:  # it can only check a backward
                 lines.append(f"{'':<{w}}   checked {100 * c.checked / self.with_backward:.0f}% of the "
@@ -400,7 +432,7 @@ class CampaignResult:
             lines += ["", self.replay_note() + ":"]
             lines += [f"  {result}: {cause}" for cause, result in self.replays.items()]
         if self.failures:
-            lines += ["", f"{len(self.failures)} distinct failure cause(s):"]
+            lines += ["", f"{self.verdict()}:"]
             for f in self.failures.values():
                 lines.append(f"  x{f.count} on {','.join(sorted(f.paths)) or '-'}: {f.signature}")
                 lines.append(f"     size {f.size_before} -> {f.size} ({shrink_note(f)})"
@@ -408,7 +440,7 @@ class CampaignResult:
                 if f.reproducer:
                     lines.append(f"     reproducer: {f.reproducer}")
         else:
-            lines += ["", "no failures"]
+            lines += ["", self.verdict()]
         return "\n".join(lines)
 
 
@@ -872,12 +904,14 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  result: CampaignResult | None = None, on_record: OnRecord | None = None,
                  on_example: Callable[[GraphSpec], None] | None = None,
                  on_progress: Callable[[CampaignResult], None] | None = None,
-                 name_prefix: str = "", until_failure: bool = False, replay_shared: bool = True) -> CampaignResult:
+                 name_prefix: str = "", until_failure: bool = False, replay_shared: bool = True,
+                 uncharged_s: float = 0.0) -> CampaignResult:
     """A campaign in this process: replay the failures `result` already holds (a resumed
     campaign) and, with replay_shared, those saved in `database` by earlier campaigns
     (harness.replay), fuzz, then shrink each new cause, all within `budget_s`. Each record goes to
     `result` and then to on_record (the log, the progress display); on_example sees each spec
-    before it is checked and on_progress the result after each example."""
+    before it is checked and on_progress the result after each example. uncharged_s: one-time
+    costs the caller kept out of the budget (the native build, a warm-up), for the summary."""
     from harness.replay import replay_first
 
     start = time.perf_counter()
@@ -895,7 +929,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
 
     record({"kind": "start", "t": now(), "paths": [p.name for p in paths], "device": device,
             "torch": torch.__version__, "budget_s": budget_s, "lifetimes": lifetimes,
-            "resumed": bool(result.examples)})
+            "resumed": bool(result.examples), "uncharged_s": uncharged_s})
     known = set(result.failures)
     replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
                  known=known, shared=replay_shared,

@@ -46,7 +46,9 @@ def _stage(name: str) -> contextlib.AbstractContextManager:
 @dataclass
 class PathOutcome:
     path: str
-    status: str  # ok | failed | unsupported | known
+    #: ok | failed | unsupported | known | partly: a known issue without a workaround damaged part of
+    #: the run and the rest agreed; what it damages was not judged, so the path is not "ok"
+    status: str
     reason: str = ""  # unsupported: why; failed: a one-line summary; known: the issue ids
     mismatches: list[Mismatch] = field(default_factory=list)
     result: RunResult | None = None
@@ -59,7 +61,7 @@ class PathOutcome:
     @property
     def checked(self) -> bool:
         """Compared and judged (ok or failed), possibly on the workaround variant."""
-        return self.status in ("ok", "failed")
+        return self.status in ("ok", "failed", "partly")
 
 
 @dataclass
@@ -79,7 +81,9 @@ class Verdict:
             lines += [f"    {m}" for m in o.mismatches]
         for o in self.outcomes.values():
             if o.known and o.status != "failed":
-                past = " (the rest checked on its workaround: ok)" if o.status == "ok" else ""
+                past = {"ok": " (the rest checked on its workaround: ok)",
+                        "partly": " (no workaround: the rest of the run agreed, what it damages is unchecked)",
+                        }.get(o.status, "")
                 lines.append(f"[{o.path}] known torch issue {', '.join(o.known)}{past}")
         return "\n".join(lines) or "all paths agree"
 
@@ -162,16 +166,17 @@ def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mism
                            f"{', '.join(known)})", unexplained, result, known, spec)
     variant = known_issues.workaround(spec, issues)
     if variant == spec and result.status != "error":
-        # no spec avoids the bug, but the run completed: every role it did not damage was
-        # compared in this very run, and agreed
-        return PathOutcome(path.name, "ok", "", [], result, known, spec)
+        # no spec avoids the bug, but the run completed: every role it did not damage was compared in
+        # this very run and agreed, and the roles it damages were not judged: partly checked
+        return PathOutcome(path.name, "partly", f"unchecked: what {', '.join(known)} damages (no workaround)",
+                           [], result, known, spec)
     if variant == spec or workarounds >= MAX_WORKAROUNDS:
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
     past = check(variant, [path], device, lifetimes=lifetimes, _workarounds=workarounds + 1).outcomes[path.name]
     known += tuple(k for k in past.known if k not in known)
     if not past.checked:  # the variant could not be checked either: nothing past the bug was seen
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
-    reason = past.reason if past.status == "ok" else f"with {', '.join(known)} worked around: {past.reason}"
+    reason = past.reason if past.status in ("ok", "partly") else f"with {', '.join(known)} worked around: {past.reason}"
     return PathOutcome(path.name, past.status, reason, past.mismatches, past.result, known, past.checked_spec)
 
 

@@ -40,10 +40,14 @@ def parse_size(text: str) -> int:
     return int(float(number) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[unit.upper()])
 
 
-def _paths(text: str | None):
+def _paths(text: str | None, built: list[float] | None = None):
+    """The paths named (all available ones when None), each able to run here. built: gets the
+    seconds the availability checks took (a one-time cost: the native paths' builds the extension)."""
     from harness import paths
 
+    began = time.perf_counter()
     try:
+        # (available_names asks every path whether it can run: the native ones build the extension)
         selected = paths.parse(text) if text else [paths.get(n) for n in paths.available_names()]
     except paths.UnknownPathError as e:
         raise SystemExit(f"error: {e}") from None
@@ -51,6 +55,8 @@ def _paths(text: str | None):
         why = p.available()
         if why is not None:
             raise SystemExit(f"error: path {p.name!r} cannot run here: {why}")
+    if built is not None:
+        built.append(time.perf_counter() - began)
     return selected
 
 
@@ -105,28 +111,34 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if args.workers < 0:
         raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
     out = Path(args.resume or args.out or time.strftime("campaigns/%Y%m%d-%H%M%S"))
+    # one-time costs are not charged to the budget: the native build (about 40 s on a fresh machine,
+    # cached afterwards) and, in this process, the warm-up check
+    built: list[float] = []
     log_file = log_path(out)
     if args.resume:
         if not log_file.exists():
             raise SystemExit(f"error: --resume {args.resume}: no campaign log {log_file}; give the --out folder "
                              f"of the campaign to continue.")
         result = CampaignResult.from_records(read_log(log_file))
-        paths = _paths(args.paths or ",".join(result.paths))  # the same campaign, unless told otherwise
+        paths = _paths(args.paths or ",".join(result.paths), built)  # the same campaign, unless told otherwise
         device, lifetimes = result.device, result.lifetimes
     else:
         if log_file.exists():
             raise SystemExit(f"error: {out} already holds a campaign ({log_file}); continue it with "
                              f"--resume {out}, or choose another --out.")
         devices = _devices(args.device)  # first, so that a missing GPU is the error reported
-        paths, device = _on_devices(_paths(args.paths), devices)
+        paths, device = _on_devices(_paths(args.paths, built), devices)
         lifetimes = not args.no_lifetimes
         result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
     database, local_database = args.database or str(out / DATABASE_NAME), out / DATABASE_NAME
     # One sentence now if it cannot be used (a Redis URL nobody answers). One read here, too: a
     # GitHub artifact is downloaded once, before the workers start, and they read its cached copy.
     list(_database(database, local_database).fetch(b"reached before the campaign"))
+    uncharged = sum(built)
+    if args.workers == 0 and not args.cluster:
+        uncharged += _warmed_up(paths, device, lifetimes)
     # what is left once the reports' part is kept back
-    budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started)
+    budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started - uncharged)
     if args.cluster:
         return _fuzz_on_cluster(args, paths, out, budget)
     EXIT_AT_ONCE = True  # every record is flushed and the reports written before main returns
@@ -140,7 +152,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         try:
             with _sigterm_as_ctrl_c():
                 if args.workers == 0:
-                    run_campaign(paths, budget_s=budget, device=device, out_dir=out,
+                    run_campaign(paths, budget_s=budget, device=device, out_dir=out, uncharged_s=uncharged,
                                  database=_database(database, local_database), max_examples=args.max_examples,
                                  lifetimes=lifetimes, result=result, on_record=on_record,
                                  replay_shared=not args.shard)
@@ -151,7 +163,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
                                  out_dir=out, database=database, max_examples=args.max_examples,
                                  lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
-                                 on_record=on_record, replay_shared=not args.shard, **memory)
+                                 on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -170,7 +182,22 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if interrupted:
         print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
         return 130
-    return 1 if result.failures else 0
+    if result.failures:
+        return 1
+    return NOTHING_CHECKED if result.unchecked_paths() else 0
+
+
+#: the exit status of a campaign without failures that checked nothing on some path (or at all)
+NOTHING_CHECKED = 3
+
+
+def _warmed_up(paths: list, device: str, lifetimes: bool) -> float:
+    """campaign.warm_up in this process (first-use imports and compile caches); its seconds."""
+    from harness.campaign import warm_up
+
+    began = time.perf_counter()
+    warm_up(paths, device, lifetimes)
+    return time.perf_counter() - began
 
 
 @contextlib.contextmanager
@@ -325,15 +352,41 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if verdict.failed else 0
 
 
+def _explained_shares(campaign: str) -> dict[str, float]:
+    """Known issue id -> the share of the campaign's examples where it explained a mismatch on at
+    least one path (its witness seen, every mismatch of the path its damage or another entry's)."""
+    import collections
+
+    from harness.records import log_path, read_log
+
+    log = log_path(Path(campaign))
+    if not log.exists():
+        raise SystemExit(f"error: --campaign {campaign}: no campaign log {log}; give the --out folder of a "
+                         f"fuzz campaign.")
+    examples, hit = 0, collections.Counter()
+    for record in read_log(log):
+        if record["kind"] == "example":
+            examples += 1
+            hit.update({k for o in record["outcomes"].values() for k in o.get("known", [])})
+    return {issue: n / examples for issue, n in hit.items()} if examples else {}
+
+
 def cmd_known(args: argparse.Namespace) -> int:
     import torch
 
     from harness import known_issues
 
     if args.rates:
+        explained = _explained_shares(args.campaign) if args.campaign else None
         for issue, share in known_issues.trigger_rates(args.examples):
-            print(f"{100 * share:6.1f}%  {issue.id:<42} damages: {issue.damages}")
-        print(f"\nshare of {args.examples} generated specs whose structure triggers each known torch issue")
+            seen = "" if explained is None else f"{100 * explained.get(issue.id, 0.0):6.1f}%  "
+            print(f"{100 * share:6.1f}%  {seen}{issue.id:<42} damages: {issue.damages}")
+        print(f"\nfirst column: share of {args.examples} generated specs whose structure triggers each known torch "
+              f"issue (the trigger only; most never show the bug)")
+        if explained is None:
+            print("how often each explained a mismatch: give --campaign DIR (a fuzz campaign's folder)")
+        else:
+            print(f"second column: share of {args.campaign}'s examples where it explained a mismatch on some path")
         return 0
     try:
         chosen = known_issues.by_ids(args.ids)
@@ -431,9 +484,11 @@ def build_parser() -> argparse.ArgumentParser:
                           description="A fuzz campaign. Every checked example is a line of DIR/examples.jsonl "
                                       "(flushed as written); reports, reproducers and the example database go "
                                       "to DIR too. A live display shows progress on a terminal, plain lines "
-                                      "every 10 s otherwise.")
+                                      "every 10 s otherwise. Exit status: 1 for an unknown failure, 3 when "
+                                      "there is none but some path (or the whole campaign) checked nothing.")
     fuzz.add_argument("--budget", type=parse_duration, default=60.0,
-                      help="wall time for everything, e.g. 90s, 8h (default 60s). The reports keep "
+                      help="wall time for everything, e.g. 90s, 8h (default 60s), but the one-time native "
+                           "build and the first workers' warm-up (the summary says how long). The reports keep "
                            f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
                            "fuzzing gets 85%% and shrinking each new cause and writing its reproducer share "
                            "the last 15%%, each cause an equal part of what is left when its turn comes; "
@@ -506,6 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
     known.add_argument("--rates", action="store_true",
                        help="print each entry's trigger share over generated specs instead")
     known.add_argument("--examples", type=int, default=400, help="generated specs for --rates (default 400)")
+    known.add_argument("--campaign", metavar="DIR",
+                       help="with --rates: also the share of this campaign's examples where each entry explained "
+                            "a mismatch")
     known.add_argument("--list", action="store_true",
                        help="print each entry's id and upstream reference without running the reproducers")
     known.add_argument("--bugs", action="store_true",

@@ -69,12 +69,13 @@ def _path_rows(r: CampaignResult) -> list[list[str]]:
     for name in r.paths:
         c = r.counts.get(name, PathCounts())
         share = f"{100 * c.checked / r.examples:.0f}%" if r.examples else "-"
-        rows.append([name, f"{c.checked} ({share})", str(c.ok), str(c.failed), str(c.stopped), str(c.past_known),
+        rows.append([name, f"{c.checked} ({share})", str(c.ok), str(c.partly), str(c.failed), str(c.stopped),
+                     str(c.past_known),
                      str(sum(c.unsupported.values()))])
     return rows
 
 
-PATH_HEADER = ["path", "checked", "ok", "failed", "stopped by known", "checked past known", "unsupported"]
+PATH_HEADER = ["path", "checked", "ok", "partly", "failed", "stopped by known", "checked past known", "unsupported"]
 
 
 def _coverage_rows(r: CampaignResult) -> list[list[str]]:
@@ -159,7 +160,8 @@ def _charts(r: CampaignResult) -> dict[str, bytes]:
 
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(r.paths) + 1.2))
     left = [0.0] * len(r.paths)
-    for label, color, get in (("ok", "#55a868", lambda c: c.ok), ("failed", "#c44e52", lambda c: c.failed),
+    for label, color, get in (("ok", "#55a868", lambda c: c.ok), ("partly", "#8fbc8f", lambda c: c.partly),
+                              ("failed", "#c44e52", lambda c: c.failed),
                               ("stopped by known", "#dd8452", lambda c: c.stopped),
                               ("unsupported", "#8c8c8c", lambda c: sum(c.unsupported.values()))):
         values = [get(r.counts.get(n, PathCounts())) for n in r.paths]
@@ -327,7 +329,7 @@ def _rate_changes(last: CampaignResult, tonight: CampaignResult) -> list[str]:
     def shares(r: CampaignResult, name: str) -> dict[str, float]:
         c = r.counts.get(name, PathCounts())
         n = r.examples or 1
-        return {"ok": 100 * c.ok / n, "failed": 100 * c.failed / n, "stopped by known": 100 * c.stopped / n,
+        return {"ok": 100 * c.ok / n, "partly": 100 * c.partly / n, "failed": 100 * c.failed / n, "stopped by known": 100 * c.stopped / n,
                 "unsupported": 100 * sum(c.unsupported.values()) / n}
     lines = []
     for name in dict.fromkeys(last.paths + tonight.paths):

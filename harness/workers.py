@@ -79,6 +79,9 @@ class _Worker:
     current_choices: str | None = None  # and its choice sequence (base64), to shrink it if the worker dies
     closed: bool = False  # its pipe reached its end: every line it sent is handled
     examples: int = 0  # the examples it checked (their records handled)
+    #: a first worker before its "warmed" record: its warm-up is not charged to the budget, so the
+    #: budget's end makes it late only hang_s later
+    warming: bool = False
     lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
 
 
@@ -86,12 +89,15 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                  out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
                  hang_s: float = 300.0, result: CampaignResult | None = None,
                  on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
-                 replay_shared: bool = True) -> CampaignResult:
+                 replay_shared: bool = True, uncharged_s: float = 0.0) -> CampaignResult:
     """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
     github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database). A fuzzing worker retires after
     an example once its resident memory passes `memory_limit` bytes (0: never) and a fresh one
     takes over its share. The first worker replays the saved failures first (harness.replay: the
-    campaign's own on resume and, with replay_shared, the shared database's), once."""
+    campaign's own on resume and, with replay_shared, the shared database's), once. The first
+    workers' warm-up checks (first-use imports and compile caches) are not charged to the budget:
+    the campaign's clock moves on by the longest of them. uncharged_s: what the caller kept out of
+    the budget before (the native build), for the summary."""
     out_dir = Path(out_dir)
     scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
     result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
@@ -99,7 +105,17 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     end = start + budget_s
 
+    stop_at = end  # until causes to shrink show up after fuzz_end
+    extended = [0.0]  # how far the first workers' warm-ups moved the clock
+
     def record(rec: Record) -> None:
+        nonlocal fuzz_end, end, stop_at
+        if rec["kind"] == "warmed":
+            more = max(0.0, rec["seconds"] - extended[0])  # they warm up side by side
+            extended[0] += more
+            stop_at = stop_at + more if stop_at == end else stop_at
+            fuzz_end, end = fuzz_end + more, end + more
+            rec = {**rec, "extends_s": more}
         result.add_record(rec)
         if on_record is not None:
             on_record(rec)
@@ -108,7 +124,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
 
     record({"kind": "start", "t": now(), "paths": path_names, "device": device, "torch": torch.__version__,
             "budget_s": budget_s, "lifetimes": lifetimes, "resumed": bool(result.examples),
-            "workers": workers})
+            "workers": workers, "uncharged_s": uncharged_s})
     per_worker_max = None if max_examples is None else -(-max_examples // workers)
     earlier = [_failure_config(f) for f in result.failures.values() if f.shrinkable]
 
@@ -128,7 +144,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                                        stdin=subprocess.PIPE if mode == "shrink" else subprocess.DEVNULL,
                                        text=True)
         os.close(write_fd)
-        worker = _Worker(name, index, process, time.perf_counter())
+        worker = _Worker(name, index, process, time.perf_counter(), warming=bool(extra.get("warm_up")))
         threading.Thread(target=_read_lines, args=(read_fd, worker.lines), daemon=True).start()
         return worker
 
@@ -138,7 +154,9 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
         return {"known": sorted(result.failures),
                 "max_examples": None if per_worker_max is None else per_worker_max - checked[index],
                 # saved failures first, once: a later generation's campaign has replayed them
-                "replay_first": index == 0 and generation == 0, "replay": earlier, "replay_shared": replay_shared}
+                "replay_first": index == 0 and generation == 0, "replay": earlier, "replay_shared": replay_shared,
+                # the first workers warm up uncharged; a later one's start-up is the budget's
+                "warm_up": generation == 0}
 
     def share_left(index: int) -> bool:
         return per_worker_max is None or checked[index] < per_worker_max
@@ -149,7 +167,6 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     try:
         running += [spawn(i, 0, "fuzz", end, **fuzz_config(i, 0)) for i in range(workers)]
         generations = {i: 0 for i in range(workers)}
-        stop_at = end  # until causes to shrink show up after fuzz_end
         while running:
             if stop_at == end and time.perf_counter() >= fuzz_end and to_shrink(result):
                 stop_at = time.perf_counter()
@@ -160,7 +177,8 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                 code = w.process.poll()
                 # a hang is no progress on an example (starting up, importing torch, can be slow)
                 stalled = code is None and w.current is not None and time.perf_counter() - w.last_seen > hang_s
-                late = code is None and time.perf_counter() > min(stop_at + GRACE_S, end)
+                # a first worker still warming up (uncharged) is given hang_s past the budget's end
+                late = code is None and time.perf_counter() > min(stop_at + GRACE_S, end) + w.warming * hang_s
                 if code is None and not stalled and not late:
                     continue
                 if code is None:
@@ -184,7 +202,9 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
 
         todo = [_failure_config(f) for f in to_shrink(result)]
         assert shrinker.process.stdin is not None
-        shrinker.process.stdin.write(json.dumps(todo if time.perf_counter() < end - 1 else []) + "\n")
+        # the shrinker's end too: the warm-ups may have moved it since the shrinker started
+        shrinker.process.stdin.write(json.dumps({"failures": todo if time.perf_counter() < end - 1 else [],
+                                                 "ends_at": time.time() + end - time.perf_counter()}) + "\n")
         shrinker.process.stdin.close()
         if todo:
             while shrinker.process.poll() is None and time.perf_counter() < end:
@@ -225,6 +245,7 @@ def _drain(w: _Worker, record: OnRecord, *, to_the_end: bool = False) -> None:
             continue  # cut off by the worker's death: never a whole record
         w.last_seen = time.perf_counter()
         rec = json.loads(line)
+        w.warming = w.warming and rec["kind"] != "warmed"
         if rec["kind"] == "begin":
             w.current, w.current_choices = rec["spec"], rec.get("choices")
         else:
@@ -280,8 +301,9 @@ def _worker_main(config: dict[str, Any]) -> int:
     device, lifetimes = config["device"], config["lifetimes"]
     if config["mode"] == "shrink":
         warm_up(path_list, device, lifetimes)  # while the others fuzz
-        failures = _failures(json.loads(sys.stdin.readline() or "[]"))
-        shrink_failures(failures, path_list, device, database, lifetimes, until=until,
+        work = json.loads(sys.stdin.readline() or '{"failures": []}')
+        until = time.perf_counter() + work.get("ends_at", config["ends_at"]) - time.time()
+        shrink_failures(_failures(work["failures"]), path_list, device, database, lifetimes, until=until,
                         out_dir=config["out_dir"], on_record=send)
         return 0
     known = set(config["known"])
@@ -290,6 +312,12 @@ def _worker_main(config: dict[str, Any]) -> int:
         """Sent before each example (fuzzed, or replayed with its saved choices): a crash on it is its."""
         send({"kind": "begin", "spec": spec.to_json(), "choices": choices or current_choices()})
 
+    if config.get("warm_up"):  # not charged to the budget: this worker and the parent move their clocks on
+        began = time.perf_counter()
+        warm_up(path_list, device, lifetimes)
+        took = time.perf_counter() - began
+        until += took
+        send({"kind": "warmed", "t": now(), "worker": config["name"], "seconds": took})
     if config["replay_first"]:
         replay_first(_failures(config["replay"]), path_list, device, database, lifetimes, until=until,
                      on_record=send, known=known, shared=config["replay_shared"], worker=config["name"],

@@ -26,8 +26,11 @@ def test_a_campaign_with_many_failures_ends_within_its_budget(tmp_path):
     assert done.returncode == 1, done.stderr[-3000:]
     summary = json.loads(summary_file.read_text())
     assert len(summary["failures"]) >= 2 and summary["examples"] > 0
-    assert took < BUDGET_S + SLACK_S, f"the campaign took {took:.1f} s for a {BUDGET_S} s budget"
-    assert summary["seconds"] < BUDGET_S
+    # the one-time native build and warm-up are not charged to the budget (issue 23), and said so
+    uncharged = summary["uncharged_seconds"]
+    assert 0 < uncharged < BUDGET_S
+    assert took < BUDGET_S + SLACK_S + uncharged, f"the campaign took {took:.1f} s for a {BUDGET_S} s budget"
+    assert summary["seconds"] < BUDGET_S + uncharged
     # every cause is accounted for: shrunk (to its time cap or the end), or said to be out of budget
     assert "progress " in done.stdout  # plain progress lines: stdout is not a terminal
     for f in summary["failures"]:

@@ -54,3 +54,50 @@ def test_bench_json_on_a_small_subset(tmp_path):
         "scenario": "seed", "path": "eager", "phase": "forward", "inputs": 13}
     assert row["instructions"] > 10_000
     assert "start-up" in done.stdout
+
+
+def test_a_campaign_that_checked_nothing_says_so_and_exits_3(tmp_path):
+    """Issue 23: a campaign whose budget ran out before its first example printed "no failures" and
+    exited 0. Now its verdict says nothing was checked, and the exit status is 3."""
+    out = tmp_path / "summary.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "1s",
+                           "--out", str(tmp_path / "campaign"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    summary = json.loads(out.read_text())
+    assert summary["examples"] == 0 and summary["unchecked_paths"] == ["eager"]
+    assert done.returncode == 3, done.stdout[-2000:]
+    assert "no failures, but nothing checked: no example ran within the budget" in done.stdout
+
+
+def test_the_verdict_names_a_path_that_checked_nothing():
+    """Examples ran, but one path only ever said unsupported: the verdict names it."""
+    from harness.campaign import CampaignResult
+
+    result = CampaignResult(["eager", "compiled"], "cpu")
+    result.add_record({"kind": "start", "t": 0.0, "paths": ["eager", "compiled"], "device": "cpu",
+                       "lifetimes": True})
+    result.add_record({"kind": "example", "t": 1.0, "backward": False, "check_ms": 1.0, "generate_ms": 1.0,
+                       "gradcheck": "skipped", "features": {}, "spec": None,
+                       "outcomes": {"eager": {"status": "ok"},
+                                    "compiled": {"status": "unsupported", "reason": "no backward"}}})
+    assert result.unchecked_paths() == ["compiled"]
+    assert result.verdict().startswith("no failures, but nothing checked on compiled:")
+    assert result.summary().endswith(result.verdict())
+
+
+@pytest.mark.slow
+def test_the_native_build_is_not_charged_to_the_budget(tmp_path):
+    """Issue 23: on a fresh machine the one-time native build (about 40 s) ate a 60 s budget and the
+    README's main job checked nothing. A fresh native cache now leaves the budget to fuzzing."""
+    import os
+
+    out = tmp_path / "summary.json"
+    env = {**os.environ, "HARNESS_NATIVE_CACHE": str(tmp_path / "fresh-native-cache")}
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager,owned", "--budget", "15s",
+                           "--out", str(tmp_path / "campaign"), "--json", str(out)],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads(out.read_text())
+    assert summary["uncharged_seconds"] > 10  # the build ran in this campaign
+    assert summary["paths"]["owned"]["checked"] >= 20, summary["paths"]
+    assert "not charged to the budget" in done.stdout

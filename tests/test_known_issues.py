@@ -55,6 +55,35 @@ def test_known_rates_prints_each_entrys_share(capsys):
         assert any(line.split()[1:2] == [issue.id] and line.split()[0].endswith("%") for line in lines), issue.id
 
 
+def test_known_rates_shares_are_the_counts(tmp_path, capsys, monkeypatch):
+    """Issue 23: the --rates test checked the format only. The trigger share is the share of the
+    generated specs whose structure triggers the entry, and with --campaign the second column is the
+    share of that campaign's examples where the entry explained a mismatch (from its log)."""
+    import json
+
+    from harness import known_issues
+    from harness.cli import main
+
+    first, second = KNOWN_ISSUES[0], KNOWN_ISSUES[1]
+    # (the trigger shares as trigger_rates gives them: every spec triggers the first, none the second)
+    monkeypatch.setattr(known_issues, "trigger_rates", lambda examples: [
+        (k, 1.0 if k is first else 0.0 if k is second else 0.25) for k in KNOWN_ISSUES])
+    campaign = tmp_path / "campaign"
+    campaign.mkdir()
+    records = [{"kind": "start", "t": 0.0}] + [
+        {"kind": "example", "t": 1.0, "outcomes": {"eager": {"status": "ok"},
+                                                    # (one example explained on two paths counts once)
+                                                    "dynamo": {"status": "partly", "known": [first.id]} if i < 3
+                                                    else {"status": "ok"}}} for i in range(4)]
+    (campaign / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["known", "--rates", "--examples", "4", "--campaign", str(campaign)]) == 0
+    rows = {line.split()[2]: line.split()[:2] for line in capsys.readouterr().out.splitlines()
+            if line[:1] == " " and "damages:" in line}
+    assert rows[first.id] == ["100.0%", "75.0%"]
+    assert rows[second.id] == ["0.0%", "0.0%"]
+    assert rows[KNOWN_ISSUES[2].id] == ["25.0%", "0.0%"]
+
+
 def test_campaign_gradcheck_steps_around_known_issues_its_own_backward_triggers():
     """gradcheck runs a backward over every leaf even for a spec without one (backward="none"):
     the known issues are judged on the spec as gradcheck runs it. This spec hits
@@ -515,7 +544,8 @@ def test_a_dynamo_audit_spec_whose_lost_mark_gives_a_leaf_a_gradient_eager_leave
     spec = load_spec(str(ROOT / "docs/func_repros/dynamo_fallback_lost_mark_gradient_not_none_a8ed736c.json"))
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
     issue = next(k for k in KNOWN_ISSUES if k.id == "dynamo-fallback-drops-mark-non-differentiable")
-    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    # partly: dynamo-trace-state-cycle (no workaround) leaves the release checks unjudged
+    assert outcome.status in ("ok", "partly") and outcome.checked, outcome.reason
     assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
 
 
@@ -564,7 +594,9 @@ def _explained_by(issue_id, spec_file, monkeypatch):
     issue = next(k for k in KNOWN_ISSUES if k.id == issue_id)
     path = paths.get("dynamo:aot_eager")
     outcome = check(spec, [path]).outcomes[path.name]
-    assert outcome.status == "ok" and outcome.checked, outcome.reason
+    # partly: another entry hit beside it has no workaround (dynamo-trace-state-cycle), so the roles
+    # that one damages are not judged
+    assert outcome.status in ("ok", "partly") and outcome.checked, outcome.reason
     assert (issue.id in outcome.known) == issue.affects_installed_torch(), outcome.known
     if not issue.affects_installed_torch():
         return spec
@@ -576,7 +608,7 @@ def _explained_by(issue_id, spec_file, monkeypatch):
     # the workaround variant does not have the structure, and is ok without the entry
     variant = issue.workaround(spec)
     assert not issue.triggered(variant, path.name)
-    assert check(variant, [path]).outcomes[path.name].status == "ok"
+    assert check(variant, [path]).outcomes[path.name].status in ("ok", "partly")
     return spec
 
 
@@ -612,4 +644,4 @@ def test_a_dirty_mark_shifted_onto_a_fresh_tensor_is_silent_and_explained(monkey
     monkeypatch.setattr(registry, "KNOWN_ISSUES",
                         tuple(k for k in KNOWN_ISSUES if k.id != "dynamo-aot-intermediate-alias-skips-backward"))
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
-    assert outcome.status == "ok" and "dynamo-mark-dirty-index-shifted" in outcome.known, outcome.reason
+    assert outcome.status in ("ok", "partly") and "dynamo-mark-dirty-index-shifted" in outcome.known, outcome.reason

@@ -171,3 +171,25 @@ def test_selfeval_runs_a_fault_end_to_end(tmp_path):
     assert row["status"] == "detected" and row["seconds"] <= 40 and row["examples"] >= 1, row
     assert row["repro_lines"] > 0 and row["reproducer"].endswith(".py")
     assert "leak_input" in done.stdout and "detected 1 of 1 run" in done.stdout
+
+
+#: one generic Function with 24 tensor inputs (x0 each time): crash_wide aborts on it
+WIDE_SPEC = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(),), functions=(
+    FunctionSpec(args=(Arg("x0"),) * 24, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),)),),
+                 tuple_output=False),))
+
+
+def test_a_crash_counts_only_if_its_example_runs_clean_without_the_fault(tmp_path, monkeypatch):
+    """Issue 23: selfeval counted any crash or hang of its worker as a detection (an unrelated
+    SystemExit(1) turned a missed fault into "detected"). Now the example the worker died on runs
+    again in a child process with no fault installed, and only a clean run makes it the fault's."""
+    # this process's environment carries a fault (as a selfeval worker's may): the rerun drops it
+    for key, value in selfeval.subprocess_env("crash_wide", {}).items():
+        monkeypatch.setenv(key, value)
+    spec_file = tmp_path / "wide.json"
+    spec_file.write_text(WIDE_SPEC.to_json())
+    with_fault = subprocess.run([sys.executable, "-m", "harness", "check", str(spec_file), "--paths", "eager"],
+                                capture_output=True, text=True, timeout=300, check=False)
+    assert with_fault.returncode < 0, with_fault.stderr[-2000:]  # the spec is one the fault kills (SIGABRT)
+    assert evaluate.runs_clean_without_faults(WIDE_SPEC.to_json(), ["eager"], tmp_path)
+    assert not evaluate.runs_clean_without_faults(None, ["eager"], tmp_path)  # no example: nothing to tell

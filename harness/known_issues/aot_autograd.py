@@ -159,6 +159,9 @@ def _leaves_behind(spec: GraphSpec) -> frozenset[str]:
     return frozenset().union(*(flow.upstream(r) for r in _none_into_a_compiled_region(spec)))
 
 
+_GRADIENTS = ("grad:", "grad2:", "agrad:", "dgrad:")
+
+
 def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """Through the eager fallback, a leaf behind such a value gets an all-zero gradient where
     eager's is None."""
@@ -166,15 +169,20 @@ def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: 
         return False
     grads = result.tensors.get("backward", {})
     behind = _leaves_behind(spec)
-    return any(m.detail == "expected None" and _zero_gradient_damage(spec, m)
+    return any(m.checkpoint == "backward" and m.detail == "expected None" and m.role.startswith(_GRADIENTS)
                and grads.get(m.role) is not None and not bool((grads[m.role] != 0).any())
                and _ref_of(m.role) in behind for m in mismatches)
 
 
 def _zero_gradient_damage(spec: GraphSpec, m: Mismatch) -> bool:
-    """A gradient of a leaf behind such a value: present (zeros) where eager's is None."""
-    return (m.checkpoint in ("backward", "double_backward") and m.detail == "expected None"
-            and m.role.startswith(("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in _leaves_behind(spec))
+    """A gradient of a leaf behind such a value: present (zeros) where eager's is None, and its
+    strides (meta:backward), absent in eager."""
+    if m.checkpoint in ("backward", "double_backward"):
+        return m.detail == "expected None" and m.role.startswith(_GRADIENTS) and _ref_of(m.role) in _leaves_behind(spec)
+    role = m.role.removeprefix("stride:")
+    return (m.checkpoint in ("meta:backward", "meta:double_backward") and m.role.startswith("stride:")
+            and m.detail.startswith("expected '<absent>'") and role.startswith(_GRADIENTS)
+            and _ref_of(role) in _leaves_behind(spec))
 
 
 def _zeros_from_the_functions_sending_none(spec: GraphSpec) -> GraphSpec:
@@ -345,7 +353,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         trigger=lambda spec: bool(_none_into_a_compiled_region(spec)),
         witness=_zeros_where_eager_has_none,
         damage=_zero_gradient_damage,
-        damages="the gradients of the leaves behind those values: zeros where eager has None (backward)",
+        damages=("the gradients of the leaves behind those values: zeros where eager has None (backward), and their "
+                 "strides (meta:backward)"),
         workaround=_zeros_from_the_functions_sending_none,
     ),
     KnownIssue(

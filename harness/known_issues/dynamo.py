@@ -13,6 +13,7 @@ from harness.dataflow import VERSION_ERROR, Dataflow, saved_mutated_outputs
 from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
+    SECOND_ORDER_DAMAGES,
     _aliasing_output_as_copy,
     _backward_runs,
     _breaks_the_graph_itself,
@@ -22,11 +23,13 @@ from harness.known_issues.shared import (
     _ref_of,
     _released,
     _returned_as_tuples,
+    _second_order_damage,
+    _second_order_differs,
     _without_errors,
 )
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
-from harness.spec import FunctionSpec, GraphSpec, OutputSpec, SpecError
+from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
 
 
 def _generic(fn: FunctionSpec) -> bool:
@@ -481,10 +484,10 @@ def _zero_dim_float64_mutations(spec: GraphSpec) -> bool:
             and (bool(spec.mutated_outputs) or any(o.kind == "dirty" for fn in spec.functions for o in fn.outputs)))
 
 
-def _dirty_outputs(spec: GraphSpec) -> dict[str, tuple[str, float]]:
+def _dirty_outputs(spec: GraphSpec) -> dict[str, tuple[Arg, float]]:
     """{dirty output: (the argument it modifies in place, the op's coefficient)}, autograd node
     or not (a Function that no input requiring grad reaches still runs its forward)."""
-    return {f"f{n}.{k}": (fn.args[o.slot].ref, o.coeff) for n, fn in enumerate(spec.functions)
+    return {f"f{n}.{k}": (fn.args[o.slot], o.coeff) for n, fn in enumerate(spec.functions)
             for k, o in enumerate(fn.outputs) if o.kind == "dirty"}
 
 
@@ -497,11 +500,14 @@ def _dirty_output_kept_its_old_value(spec: GraphSpec, result: RunResult, mismatc
     wrong = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("out:")}
     outs = result.tensors.get("forward", {})
     leaves = None
-    for ref, (source, coeff) in _dirty_outputs(spec).items():
+    for ref, (arg, coeff) in _dirty_outputs(spec).items():
+        source = arg.ref
         if ref not in wrong or coeff == 1.0 or outs.get(f"out:{ref}") is None or source is None:
             continue
         if source.startswith("f"):
-            before = outs.get(f"out:{source}")
+            # recorded after the forward: the old value only where the op ran on a clone of it
+            # (modified itself, it is the dirty output and holds the same value whatever happened)
+            before = outs.get(f"out:{source}") if arg.clone else None
         else:
             # the leaves' values, made again from the spec's seed
             leaves = leaves if leaves is not None else build(spec).make_leaves()
@@ -522,7 +528,7 @@ def _lost_mutations_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
         return m.role.startswith("out:") and _ref_of(m.role) in tainted
     upstream = frozenset().union(*(flow.upstream(r) for r in tainted))
     return m.checkpoint in ("backward", "double_backward") and m.role.startswith(
-        ("grad:", "agrad:", "dgrad:")) and _ref_of(m.role) in upstream
+        ("grad:", "grad2:", "agrad:", "dgrad:")) and _ref_of(m.role) in upstream
 
 
 def _shape_one(spec: GraphSpec) -> GraphSpec:
@@ -795,6 +801,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_no_grad_clone_views_as_whole_clones,
+    ),
+    KnownIssue(
+        id="dynamo-eager-function-backward-not-differentiable",
+        title=("torch.compile(backend='eager') of a custom Function (traced into autograd_function_apply): "
+               "create_graph=True gives first-order gradients that do not require grad, so the second-order "
+               "gradient through the Function's backward is silently lost (None, or wrong where built-in "
+               "ops contribute); eager differentiates the backward, the AOT backends refuse double backward"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:eager",),  # aot_eager and inductor: unsupported (AOT's backward is once-differentiable)
+        reproducer="dynamo_eager_function_backward_not_differentiable.py",
+        upstream=None,
+        trigger=lambda spec: spec.backward == "double" and any(
+            _backward_runs(spec, n) for n in range(len(spec.functions))),
+        witness=_second_order_differs,
+        damage=_second_order_damage,
+        damages=SECOND_ORDER_DAMAGES,
+        workaround=lambda spec: dataclasses.replace(spec, backward="backward"),
     ),
     KnownIssue(
         id="dynamo-trace-state-cycle",

@@ -118,3 +118,19 @@ _DOCUMENTED_BACKWARD_ERROR = re.compile(
 
 def _invalid_backward_runs(spec: GraphSpec) -> bool:
     return any(fn.error is not None and _backward_runs(spec, n) for n, fn in enumerate(spec.functions))
+
+
+def _second_order_differs(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """A second-order gradient (double_backward dgrad:*) differs: the witness of a lost second order."""
+    return any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:") for m in mismatches)
+
+
+def _second_order_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """Second-order gradients, and retained grads and tensor hooks, which also see the second
+    backward's (lost) contributions."""
+    return m.checkpoint == "double_backward" and m.role.startswith("dgrad:") or (
+        m.checkpoint == "backward" and m.role.startswith(("retained:", "hook")))
+
+
+SECOND_ORDER_DAMAGES = ("second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
+                        "gradients at backward, which the second backward adds to")

@@ -7,7 +7,9 @@ the budget, shrinks that failure and writes its reproducer. Fuzzing gets the who
 per-fault budget; shrinking and writing get the campaign's usual share on top of it.
 
 A fault that kills or stalls its worker counts as detected the way `fuzz --workers N`
-records it (a crash, a hang); the examples and seconds then come from its heartbeat.
+records it (a crash, a hang), but only when the example it died on (from its heartbeat, with
+the examples and seconds) runs clean without the fault in a child process: a crash that
+happens without the fault too is not the fault's, and the fault counts as missed.
 """
 
 from __future__ import annotations
@@ -126,8 +128,37 @@ def _run_worker(fault: Any, budget_s: float, out_dir: Path) -> Outcome:
         return Outcome(fault.name, fault.family, "not run", how=f"worker failed to start: {' | '.join(tail)}")
     what = (f"hang (no result within {limit:.0f} s)" if code is None else
             f"crash (signal {-code})" if code < 0 else f"crash (exit code {code})")
+    if not runs_clean_without_faults(beat.get("spec"), config["paths"], scratch):
+        return Outcome(fault.name, fault.family, "missed", how=f"{what}, and its example fails without the fault "
+                       "too: not the fault's", paths=",".join(fault.paths), unrelated=[what])
     return Outcome(fault.name, fault.family, "detected", round(beat["seconds"], 1), beat["examples"], None,
                    f"{what}: the campaign's worker isolation records it", paths=",".join(fault.paths))
+
+
+#: what the example a worker died on may take to run again without the fault (start-up included)
+RERUN_S = 180.0
+
+
+def runs_clean_without_faults(spec_json: str | None, path_names: list[str], scratch: Path) -> bool:
+    """Whether `python -m harness check` of that spec on those paths, in a child process with no
+    fault installed, exits 0 within RERUN_S (no crash, no hang, no failure)."""
+    import os
+
+    from harness import selfeval
+
+    if spec_json is None:
+        return False
+    spec_file = scratch / "died_on.json"
+    spec_file.write_text(spec_json)
+    env = {k: v for k, v in os.environ.items() if k != selfeval.ENV}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                        if p and Path(p) != selfeval.SITE_DIR)
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness", "check", str(spec_file), "--paths",
+                               ",".join(path_names)], env=env, capture_output=True, timeout=RERUN_S, check=False)
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
 
 
 def _fails_without(fault_name: str, failure: Any, remove: Callable[[], None]) -> tuple[bool, Callable[[], None]]:
@@ -162,8 +193,8 @@ def _worker_main(config: dict[str, Any]) -> int:
 
     def beat(spec) -> None:  # before each example: what a crash or hang is charged with
         if not first:
-            heartbeat.write_text(json.dumps({"examples": examples[0] + 1,
-                                             "seconds": time.perf_counter() - started}))
+            heartbeat.write_text(json.dumps({"examples": examples[0] + 1, "seconds": time.perf_counter() - started,
+                                             "spec": spec.to_json()}))
 
     def progress(result) -> None:
         nonlocal remove
