@@ -20,7 +20,7 @@ for round in $(seq "$ROUNDS"); do
         dir=$BASE; [ "$side" = cand ] && dir=$CAND
         (cd "$dir" && "$PYTHON" -m harness profile --paths "$PATHS" --examples "$EXAMPLES" \
             --json "$out/$side.$round.json" > "$out/$side.$round.log" 2>&1)
-        echo "round $round $side ($dir): $(head -n 1 "$out/$side.$round.log")"
+        echo "round $round $side ($dir): $(grep -m 1 " examples on " "$out/$side.$round.log")"
     done
 done
 "$PYTHON" - "$out" "$ROUNDS" <<'PY'
