@@ -400,11 +400,14 @@ def _traceable(fn: FunctionSpec, forward_ad: bool, masks: Sequence[str], values:
     are registered Dynamo bugs), no jvp ("Unsupported custom jvp") unless the graph runs forward
     AD, `backward` rather than `vjp`, no untraceable forward code, a dirty input returned as
     itself (spec.DIRTY_RETURNS), and distinct tensors: an argument that repeats an earlier one
-    reads a value of `values` (those the Function may read) that it does not read yet, or, when
+    reads a value of `values` (those the Function may read; earlier Functions' outputs first) that it
+    does not read yet, or, when
     it reads them all, a fresh clone. (Another value rather than a clone where there is one: equal
     values in two slots would hide a path that mixes the slots up.) Every other axis is kept."""
     seen: set[str] = set()
-    unread = [r for r in values if r not in {a.ref for a in fn.args}]
+    # earlier Functions' outputs first: a traced Function fed by another is where Dynamo hands one
+    # op's outputs to the next (the ctx of the second sees them as its inputs)
+    unread = sorted((r for r in values if r not in {a.ref for a in fn.args}), key=lambda r: not r.startswith("f"))
     args = []
     for arg in fn.args:
         if arg.ref is not None and arg.ref in seen and not arg.clone and arg.ref not in masks:
