@@ -197,7 +197,9 @@ def test_dynamo_compares_a_view_of_an_intermediate_only_where_aot_regenerates_it
     assert compared("meta:forward", "alias:f1.0") == base_requires_grad
     assert compared("meta:forward", "alias:f1.1")  # the fresh output: always
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
-    assert outcome.status == "ok", outcome.reason  # (a reference cycle of Dynamo's may be known)
+    # (partly: a reference cycle of Dynamo's, dynamo-trace-state-cycle, has no workaround; an alias
+    # difference would make it failed)
+    assert outcome.status in ("ok", "partly"), outcome.reason
 
 
 @pytest.mark.parametrize("kind", ["view", "input"])

@@ -184,7 +184,13 @@ def _marks_lost_by_vmap_harmless(spec: GraphSpec) -> GraphSpec:
     read = {r for n in lost for r in [*(f"f{n}.{k}" for k in spec.functions[n].tensor_outputs),
                                        *(a.ref for a in spec.functions[n].args if a.ref is not None)]}
     spec = dataclasses.replace(spec, mutated_outputs=tuple(r for r in spec.mutated_outputs if r not in read))
-    return _without_errors(lambda n, fn: n in lost)(spec)
+    harmless = _without_errors(lambda n, fn: n in lost)(spec)
+    if not _marks_lost_by_vmap(harmless):
+        return harmless
+    # where that still leaves marks to lose, the vmapped Functions' outputs are not marked either (a
+    # workaround must avoid the structure the bug needs: tests/test_known_issues.py)
+    return _functions_replaced(harmless, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) for o in fn.outputs)) if fn.vmap else fn)
 
 
 def _requires_grad_under_grad_vmap(spec: GraphSpec) -> dict[str, bool]:

@@ -326,7 +326,10 @@ def test_aot_modes_do_not_compare_use_counts_with_eager_after_a_create_graph_bac
         if path.available() is not None:
             continue
         assert not paths.lifetimes_vs_eager_on(path, spec)
-        assert check(spec, [path]).outcomes[path.name].status == "ok", check(spec, [path]).report()
+        verdict = check(spec, [path])
+        # partly: ca-dynamo-function-ctx-cycle (no workaround) may be hit beside; a use-count
+        # difference compared with eager would make it failed
+        assert verdict.outcomes[path.name].status in ("ok", "partly"), verdict.report()
     assert paths.lifetimes_vs_eager_on(compiled_path("capture"), spec)
     assert paths.lifetimes_vs_eager_on(compiled_path("eager"), spec)
     assert paths.lifetimes_vs_eager_on(compiled_path("aot_eager"), GraphSpec(
