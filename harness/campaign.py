@@ -213,6 +213,8 @@ class CampaignResult:
     replays: dict[str, str] = field(default_factory=dict)
     replay_seconds: float = 0.0
     replay_examples: int = 0
+    #: the seeds from known bugs checked first (harness.seeds): seeds, mutants, failed, seconds, available
+    seeded: collections.Counter = field(default_factory=collections.Counter)
     #: a campaign of Ray shards (harness.cluster): one row each, node, examples, failures, how it ended
     shards: list[dict[str, Any]] = field(default_factory=list)
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
@@ -249,6 +251,8 @@ class CampaignResult:
         elif kind == "replayed":
             self.replay_seconds += record["seconds"]
             self.replay_examples += record["examples"]
+        elif kind == "seeded":
+            self.seeded.update({k: record[k] for k in ("seeds", "mutants", "failed", "seconds", "available")})
         elif kind == "shrunk":
             f = self.failures[record["cause"]]
             f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]
@@ -364,6 +368,7 @@ class CampaignResult:
             "replayed": dict(self.replays),
             "replay_seconds": round(self.replay_seconds, 3),
             "replay_examples": self.replay_examples,
+            "seeded": dict(self.seeded),
             **({"shards": self.shards} if self.shards else {}),
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
                           "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json(),
@@ -383,6 +388,7 @@ class CampaignResult:
         result.replays = dict(data.get("replayed", {}))
         result.replay_seconds = data.get("replay_seconds", 0.0)
         result.replay_examples = data.get("replay_examples", 0)
+        result.seeded = collections.Counter(data.get("seeded", {}))
         for f in data["failures"]:
             result.failures[f["signature"]] = Failure(
                 f["signature"], GraphSpec.from_json(f["spec"]), f["report"], f["count"], f["reproducer"],
@@ -428,6 +434,8 @@ class CampaignResult:
             lines += ["", f"{'shard':<6} {'node':<32} {'examples':>9} {'failures':>9}  ended"]
             lines += [f"{s['shard']:<6} {s['node']:<32} {s['examples']:>9} {s['failures']:>9}  {s['ended']}"
                       for s in self.shards]
+        if self.seeded:
+            lines += ["", self.seed_note()]
         if self.replays:
             lines += ["", self.replay_note() + ":"]
             lines += [f"  {result}: {cause}" for cause, result in self.replays.items()]
@@ -451,6 +459,13 @@ class CampaignResult:
                 f"({', '.join(f'{result}: {n}' for result, n in sorted(outcomes.items()))}), "
                 f"{self.replay_examples} example(s) in {self.replay_seconds:.1f} s; fuzzing had the rest "
                 f"of the budget")
+
+    def seed_note(self) -> str:
+        """The seeds from known bugs checked first (harness.seeds), and what that cost."""
+        s = self.seeded
+        return (f"started from known bugs: {s['seeds']} seed(s) of {s['available']} for these paths and "
+                f"{s['mutants']} mutant(s) of them, {s['failed']} failed (known torch issues explain the "
+                f"expected ones), in {s['seconds']:.1f} s (harness/seeds.py)")
 
     def retirements_note(self) -> str:
         return (f"a worker reached its memory limit, largest resident {self.retired_resident_bytes / 2**30:.2f} GiB, "
@@ -905,10 +920,12 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  on_example: Callable[[GraphSpec], None] | None = None,
                  on_progress: Callable[[CampaignResult], None] | None = None,
                  name_prefix: str = "", until_failure: bool = False, replay_shared: bool = True,
-                 uncharged_s: float = 0.0) -> CampaignResult:
+                 uncharged_s: float = 0.0, seeds: bool = True) -> CampaignResult:
     """A campaign in this process: replay the failures `result` already holds (a resumed
     campaign) and, with replay_shared, those saved in `database` by earlier campaigns
-    (harness.replay), fuzz, then shrink each new cause, all within `budget_s`. Each record goes to
+    (harness.replay), with `seeds` start from the known bugs' seeds (harness.seeds; not on a resumed
+    campaign, nor without replay_shared: a Ray shard but the first), fuzz, then shrink each new
+    cause, all within `budget_s`. Each record goes to
     `result` and then to on_record (the log, the progress display); on_example sees each spec
     before it is checked and on_progress the result after each example. uncharged_s: one-time
     costs the caller kept out of the budget (the native build, a warm-up), for the summary."""
@@ -934,6 +951,11 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
                  known=known, shared=replay_shared,
                  on_example=None if on_example is None else lambda spec, choices: on_example(spec))
+    if seeds and replay_shared and not result.examples:
+        from harness.seeds import check_seeds, seeds_until
+
+        check_seeds(paths, device, database, lifetimes, until=seeds_until(end), on_record=record, known=known,
+                    on_example=None if on_example is None else lambda spec, choices: on_example(spec))
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
          known=known, max_examples=max_examples, on_example=on_example,

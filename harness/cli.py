@@ -155,7 +155,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_campaign(paths, budget_s=budget, device=device, out_dir=out, uncharged_s=uncharged,
                                  database=_database(database, local_database), max_examples=args.max_examples,
                                  lifetimes=lifetimes, result=result, on_record=on_record,
-                                 replay_shared=not args.shard)
+                                 replay_shared=not args.shard, seeds=not args.no_seeds)
                 else:
                     from harness.workers import run_parallel
 
@@ -163,7 +163,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
                                  out_dir=out, database=database, max_examples=args.max_examples,
                                  lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
-                                 on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged, **memory)
+                                 on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged,
+                                 seeds=not args.no_seeds, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -249,6 +250,7 @@ def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: f
     argv += ["--database", args.database] if args.database else []
     argv += ["--max-examples", str(args.max_examples)] if args.max_examples else []
     argv += ["--no-lifetimes"] if args.no_lifetimes else []
+    argv += ["--no-seeds"] if args.no_seeds else []
     argv += ["--worker-memory", str(args.worker_memory)] if args.worker_memory is not None else []
     try:
         result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
@@ -414,6 +416,21 @@ def cmd_known(args: argparse.Namespace) -> int:
     return 1 if surprises else 0
 
 
+def cmd_seeds(args: argparse.Namespace) -> int:
+    from harness import known_issues, seeds
+
+    if args.write:
+        try:
+            found = seeds.write_seeds(ids=args.ids or None, seconds=args.seconds, progress=print)["seeds"]
+        except ValueError as e:
+            print(e)
+            return 2
+        print(f"\nwrote {seeds.SEEDS_FILE}: seeds for {len(found)} of {len(known_issues.KNOWN_ISSUES)} entries")
+        return 0
+    print("\n".join(seeds.seed_table(seeds.load_seeds(), known_issues.KNOWN_ISSUES)))
+    return 0
+
+
 def cmd_selfeval(args: argparse.Namespace) -> int:
     from harness.selfeval import CATALOG
     from harness.selfeval.evaluate import main as selfeval_main
@@ -533,6 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "leaks every captured backward graph, about 2.5 MB an example on the compiled path")
     fuzz.add_argument("--no-lifetimes", action="store_true",
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
+    fuzz.add_argument("--no-seeds", action="store_true",
+                      help="do not start from the known torch issues' seeds (harness/seeds.py: by default the "
+                           "campaign first checks, within 15%% of its budget (SEED_SHARE), a graph per registered "
+                           "issue on its paths and mutants of them)")
     fuzz.set_defaults(func=cmd_fuzz)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
@@ -570,6 +591,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print docs/bugs.md, the published bug list, generated from the registry")
     known.add_argument("ids", nargs="*", metavar="ID", help="only these entries (default: every one)")
     known.set_defaults(func=cmd_known)
+
+    sd = sub.add_parser("seeds", help="the seed graph of each known torch issue that campaigns start from "
+                                      "(harness/seeds.py): which entries have one, per drawing")
+    sd.add_argument("--write", action="store_true",
+                    help="search the generator again for every entry's seed (or those of the IDs given, keeping "
+                         "the others) and rewrite harness/known_issues/seeds.json")
+    sd.add_argument("--seconds", type=parse_duration, default=20.0,
+                    help="with --write: search time per entry and drawing (default 20s)")
+    sd.add_argument("ids", nargs="*", metavar="ID", help="with --write: only these entries")
+    sd.set_defaults(func=cmd_seeds)
 
     ev = sub.add_parser("selfeval", help="run each seeded fault (harness/selfeval) in a worker process: "
                                          "detected, seconds and examples to detect, reproducer lines")

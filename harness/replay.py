@@ -63,7 +63,12 @@ def decode(choices: bytes, device: str, drawn: Drawing) -> GraphSpec | None:
     parsed = choices_from_bytes(choices)
     if parsed is None:
         return None
-    data = ConjectureData.for_choices(parsed)
+    return draw_graph(ConjectureData.for_choices(parsed), device, drawn)
+
+
+def draw_graph(data: ConjectureData, device: str, drawn: Drawing) -> GraphSpec | None:
+    """The spec the campaign's strategy draws from `data` (a saved sequence, or a changed one
+    that goes on at random: harness.seeds), or None when it does not draw one."""
     try:
         with BuildContext(data, is_final=True, wrapped_test=decode):
             return data.draw(graph_strategy(device, drawn))

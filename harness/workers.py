@@ -89,12 +89,13 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                  out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
                  hang_s: float = 300.0, result: CampaignResult | None = None,
                  on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
-                 replay_shared: bool = True, uncharged_s: float = 0.0) -> CampaignResult:
+                 replay_shared: bool = True, uncharged_s: float = 0.0, seeds: bool = True) -> CampaignResult:
     """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
     github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database). A fuzzing worker retires after
     an example once its resident memory passes `memory_limit` bytes (0: never) and a fresh one
     takes over its share. The first worker replays the saved failures first (harness.replay: the
-    campaign's own on resume and, with replay_shared, the shared database's), once. The first
+    campaign's own on resume and, with replay_shared, the shared database's), once, and with `seeds`
+    then the known bugs' seeds (harness.seeds; not on resume). The first
     workers' warm-up checks (first-use imports and compile caches) are not charged to the budget:
     the campaign's clock moves on by the longest of them. uncharged_s: what the caller kept out of
     the budget before (the native build), for the summary."""
@@ -155,6 +156,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                 "max_examples": None if per_worker_max is None else per_worker_max - checked[index],
                 # saved failures first, once: a later generation's campaign has replayed them
                 "replay_first": index == 0 and generation == 0, "replay": earlier, "replay_shared": replay_shared,
+                "seeds": seeds and replay_shared and not result.examples,
                 # the first workers warm up uncharged; a later one's start-up is the budget's
                 "warm_up": generation == 0}
 
@@ -322,6 +324,11 @@ def _worker_main(config: dict[str, Any]) -> int:
         replay_first(_failures(config["replay"]), path_list, device, database, lifetimes, until=until,
                      on_record=send, known=known, shared=config["replay_shared"], worker=config["name"],
                      on_example=begin)
+    if config["replay_first"] and config.get("seeds"):
+        from harness.seeds import check_seeds, seeds_until
+
+        check_seeds(path_list, device, database, lifetimes, until=seeds_until(until), on_record=send, known=known,
+                    worker=config["name"], on_example=begin)
     stop = [False]
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     checked = [0]

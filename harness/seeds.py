@@ -1,0 +1,258 @@
+"""Seeds from known bugs: every registered torch issue as an example campaigns start from.
+
+Each registry entry (harness/known_issues) says, in its trigger, the graph structure its bug
+needs. `find_seed` searches the campaign's own strategy (`graph_strategy`, for one `drawing`)
+for the smallest graph whose structure triggers the entry, and keeps its *choice sequence*,
+the form Hypothesis' example database stores: decoded by the same strategy it is that graph
+again, so a seed is an ordinary saved example. `python -m harness seeds --write` searches every
+entry under every drawing and writes SEEDS_FILE (package data); a test checks that each kept
+seed still decodes to a graph that triggers its entry.
+
+A campaign starts from them (`check_seeds`, after the replay of saved failures): within
+SEED_SHARE of its budget it checks the seeds of entries on its paths, in a random order, then
+mutants of them: a seed's choice sequence with one to three choices changed, decoded by the
+strategy (a choice that no longer fits becomes the simplest one, as Hypothesis does when it
+replays a changed sequence), so each mutant is a valid graph near a known bug. A mutant that
+fails is saved under its causes like any failing example, and shrunk from there. Under
+HypoFuzz (`python -m harness nightly`) the seeds go into the database as corpus entries
+(`seed_database`), where its own mutator starts from them.
+
+The upstream issues the registry names (`KnownIssue.upstream`) are the reports the entries'
+reproducers were distilled from; the seed of an entry stands for its upstream report too.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis.database import ExampleDatabase, choices_from_bytes, choices_to_bytes
+from hypothesis.internal.conjecture.data import ConjectureData
+
+from harness import known_issues
+from harness.campaign import (
+    CauseDatabase,
+    Drawing,
+    OnRecord,
+    check_example,
+    current_choices,
+    drawing,
+    graph_strategy,
+    graph_test_key,
+    has_backward,
+    needs_backward,
+    record_causes,
+)
+from harness.known_issues import KnownIssue
+from harness.paths import Path as ExecPath
+from harness.records import now
+from harness.spec import GraphSpec
+
+SEEDS_FILE = Path(__file__).resolve().parent / "known_issues" / "seeds.json"
+#: the share of a campaign's fuzzing budget that seeds and their mutants may take
+SEED_SHARE = 0.15
+#: examples find_seed draws per entry and drawing before it gives up
+SEARCH_EXAMPLES = 3000
+#: and the seconds it may take, and of them the seconds of shrinking once one is found (the
+#: example shrunk so far is kept: a seed need not be minimal, its mutants move away from it anyway)
+SEARCH_SECONDS = 20.0
+SHRINK_SECONDS = 4.0
+#: the four graphs() options a campaign can draw with (campaign.drawing)
+DRAWINGS: tuple[Drawing, ...] = tuple({"favour_torch_func": f, "favour_dynamo": d} for f in (False, True)
+                                      for d in (False, True))
+
+
+def drawing_name(drawn: Drawing) -> str:
+    return "+".join(k.removeprefix("favour_") for k, v in sorted(drawn.items()) if v) or "default"
+
+
+def triggered_anywhere(issue: KnownIssue, spec: GraphSpec) -> bool:
+    """The entry's structure is in `spec` for at least one of its paths."""
+    return any(t(spec) for t in (issue.trigger, *issue.path_triggers.values()))
+
+
+class _Triggered(Exception):
+    pass
+
+
+class _SearchTimeUp(KeyboardInterrupt):
+    """The search's time is spent: Hypothesis lets a KeyboardInterrupt through at once, and the
+    best example so far is already in our hands (as campaign._TimeUp)."""
+
+
+def find_seed(issue: KnownIssue, drawn: Drawing, device: str = "cpu",
+              examples: int = SEARCH_EXAMPLES, seconds: float = SEARCH_SECONDS) -> bytes | None:
+    """The choice sequence of the smallest graph of graphs(**drawn) that Hypothesis finds whose
+    structure triggers `issue` (generation, then Hypothesis' shrinker for SHRINK_SECONDS, within
+    `seconds` in all), or None."""
+    found: list[str] = []
+    until = [time.perf_counter() + seconds]
+
+    @settings(max_examples=examples, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+              phases=[Phase.generate, Phase.shrink])
+    @given(graph_strategy(device, drawn))
+    def search(spec: GraphSpec) -> None:
+        if time.perf_counter() > until[0]:
+            raise _SearchTimeUp
+        if triggered_anywhere(issue, spec):
+            if not found:
+                until[0] = min(until[0], time.perf_counter() + SHRINK_SECONDS)
+            found.append(current_choices())  # the last one is the shrunk example's (its final replay)
+            raise _Triggered
+
+    try:
+        search()
+    except (_Triggered, _SearchTimeUp):
+        pass
+    return base64.b64decode(found[-1]) if found else None
+
+
+def write_seeds(path: Path = SEEDS_FILE, device: str = "cpu", ids: list[str] | None = None,
+                seconds: float = SEARCH_SECONDS, progress: Callable[[str], None] = lambda line: None) -> dict:
+    """Search every entry (or those of `ids`, keeping the others' seeds) under every drawing and
+    write the seeds file; returns its content."""
+    from harness.replay import decode
+
+    seeds = load_seeds(path) if ids else {}
+    for issue in known_issues.by_ids(ids):
+        for drawn in DRAWINGS:
+            started = time.perf_counter()
+            choices = find_seed(issue, drawn, device, seconds=seconds)
+            spec = decode(choices, device, drawn) if choices is not None else None
+            name = drawing_name(drawn)
+            if spec is not None:
+                seeds.setdefault(issue.id, {})[name] = {"choices": base64.b64encode(choices).decode(),
+                                                        "spec": spec.to_json()}
+            progress(f"{issue.id} [{name}]: {'seed found' if spec else 'no seed'} "
+                     f"({time.perf_counter() - started:.1f} s)")
+    content = {"generated_by": "python -m harness seeds --write", "search_examples": SEARCH_EXAMPLES,
+               "seeds": seeds}
+    path.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+    return content
+
+
+def load_seeds(path: Path = SEEDS_FILE) -> dict[str, dict[str, dict[str, str]]]:
+    """entry id -> drawing name -> {"choices": base64, "spec": JSON}."""
+    return json.loads(path.read_text())["seeds"] if path.exists() else {}
+
+
+def campaign_seeds(paths: list[ExecPath], drawn: Drawing) -> list[tuple[str, bytes]]:
+    """(entry id, choice sequence) of the seeds a campaign over `paths` starts from: the entries
+    that name one of its paths (fixed in this torch or not: a seed checks the fix too), found
+    under the campaign's drawing."""
+    name, seeds = drawing_name(drawn), load_seeds()
+    return [(k.id, base64.b64decode(seeds[k.id][name]["choices"])) for k in known_issues.KNOWN_ISSUES
+            if k.id in seeds and name in seeds[k.id] and any(k.affects_path(p.name) for p in paths)]
+
+
+def mutated(choices: bytes, rng: random.Random) -> list:
+    """`choices` with one to three of its choices changed: a boolean flipped, an integer moved by
+    a little, a float scaled."""
+    parsed = list(choices_from_bytes(choices) or ())
+    for _ in range(rng.randint(1, 3)):
+        if not parsed:
+            break
+        i = rng.randrange(len(parsed))
+        c = parsed[i]
+        if isinstance(c, bool):
+            parsed[i] = not c
+        elif isinstance(c, int):  # never to where it was (0 - 1 would fit back to 0)
+            parsed[i] = c + rng.choice((1, 2, 5)) if c <= 0 else max(0, c + rng.choice((-2, -1, 1, 2, 5)))
+        elif isinstance(c, float):
+            parsed[i] = c * rng.choice((0.5, 2.0, -1.0))
+    return parsed
+
+
+def mutant(choices: bytes, device: str, drawn: Drawing, rng: random.Random) -> tuple[GraphSpec, bytes] | None:
+    """A graph near the one `choices` draws: the strategy draws from the mutated sequence and, where
+    the change makes it ask for more choices than there are (a flipped "one more" boolean), goes on
+    at random; a choice that no longer fits is fitted as Hypothesis does when it replays a changed
+    sequence. Returns the graph and the choices it really drew (what a database saves), or None."""
+    from harness.replay import draw_graph
+
+    data = ConjectureData(prefix=mutated(choices, rng), random=rng)
+    spec = draw_graph(data, device, drawn)
+    return None if spec is None else (spec, choices_to_bytes(tuple(data.choices)))
+
+
+def seeds_until(end: float) -> float:
+    """When a campaign ending at `end` stops checking seeds: SEED_SHARE of the time left."""
+    now_ = time.perf_counter()
+    return now_ + SEED_SHARE * max(0.0, end - now_)
+
+
+def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool, *,
+                until: float, on_record: OnRecord, known: set[str], worker: str = "",
+                on_example: Callable[[GraphSpec, str], None] | None = None,
+                rng: random.Random | None = None) -> None:
+    """Check the campaign's seeds, then mutants of them, until `until`. Each check is an "example"
+    record marked with its seed's entry (and "mutant": true); a new cause is saved under it in
+    `database` for shrinking, as the fuzz test saves one. Ends with a "seeded" record."""
+    from harness.replay import decode
+
+    started, rng = time.perf_counter(), rng or random.Random()
+    drawn = drawing(paths)
+    seeds = campaign_seeds(paths, drawn)
+    rng.shuffle(seeds)
+    seen: set[str] = set()
+    counts = {"seeds": 0, "mutants": 0, "failed": 0}
+
+    def one(entry: str, spec: GraphSpec | None, value: bytes, is_mutant: bool) -> None:
+        if spec is None or (needs_backward(paths) and not has_backward(spec)) or spec.to_json() in seen:
+            return
+        seen.add(spec.to_json())
+        if on_example is not None:
+            on_example(spec, base64.b64encode(value).decode())
+        try:
+            record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker)
+        except Exception:  # noqa: BLE001 -- the harness's own error: fuzzing meets it again and reports it
+            return
+        record["seed"], record["mutant"] = entry, is_mutant
+        on_record(record)
+        counts["mutants" if is_mutant else "seeds"] += 1
+        causes = record_causes(record)
+        counts["failed"] += bool(causes)
+        new = causes - known
+        if new:
+            known.update(new)
+            CauseDatabase(database, sorted(new), unshrunk=True, failures_first=True).save(graph_test_key(), value)
+
+    for entry, value in seeds:
+        if time.perf_counter() >= until:
+            break
+        one(entry, decode(value, device, drawn), value, False)
+    for attempt in range(10 * len(seeds)):
+        if time.perf_counter() >= until or not seeds:
+            break
+        entry, value = seeds[attempt % len(seeds)]
+        near = mutant(value, device, drawn, rng)
+        if near is not None:
+            one(entry, near[0], near[1], True)
+    on_record({"kind": "seeded", "t": now(), "seconds": round(time.perf_counter() - started, 3),
+               "available": len(seeds), **counts})
+
+
+def seed_database(database: ExampleDatabase, paths: list[ExecPath], *, key: bytes | None = None) -> int:
+    """Put the campaign's seeds into `database` under the fuzz test's key (or `key`), as corpus
+    entries an engine that reads its database (HypoFuzz) starts from; returns how many."""
+    seeds = campaign_seeds(paths, drawing(paths))
+    for _, value in seeds:
+        database.save(key or graph_test_key(), value)
+    return len(seeds)
+
+
+def seed_table(seeds: dict[str, dict[str, dict[str, str]]], issues: Iterable[KnownIssue]) -> list[str]:
+    """One line per entry: under which drawings a seed was found (python -m harness seeds)."""
+    names = [drawing_name(d) for d in DRAWINGS]
+    lines = [f"{'entry':60} " + " ".join(f"{n:>14}" for n in names)]
+    for k in issues:
+        lines.append(f"{k.id:60} " + " ".join(f"{'seed' if n in seeds.get(k.id, {}) else '-':>14}" for n in names))
+    found = sum(bool(seeds.get(k.id)) for k in known_issues.KNOWN_ISSUES)
+    lines.append(f"{found} of {len(known_issues.KNOWN_ISSUES)} entries have a seed under at least one drawing")
+    return lines
