@@ -121,14 +121,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                              f"of the campaign to continue.")
         result = CampaignResult.from_records(read_log(log_file))
         paths = _paths(args.paths or ",".join(result.paths), built)  # the same campaign, unless told otherwise
-        device, lifetimes = result.device, result.lifetimes
+        device, lifetimes, twins = result.device, result.lifetimes, result.twins_on
     else:
         if log_file.exists():
             raise SystemExit(f"error: {out} already holds a campaign ({log_file}); continue it with "
                              f"--resume {out}, or choose another --out.")
         devices = _devices(args.device)  # first, so that a missing GPU is the error reported
         paths, device = _on_devices(_paths(args.paths, built), devices)
-        lifetimes = not args.no_lifetimes
+        lifetimes, twins = not args.no_lifetimes, not args.no_twins
         result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
     database, local_database = args.database or str(out / DATABASE_NAME), out / DATABASE_NAME
     # One sentence now if it cannot be used (a Redis URL nobody answers). One read here, too: a
@@ -155,7 +155,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_campaign(paths, budget_s=budget, device=device, out_dir=out, uncharged_s=uncharged,
                                  database=_database(database, local_database), max_examples=args.max_examples,
                                  lifetimes=lifetimes, result=result, on_record=on_record,
-                                 replay_shared=not args.shard)
+                                 replay_shared=not args.shard, twins=twins)
                 else:
                     from harness.workers import run_parallel
 
@@ -163,7 +163,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
                                  out_dir=out, database=database, max_examples=args.max_examples,
                                  lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
-                                 on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged, **memory)
+                                 on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged,
+                                 twins=twins, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -249,6 +250,7 @@ def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: f
     argv += ["--database", args.database] if args.database else []
     argv += ["--max-examples", str(args.max_examples)] if args.max_examples else []
     argv += ["--no-lifetimes"] if args.no_lifetimes else []
+    argv += ["--no-twins"] if args.no_twins else []
     argv += ["--worker-memory", str(args.worker_memory)] if args.worker_memory is not None else []
     try:
         result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
@@ -533,6 +535,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "leaks every captured backward graph, about 2.5 MB an example on the compiled path")
     fuzz.add_argument("--no-lifetimes", action="store_true",
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
+    fuzz.add_argument("--no-twins", action="store_true",
+                      help="skip the twin-form oracle (each example's twin with its Functions written in another "
+                           "form, run on every path: docs/twins.md); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
