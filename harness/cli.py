@@ -428,7 +428,7 @@ def cmd_selfeval(args: argparse.Namespace) -> int:
     unknown = [n for n in names or () if n not in CATALOG]
     if unknown:
         raise SystemExit(f"error: no seeded fault {', '.join(unknown)}; see `python -m harness selfeval --list`.")
-    return selfeval_main(names, args.budget_per_fault, args.json, args.out, args.workers)
+    return selfeval_main(names, args.budget_per_fault, args.json, args.out, args.workers, twins=not args.no_twins)
 
 
 def _passthrough(command: str, rest: list[str]) -> int:
@@ -452,7 +452,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from harness.profile import write_profile
 
     paths = [p.name for p in _paths(args.paths)]
-    return write_profile(paths, args.examples, json_file=args.json, lifetimes=not args.no_lifetimes)
+    return write_profile(paths, args.examples, json_file=args.json, lifetimes=not args.no_lifetimes,
+                         twins=not args.no_twins)
 
 
 def cmd_build_native(args: argparse.Namespace) -> int:
@@ -585,6 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", help="write the table as JSON to this file")
     ev.add_argument("--out", default="selfeval-failures", help="folder for reproducers (default: selfeval-failures/)")
     ev.add_argument("--list", action="store_true", help="list the catalog and exit")
+    ev.add_argument("--no-twins", action="store_true",
+                    help="campaigns without the twin-form oracle (fuzz's default has it: docs/twins.md)")
     ev.set_defaults(func=cmd_selfeval)
 
     prof = sub.add_parser("profile", help="where a campaign's time goes: ms/example per stage, examples/s, "
@@ -596,6 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                       "(default eager,owned,borrowed)")
     prof.add_argument("--json", help='write {"examples_per_second": N, "stages": {stage: ms_per_example}, ...}')
     prof.add_argument("--no-lifetimes", action="store_true", help="without the lifetime oracle")
+    prof.add_argument("--no-twins", action="store_true",
+                      help="without the twin-form oracle (with it, the table gives ms/example with and without)")
     prof.set_defaults(func=cmd_profile)
 
     for name, text in PASSTHROUGH.items():
