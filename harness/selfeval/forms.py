@@ -48,7 +48,7 @@ def setup_context_pre_hooks_dropped(p: Patches) -> None:
 
 def vjp_grads_last_bit(p: Patches) -> None:
     """The gradients the backward of a Function that defines `vjp` (torch's alias of
-    `backward`) returns come back one ulp up (torch.nextafter towards +inf)."""
+    `backward`) returns come back one ulp up where not zero (torch.nextafter towards +inf)."""
     _bump_gradients(p, lambda node: node._forward_cls.vjp is not torch.autograd.Function.vjp)
 
 
@@ -59,16 +59,18 @@ def single_output_pre_hooks_twice(p: Patches) -> None:
 
     def apply(cls, *args, **kwargs):
         out = original(cls, *args, **kwargs)
-        node = out.grad_fn if isinstance(out, torch.Tensor) else None
-        if isinstance(node, BackwardCFunction):
-            register = node.register_prehook
-
-            def twice(fn):
-                register(fn)
-                return register(fn)
-            node.register_prehook = twice  # this node only
+        if isinstance(out, torch.Tensor) and isinstance(out.grad_fn, BackwardCFunction):
+            out.grad_fn.__dict__["_selfeval_single_output"] = True  # a flag: no reference back to anything
         return out
     p.set(torch.autograd.Function, "apply", classmethod(apply))
+
+    def make(register):
+        def register_prehook(self, fn):
+            if self.__dict__.get("_selfeval_single_output"):
+                register(self, fn)
+            return register(self, fn)
+        return register_prehook
+    p.wrap(BackwardCFunction, "register_prehook", make)
 
 
 def materialize_off_zero_grads_dropped(p: Patches) -> None:
@@ -96,18 +98,19 @@ def materialize_off_zero_grads_dropped(p: Patches) -> None:
 
 
 def once_differentiable_grads_last_bit(p: Patches) -> None:
-    """The gradients a @once_differentiable backward returns come back one ulp up
-    (torch.nextafter towards +inf), a last-bit rounding error."""
+    """The gradients a @once_differentiable backward returns come back one ulp up where not
+    zero (torch.nextafter towards +inf), a last-bit rounding error."""
     # once_differentiable wraps the backward with functools.wraps, which sets __wrapped__
     _bump_gradients(p, lambda node: hasattr(_user_backward(node), "__wrapped__"))
 
 
 def _bump_gradients(p: Patches, hit: Callable[[BackwardCFunction], bool]) -> None:
-    """The float gradients the backward of a node `hit` accepts returns, one ulp up: within
-    the math oracle's error bounds, never bit-identical."""
+    """The float gradients the backward of a node `hit` accepts returns, one ulp up where they
+    are not zero (a rounding error keeps an exact zero): within the math oracle's error bounds,
+    never bit-identical."""
     def bumped(g):
         if isinstance(g, torch.Tensor) and g.is_floating_point() and g.numel():
-            return torch.nextafter(g, torch.full_like(g, float("inf")))
+            return torch.where(g != 0, torch.nextafter(g, torch.full_like(g, float("inf"))), g)
         return g
 
     def make(original):
