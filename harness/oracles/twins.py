@@ -26,7 +26,7 @@ DECLARED_EXCEPTIONS (with the source in torch) keeps the twin from being compare
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
@@ -171,6 +171,16 @@ def twin_of(spec: GraphSpec, pair: Pair | str) -> Twin | None:
     where it applies to none, or where a declared exception covers every path (the whole
     backward mode). The twin is a valid GraphSpec (validated on construction)."""
     pair = _pair(pair) if isinstance(pair, str) else pair
+    flipped = _flipped(spec, pair)
+    if flipped is None:
+        return None
+    functions, flips = flipped
+    return Twin(pair, dataclasses.replace(spec, functions=functions), ", ".join(flips))
+
+
+def _flipped(spec: GraphSpec, pair: Pair) -> tuple[tuple[FunctionSpec, ...], list[str]] | None:
+    """The twin's Functions and the flips in words, or None (twin_of); no GraphSpec is made, so
+    `choose` can weigh every pair for the cost of one."""
     if any(e.covers(pair.name, "*", spec) for e in DECLARED_EXCEPTIONS if "*" in e.paths):
         return None
     functions, flips = [], []
@@ -181,9 +191,7 @@ def twin_of(spec: GraphSpec, pair: Pair | str) -> Twin | None:
         else:
             functions.append(flipped)
             flips.append(f"F{n} {pair.flip(fn, flipped)}")
-    if not flips:
-        return None
-    return Twin(pair, dataclasses.replace(spec, functions=tuple(functions)), ", ".join(flips))
+    return (tuple(functions), flips) if flips else None
 
 
 def choose(spec: GraphSpec, path_names: list[str], forced: str | None = None) -> Twin | None:
@@ -191,12 +199,13 @@ def choose(spec: GraphSpec, path_names: list[str], forced: str | None = None) ->
     may be compared on some selected path, chosen by a hash of the spec (deterministic)."""
     if forced is not None:
         return twin_of(spec, forced)
-    twins = [t for t in (twin_of(spec, p) for p in PAIRS) if t is not None
-             and any(exception_for(t.pair.name, name, spec) is None for name in path_names)]
-    if not twins:
+    applicable = [p for p in PAIRS if any(exception_for(p.name, name, spec) is None for name in path_names)
+                  and _flipped(spec, p) is not None]
+    if not applicable:
         return None
-    index = int(hashlib.sha1(spec.to_json().encode()).hexdigest()[:8], 16) % len(twins)
-    return twins[index]
+    # repr: a deterministic text of the whole spec, cheaper than its JSON (hash() of it is salted per process)
+    index = zlib.crc32(repr(spec).encode()) % len(applicable)
+    return twin_of(spec, applicable[index])
 
 
 def pair_of_cause(cause: str) -> str | None:
