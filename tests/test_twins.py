@@ -6,10 +6,16 @@ where the other oracles see nothing."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 
+import harness
 import strategies
 from harness import paths, selfeval
 from harness.build import build
@@ -203,7 +209,24 @@ def test_a_campaign_counts_twins_per_pair(tmp_path) -> None:
 
 
 def test_a_reproducer_of_a_twin_failure_checks_that_twin(tmp_path) -> None:
+    """The script forces the pair and runs the twin from its own spec (not the original's plain
+    classes it carries): it exits 1 with the fault installed, 0 without."""
     pair, spec, _ = FORMS_FAULTS["vjp_grads_last_bit"]
-    path = write_reproducer(spec, ["eager"], "cpu", "summary", tmp_path / "r.py", twins=pair)
+    spec = with_(spec, code="plain")
+    with selfeval.installed("vjp_grads_last_bit"):  # as in a campaign: the fault is there while it writes
+        verdict = check(spec, [EAGER], twins=pair)
+        assert verdict.failed
+        path = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "r.py", verdict=verdict,
+                                twins=pair)
     text = path.read_text()
     assert f"TWINS = {pair!r}" in text and "twins=TWINS" in text and "'harness.oracles.twins'" in text
+    assert "PLAIN_CLASSES = {0: F0}" in text
+    run = functools.partial(subprocess.run, [sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                            cwd=tmp_path)
+    env = selfeval.subprocess_env("vjp_grads_last_bit")
+    checkout = str(Path(harness.__file__).resolve().parents[1])  # the fault from this checkout's catalog
+    env["PYTHONPATH"] = os.pathsep.join((env["PYTHONPATH"], checkout))
+    with_fault = run(env=env)
+    assert with_fault.returncode == 1, with_fault.stdout + with_fault.stderr
+    assert f"twin {pair} (F0 vjp->backward) differs on eager" in with_fault.stdout
+    assert run().returncode == 0

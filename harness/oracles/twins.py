@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Callable
 
 from harness import known_issues
 from harness import paths as path_registry
-from harness.build import build
+from harness import build as build_module
+from harness.build import BuiltGraph, build
 from harness.check import _against_eager
 from harness.oracles.compare import EXACT, Mismatch, Tolerance
 from harness.oracles.metadata import metadata_mismatches, without_metadata
@@ -257,7 +258,7 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
     twin = choose(spec, [p.name for p in paths], forced)
     if twin is None:
         return None
-    built = build(twin.spec, device)
+    built = _built_twin(twin.spec, device)
     outcomes: dict[str, TwinPathResult] = {}
     with tracking_lifetimes(False):  # lifetimes are judged on the original; the twin is about values
         twin_results = {"eager": path_registry.run_path(path_registry.get("eager"), built)}
@@ -280,6 +281,16 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
         outcomes[p.name] = _explained(spec, twin, original, mirrored, found, mismatches.get(p.name, []),
                                       twin_results["eager"], EXACT if p.exact_vs_eager else tol)
     return TwinCheck(twin, outcomes)
+
+
+def _built_twin(spec: GraphSpec, device: str) -> BuiltGraph:
+    """The twin's Function classes, made from its own spec: a reproducer hands the original's
+    plain classes over (build.PLAIN_CLASSES), which are written in the original's forms."""
+    handed, build_module.PLAIN_CLASSES = build_module.PLAIN_CLASSES, {}
+    try:
+        return build(spec, device)
+    finally:
+        build_module.PLAIN_CLASSES = handed
 
 
 def compare_twins(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunResult,
