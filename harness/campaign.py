@@ -152,9 +152,11 @@ class TwinCounts:
 
     def add(self, twin: Record) -> None:
         """One example record's "twin" (TwinCheck.as_record)."""
+        from harness.oracles.twins import CHECKED
+
         statuses = twin["paths"]
         self.examples += 1
-        self.checked += any(s in ("agree", "differ") for s in statuses.values())
+        self.checked += any(s in CHECKED for s in statuses.values())
         self.failed += "differ" in statuses.values()
         for path, status in statuses.items():
             self.paths.setdefault(path, collections.Counter())[status] += 1

@@ -5,6 +5,9 @@ path is `known` when an entry's trigger holds, its witness is seen and every mis
 its damage. Then the entry's workaround variant of the spec is checked on that path, so
 the rest of the example is still tested there: the outcome is that variant's ok/failed,
 with the known issue named beside it. Any mismatch no entry explains fails the path.
+
+With `twins`, the example's twin (its Functions written in another equivalent form,
+harness/oracles/twins.py) runs on every path too, and a path that differs from its twin fails.
 """
 
 from __future__ import annotations

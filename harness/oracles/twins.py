@@ -18,7 +18,8 @@ campaign and the shrinker see what the campaign saw); shrinking forces the pair 
 names (`pair_of_cause`). Flipping every Function, rather than one, keeps the twin the same
 size as the example and makes both forms of the pair meet each path in most graphs.
 
-Adding a pair is one row of PAIRS (name, per-Function transform, what it is); where torch
+Adding a pair is one row of PAIRS (name, what it is, per-Function transform, how a flip
+reads, and optionally the paths and backward modes it runs on); where torch
 documents that the two forms are *not* equivalent on some path, a row of
 DECLARED_EXCEPTIONS (with the source in torch) keeps the twin from being compared there.
 """
@@ -57,6 +58,15 @@ class Pair:
     transform: Transform
     #: how one Function's flip reads in a report: "old->setup_context"
     flip: Callable[[FunctionSpec, FunctionSpec], str]
+    #: where the pair is run at all: path names or families (harness.known_issues.path_family),
+    #: "*" for every path; the spec's backward modes, () for all. Where torch documents the two
+    #: forms as different, that is a DECLARED_EXCEPTIONS row instead, with its source
+    paths: tuple[str, ...] = ("*",)
+    backward_modes: tuple[str, ...] = ()
+
+    def runs_on(self, path: str, spec: GraphSpec) -> bool:
+        return ((not self.backward_modes or spec.backward in self.backward_modes)
+                and ("*" in self.paths or _in_family(path, self.paths)))
 
 
 def _field_flip(name: str) -> Callable[[FunctionSpec, FunctionSpec], str]:
@@ -124,9 +134,14 @@ class DeclaredException:
     source: str
 
     def covers(self, pair: str, path: str, spec: GraphSpec) -> bool:
-        return (pair == self.pair and ("*" in self.paths or bool({path.partition("@")[0],
-                                                                   known_issues.path_family(path)} & set(self.paths)))
+        return (pair == self.pair and ("*" in self.paths or _in_family(path, self.paths))
                 and (not self.backward_modes or spec.backward in self.backward_modes))
+
+
+def _in_family(path: str, names: tuple[str, ...]) -> bool:
+    """`path` ("dynamo:aot_eager", "func.grad+dynamo", "owned@cuda") is one of `names` or of their families."""
+    return bool({path.partition("@")[0], path.partition("@")[0].partition(":")[0],
+                 known_issues.path_family(path)} & set(names))
 
 
 DECLARED_EXCEPTIONS: tuple[DeclaredException, ...] = (
@@ -146,6 +161,14 @@ DECLARED_EXCEPTIONS: tuple[DeclaredException, ...] = (
 
 def exception_for(pair: str, path: str, spec: GraphSpec) -> DeclaredException | None:
     return next((e for e in DECLARED_EXCEPTIONS if e.covers(pair, path, spec)), None)
+
+
+def not_compared_on(pair: Pair, path: str, spec: GraphSpec) -> str | None:
+    """Why the pair's twin is not compared on `path` (its scope, or a declared exception), or None."""
+    if not pair.runs_on(path, spec):
+        return f"the pair {pair.name} does not run on {path}"
+    exception = exception_for(pair.name, path, spec)
+    return None if exception is None else exception.reason
 
 
 def _pair(name: str) -> Pair:
@@ -182,7 +205,8 @@ def twin_of(spec: GraphSpec, pair: Pair | str) -> Twin | None:
 def _flipped(spec: GraphSpec, pair: Pair) -> tuple[tuple[FunctionSpec, ...], list[str]] | None:
     """The twin's Functions and the flips in words, or None (twin_of); no GraphSpec is made, so
     `choose` can weigh every pair for the cost of one."""
-    if any(e.covers(pair.name, "*", spec) for e in DECLARED_EXCEPTIONS if "*" in e.paths):
+    if (pair.backward_modes and spec.backward not in pair.backward_modes
+            or any(e.covers(pair.name, "*", spec) for e in DECLARED_EXCEPTIONS if "*" in e.paths)):
         return None
     functions, flips = [], []
     for n, fn in enumerate(spec.functions):
@@ -200,7 +224,7 @@ def choose(spec: GraphSpec, path_names: list[str], forced: str | None = None) ->
     may be compared on some selected path, chosen by a hash of the spec (deterministic)."""
     if forced is not None:
         return twin_of(spec, forced)
-    applicable = [p for p in PAIRS if any(exception_for(p.name, name, spec) is None for name in path_names)
+    applicable = [p for p in PAIRS if any(not_compared_on(p, name, spec) is None for name in path_names)
                   and _flipped(spec, p) is not None]
     if not applicable:
         return None
@@ -220,10 +244,10 @@ def pair_of_cause(cause: str) -> str | None:
 
 # --- running and comparing -------------------------------------------------------------
 
-#: per path: "agree" | "differ" | "known" (every difference explained by a known torch issue)
-#: | "unsupported" (on either side) | "excepted" (DECLARED_EXCEPTIONS); only the first two
-#: (and "known") were compared
-COMPARED = ("agree", "differ", "known")
+#: per path, one of: "agree", "differ", "known" (every difference explained by a known torch
+#: issue), "unsupported" (on either side: not compared), "excepted" (DECLARED_EXCEPTIONS: not
+#: compared). A path-example is checked where it agreed or differed
+CHECKED = ("agree", "differ")
 
 
 @dataclass
@@ -263,9 +287,9 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
     with tracking_lifetimes(False):  # lifetimes are judged on the original; the twin is about values
         twin_results = {"eager": path_registry.run_path(path_registry.get("eager"), built)}
         for p in paths:
-            exception = exception_for(twin.pair.name, p.name, spec)
-            if exception is not None:
-                outcomes[p.name] = TwinPathResult("excepted", exception.reason)
+            why_not = not_compared_on(twin.pair, p.name, spec)
+            if why_not is not None:
+                outcomes[p.name] = TwinPathResult("excepted", why_not)
             elif results[p.name].status == "unsupported":
                 outcomes[p.name] = TwinPathResult("unsupported", f"original: {results[p.name].reason}")
             elif p.name != "eager":
@@ -277,9 +301,10 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
         if mirrored.status == "unsupported":
             outcomes[p.name] = TwinPathResult("unsupported", f"twin: {mirrored.reason}")
             continue
-        found = compare_twins(spec, twin, original, mirrored, EXACT if p.exact_vs_eager else tol)
+        path_tol = EXACT if p.exact_vs_eager else tol  # as check.py compares the path with eager
+        found = compare_twins(spec, twin, original, mirrored, path_tol)
         outcomes[p.name] = _explained(spec, twin, original, mirrored, found, mismatches.get(p.name, []),
-                                      twin_results["eager"], EXACT if p.exact_vs_eager else tol)
+                                      twin_results["eager"], path_tol)
     return TwinCheck(twin, outcomes)
 
 
@@ -348,6 +373,7 @@ def fold_into(outcomes: dict[str, PathOutcome], twin_check: TwinCheck) -> None:
         outcomes[name] = replace(o, status="failed", reason=reason, mismatches=own + result.mismatches)
 
 
-__all__ = ["COMPARED", "DECLARED_EXCEPTIONS", "PAIRS", "PAIR_NAMES", "DeclaredException", "Pair", "Twin",
+__all__ = ["CHECKED", "DECLARED_EXCEPTIONS", "PAIRS", "PAIR_NAMES", "DeclaredException", "Pair", "Twin",
            "TwinCheck", "TwinPathResult", "check_twin", "choose", "compare_twins", "exception_for", "fold_into",
+           "not_compared_on",
            "pair_of_cause", "twin_of"]
