@@ -345,9 +345,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
     except SpecError as e:
         raise SystemExit(f"error: {e}") from None
+    twins: bool | str = False
+    if args.twins:
+        from harness.oracles.twins import PAIR_NAMES
+
+        if args.twins not in ("auto", *PAIR_NAMES):
+            raise SystemExit(f"error: --twins {args.twins!r} is not a twin pair; use auto (the pair the spec's "
+                             f"hash chooses) or one of {', '.join(PAIR_NAMES)}.")
+        twins = True if args.twins == "auto" else args.twins
     devices = _devices(args.device)
     paths, device = _on_devices(_paths(args.paths), devices)
-    verdict = check(spec, paths, device)
+    verdict = check(spec, paths, device, twins=twins)
+    if verdict.twin is not None:
+        print(f"{verdict.twin.twin.label}: " + ", ".join(f"{name} {r.status}" for name, r in verdict.twin.paths.items()))
     for outcome in verdict.outcomes.values():
         print(f"{outcome.path}: {outcome.status} {outcome.reason}")
     print(verdict.report())
@@ -555,6 +565,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(module:FunctionName --samples module:function), on the selected paths")
     chk.add_argument("spec", help="a spec file, or module:FunctionName")
     chk.add_argument("--paths")
+    chk.add_argument("--twins", metavar="PAIR", help="also check the spec's twin (docs/twins.md): auto (the pair "
+                                                     "a campaign would choose) or a pair's name, e.g. style")
     chk.add_argument("--device", default="cpu", help=DEVICE_HELP)
     chk.add_argument("--samples", help="with module:FunctionName: module:function returning argument tuples "
                                        "or a Hypothesis strategy")
