@@ -230,3 +230,14 @@ def test_a_reproducer_of_a_twin_failure_checks_that_twin(tmp_path) -> None:
     assert with_fault.returncode == 1, with_fault.stdout + with_fault.stderr
     assert f"twin {pair} (F0 vjp->backward) differs on eager" in with_fault.stdout
     assert run().returncode == 0
+
+
+def test_check_on_the_command_line_takes_a_pair(tmp_path, capsys) -> None:
+    from harness.cli import main
+
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(ONE_OUTPUT.to_json())
+    assert main(["check", str(spec_file), "--paths", "eager", "--twins", "tuple_output"]) == 0
+    assert "twin tuple_output (F0 single->1-tuple): eager agree" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="--twins 'bogus' is not a twin pair; use auto .* or one of style"):
+        main(["check", str(spec_file), "--paths", "eager", "--twins", "bogus"])
