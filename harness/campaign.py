@@ -140,6 +140,48 @@ class PathCounts:
 
 
 @dataclass
+class TwinCounts:
+    """The twin-form oracle's work for one pair (harness/oracles/twins.py): the examples whose
+    twin it was, those compared on at least one path (`checked`: agree or differ there) and
+    those that differed on at least one; per path, how often each twin status came up."""
+
+    examples: int = 0
+    checked: int = 0
+    failed: int = 0
+    paths: dict[str, collections.Counter] = field(default_factory=dict)
+
+    def add(self, twin: Record) -> None:
+        """One example record's "twin" (TwinCheck.as_record)."""
+        from harness.oracles.twins import CHECKED
+
+        statuses = twin["paths"]
+        self.examples += 1
+        self.checked += any(s in CHECKED for s in statuses.values())
+        self.failed += "differ" in statuses.values()
+        for path, status in statuses.items():
+            self.paths.setdefault(path, collections.Counter())[status] += 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {"examples": self.examples, "checked": self.checked, "failed": self.failed,
+                "paths": {path: dict(c) for path, c in self.paths.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TwinCounts:
+        return cls(data["examples"], data["checked"], data["failed"],
+                   {path: collections.Counter(c) for path, c in data["paths"].items()})
+
+    def line(self, pair: str, width: int) -> str:
+        compared = ", ".join(f"{path} {c['agree'] + c['differ']}" for path, c in self.paths.items())
+        left = collections.Counter()
+        for c in self.paths.values():
+            left.update({status: n for status, n in c.items() if status not in ("agree", "differ")})
+        unchecked = f"; not compared (path-examples): {', '.join(f'{s} {n}' for s, n in sorted(left.items()))}" \
+            if left else ""
+        return (f"{pair:<{width}} {self.examples:>9} {self.checked:>8} {self.failed:>7}  "
+                f"compared on: {compared}{unchecked}")
+
+
+@dataclass
 class Failure:
     """One cause, grouped across paths and examples, with its smallest reproducer."""
 
@@ -217,6 +259,9 @@ class CampaignResult:
     seeded: collections.Counter = field(default_factory=collections.Counter)
     #: a campaign of Ray shards (harness.cluster): one row each, node, examples, failures, how it ended
     shards: list[dict[str, Any]] = field(default_factory=list)
+    #: the twin-form oracle (harness/oracles/twins.py): whether it ran, and its counts per pair
+    twins_on: bool = False
+    twins: dict[str, TwinCounts] = field(default_factory=dict)
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
     _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
@@ -229,6 +274,7 @@ class CampaignResult:
             self.budget_s += record.get("budget_s", 0.0)
             self.uncharged_s += record.get("uncharged_s", 0.0)
             self.paths, self.device, self.lifetimes = list(record["paths"]), record["device"], record["lifetimes"]
+            self.twins_on = record.get("twins", False)
             self._session = (record["t"], record["t"], record["t"])
             return
         start, _, last_example = self._session
@@ -281,6 +327,8 @@ class CampaignResult:
                 self.inputs.update(values)
             else:
                 self.coverage.setdefault(axis, collections.Counter()).update(str(v) for v in values)
+        if "twin" in record:
+            self.twins.setdefault(record["twin"]["pair"], TwinCounts()).add(record["twin"])
         by_cause: dict[str, set[str]] = {}
         for name, outcome in record["outcomes"].items():
             self.counts.setdefault(name, PathCounts()).add(outcome, backward=bool(record["backward"]))
@@ -360,6 +408,8 @@ class CampaignResult:
             "fuzz_seconds": round(self.fuzz_seconds, 3),
             "examples_per_second": round(self.examples_per_second, 2),
             "lifetimes": self.lifetimes,
+            "twins_on": self.twins_on,
+            "twins": {pair: c.as_json() for pair, c in self.twins.items()},
             "gradcheck": dict(self.gradcheck),
             "paths": {name: self.counts.get(name, PathCounts()).as_json(self.examples) for name in self.paths},
             "known_torch_issues": dict(self.known),
@@ -383,6 +433,8 @@ class CampaignResult:
                      data["seconds"], data.get("fuzz_seconds", data["seconds"]), lifetimes=data["lifetimes"],
                      gradcheck=collections.Counter(data["gradcheck"]))
         result.counts = {name: PathCounts.from_json(c) for name, c in data["paths"].items()}
+        result.twins_on = data.get("twins_on", False)
+        result.twins = {pair: TwinCounts.from_json(c) for pair, c in data.get("twins", {}).items()}
         result.retirements = data.get("worker_retirements", 0)
         result.retired_resident_bytes = data.get("retired_resident_bytes", 0)
         result.replays = dict(data.get("replayed", {}))
@@ -425,6 +477,7 @@ class CampaignResult:
             if name.startswith("compiled") and self.with_backward:  # it can only check a backward
                 lines.append(f"{'':<{w}}   checked {100 * c.checked / self.with_backward:.0f}% of the "
                              f"{self.with_backward} examples where a backward runs")
+        lines += self.twin_lines()
         g = self.gradcheck
         lines += ["", f"float64 gradcheck (examples of at most {CAMPAIGN_GRADCHECK_ELEMENTS} input elements): "
                       f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"]
@@ -451,6 +504,19 @@ class CampaignResult:
             lines += ["", self.verdict()]
         return "\n".join(lines)
 
+
+    def twin_lines(self) -> list[str]:
+        """The twin-form oracle's counts per pair (docs/twins.md), or that it was off."""
+        if not self.twins_on:
+            return ["", "twin-form oracle: off (--no-twins)"]
+        from harness.oracles.twins import PAIR_NAMES
+
+        w = max(map(len, PAIR_NAMES))
+        lines = ["", "twin-form oracle (docs/twins.md): examples = those whose twin flipped that pair; checked = "
+                     "compared on at least one path", f"{'pair':<{w}} {'examples':>9} {'checked':>8} {'failed':>7}"]
+        lines += [self.twins.get(pair, TwinCounts()).line(pair, w) if pair in self.twins else
+                  f"{pair:<{w}} {0:>9} {0:>8} {0:>7}" for pair in PAIR_NAMES]
+        return lines
 
     def replay_note(self) -> str:
         """The saved failures replayed first, and what that cost apart from fuzzing."""
@@ -493,6 +559,8 @@ def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str]
                       "outcomes": outcomes, "backward": has_backward(spec), "gradcheck": gradcheck[0],
                       "generate_ms": round(generate_ms, 3), "check_ms": round(check_ms, 3),
                       "features": features(spec)}
+    if verdict.twin is not None:
+        record["twin"] = verdict.twin.as_record()
     if gradcheck[0] == "failed":
         record["gradcheck_cause"] = gradcheck_cause(gradcheck)
     if verdict.failed or gradcheck[0] == "failed":  # what a failure group needs to show and replay it
@@ -661,7 +729,7 @@ def _graph_test(body: Callable[[GraphSpec], None], device: str, drawn: Drawing,
 def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
          on_record: OnRecord, known: set[str], max_examples: int | None = None,
          on_example: Callable[[GraphSpec], None] | None = None, worker: str = "",
-         until_failure: bool = False, should_stop: Callable[[], bool] | None = None) -> None:
+         until_failure: bool = False, should_stop: Callable[[], bool] | None = None, twins: bool = False) -> None:
     """Check generated examples until `until` (time.perf_counter()), max_examples, should_stop()
     or, with until_failure, the first example that fails; each is one record. An example with
     a cause not in `known` is saved in `database` under that cause (and the cause becomes known).
@@ -698,7 +766,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
         if on_example is not None:
             on_example(spec)
         record = check_example(spec, paths, device, lifetimes, generate_ms=1000 * (time.perf_counter() - last_end[0]),
-                               worker=worker, key=key)
+                               worker=worker, key=key, twins=twins)
         checked[0] += 1
         on_record(record)
         last_end[0] = time.perf_counter()
@@ -726,10 +794,11 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
 
 
 def check_example(spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool, *, generate_ms: float,
-                  worker: str = "", key: str | None = None) -> Record:
-    """Check one example on every path and with gradcheck: its "example" record."""
+                  worker: str = "", key: str | None = None, twins: bool = False) -> Record:
+    """Check one example on every path (with its twin, harness/oracles/twins.py, where `twins`)
+    and with gradcheck: its "example" record."""
     started = time.perf_counter()
-    verdict = check(spec, paths, device, lifetimes=lifetimes)
+    verdict = check(spec, paths, device, lifetimes=lifetimes, twins=twins)
     checked_at = time.perf_counter()
     gradcheck = gradcheck_verdict(spec, device)
     return example_record(spec, verdict, gradcheck, generate_ms=generate_ms, check_ms=1000 * (checked_at - started),
@@ -783,7 +852,8 @@ def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str,
     if failure.in_child:
         return _in_child(failure, spec, paths, device, lifetimes, until) == failure.signature
     try:
-        return failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes))
+        return failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes,
+                                                  twins=twins_of_cause(failure.signature)))
     except Exception:  # noqa: BLE001 -- a candidate whose check raises (the oracle itself, say) shows another problem, not this cause
         return False
 
@@ -804,7 +874,7 @@ def _in_child(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: 
         code = 0
         try:
             torch.set_num_threads(1)  # OpenMP's pool is the parent's; these graphs are tiny
-            check(spec, paths, device, lifetimes=lifetimes)
+            check(spec, paths, device, lifetimes=lifetimes, twins=twins_of_cause(failure.signature))
         except BaseException:  # noqa: BLE001 -- an exception is no crash; the exit code says so
             code = 70
         os._exit(code)
@@ -860,6 +930,14 @@ def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
     gradcheck_verdict(spec, device)
 
 
+def twins_of_cause(cause: str) -> str | bool:
+    """check()'s twins option that shows `cause` again: the pair it names (a failure against a
+    twin: the same pair, whichever the spec's hash would choose once shrunk), else none."""
+    from harness.oracles.twins import pair_of_cause
+
+    return pair_of_cause(cause) or False
+
+
 def _causes(verdict: Verdict) -> set[str]:
     return {cause_of(o) for o in verdict.failed}
 
@@ -885,9 +963,11 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         elif failure.signature.startswith(GRADCHECK_CAUSE):  # a reproducer script checks paths, not gradcheck
             report, destination = f"gradcheck failed: {gradcheck_verdict(spec, device)[1]}", None
         else:
-            verdict = check(spec, failing, device, lifetimes=lifetimes)
+            twins = twins_of_cause(failure.signature)
+            verdict = check(spec, failing, device, lifetimes=lifetimes, twins=twins)
             report = verdict.report()
-            write_reproducer(spec, [p.name for p in failing], device, report, destination, verdict=verdict)
+            write_reproducer(spec, [p.name for p in failing], device, report, destination, verdict=verdict,
+                             twins=twins)
         on_record({"kind": "shrunk", "t": now(), "cause": failure.signature, "result": how,
                    "spec": spec.to_json(), "report": report, "reproducer": destination and str(destination),
                    "size_before": failure.size_before, "size_after": spec_size(spec)})
@@ -899,7 +979,8 @@ def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_r
     for f in result.failures.values():
         if f.reproducer is None and f.paths:
             destination = Path(out_dir) / f"failure_{_slug(f.signature)}.py"
-            write_reproducer(f.spec, sorted(f.paths), result.device, f.report, destination)
+            write_reproducer(f.spec, sorted(f.paths), result.device, f.report, destination,
+                             twins=twins_of_cause(f.signature))
             on_record({"kind": "reproducer", "t": now(), "cause": f.signature, "reproducer": str(destination)})
 
 
@@ -920,7 +1001,8 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  on_example: Callable[[GraphSpec], None] | None = None,
                  on_progress: Callable[[CampaignResult], None] | None = None,
                  name_prefix: str = "", until_failure: bool = False, replay_shared: bool = True,
-                 uncharged_s: float = 0.0, seeds: bool = True) -> CampaignResult:
+                 uncharged_s: float = 0.0, seeds: bool = False,
+                 twins: bool = False) -> CampaignResult:
     """A campaign in this process: replay the failures `result` already holds (a resumed
     campaign) and, with replay_shared, those saved in `database` by earlier campaigns
     (harness.replay), with `seeds` start from the known bugs' seeds (harness.seeds; not on a resumed
@@ -928,7 +1010,9 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     cause, all within `budget_s`. Each record goes to
     `result` and then to on_record (the log, the progress display); on_example sees each spec
     before it is checked and on_progress the result after each example. uncharged_s: one-time
-    costs the caller kept out of the budget (the native build, a warm-up), for the summary."""
+    costs the caller kept out of the budget (the native build, a warm-up), for the summary.
+    twins: check each example's twin in another Function form too (harness/oracles/twins.py;
+    `fuzz` turns it on unless --no-twins)."""
     from harness.replay import replay_first
 
     start = time.perf_counter()
@@ -945,21 +1029,21 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
             on_progress(result)
 
     record({"kind": "start", "t": now(), "paths": [p.name for p in paths], "device": device,
-            "torch": torch.__version__, "budget_s": budget_s, "lifetimes": lifetimes,
+            "torch": torch.__version__, "budget_s": budget_s, "lifetimes": lifetimes, "twins": twins,
             "resumed": bool(result.examples), "uncharged_s": uncharged_s})
     known = set(result.failures)
     replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
-                 known=known, shared=replay_shared,
+                 known=known, shared=replay_shared, twins=twins,
                  on_example=None if on_example is None else lambda spec, choices: on_example(spec))
     if seeds and replay_shared and not result.examples:
         from harness.seeds import check_seeds, seeds_until
 
         check_seeds(paths, device, database, lifetimes, until=seeds_until(end), on_record=record, known=known,
-                    on_example=None if on_example is None else lambda spec, choices: on_example(spec))
+                    on_example=None if on_example is None else lambda spec, choices: on_example(spec), twins=twins)
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
          known=known, max_examples=max_examples, on_example=on_example,
-         until_failure=until_failure,
+         until_failure=until_failure, twins=twins,
          should_stop=lambda: time.perf_counter() >= fuzz_end and bool(to_shrink(result)))
     shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     out_dir=out_dir, on_record=record, name_prefix=name_prefix)
@@ -968,6 +1052,6 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     return result.finish()
 
 
-__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "check_example", "example_record", "fuzz",
-           "record_causes", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink",
+__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "TwinCounts", "check_example", "example_record", "fuzz",
+           "record_causes", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink", "twins_of_cause",
            "write_unshrunk_reproducers"]

@@ -5,6 +5,9 @@ path is `known` when an entry's trigger holds, its witness is seen and every mis
 its damage. Then the entry's workaround variant of the spec is checked on that path, so
 the rest of the example is still tested there: the outcome is that variant's ok/failed,
 with the known issue named beside it. Any mismatch no entry explains fails the path.
+
+With `twins`, the example's twin (its Functions written in another equivalent form,
+harness/oracles/twins.py) runs on every path too, and a path that differs from its twin fails.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from torch.autograd.gradcheck import GradcheckError
 
@@ -28,6 +32,9 @@ from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.paths import Path
 from harness.run import RunResult, tracking_lifetimes
 from harness.spec import GraphSpec
+
+if TYPE_CHECKING:
+    from harness.oracles.twins import TwinCheck
 
 #: a workaround variant may hit another known issue, whose workaround is checked in turn (compiled
 #: autograd examples meet four or five issues in about 2% of examples: at 3 those went unchecked)
@@ -69,6 +76,8 @@ class Verdict:
     spec: GraphSpec
     device: str
     outcomes: dict[str, PathOutcome]
+    #: the twin-form oracle's comparison (harness/oracles/twins.py), when asked for and a twin applies
+    twin: TwinCheck | None = None
 
     @property
     def failed(self) -> list[PathOutcome]:
@@ -89,12 +98,14 @@ class Verdict:
 
 
 def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes: bool = True,
-          _workarounds: int = 0) -> Verdict:
+          twins: bool | str = False, _workarounds: int = 0) -> Verdict:
     """Run `spec` on the math oracle and each path; compare everything.
 
     Eager is always run as the reference for other paths, and is itself judged
     against the math oracle. With `lifetimes`, each path's refcounts and liveness are
-    checked against the expected-lifetime rules and compared across paths.
+    checked against the expected-lifetime rules and compared across paths. With `twins`
+    (True, or the name of one pair to force it), the example's twin in another Function form
+    runs on every path and must agree with it there (harness/oracles/twins.py).
     """
     with _stage("build"):
         built = build(spec, device)
@@ -110,6 +121,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 with _stage(f"path {p.name}"):
                     results[p.name] = path_registry.run_path(p, built)
     outcomes: dict[str, PathOutcome] = {}
+    own_mismatches: dict[str, list[Mismatch]] = {}  # each path's, for the twin's known-issue witnesses
     with _stage("compare"):
         # eager judged by the math oracle: once, for eager's own outcome and its known issues
         eager_vs_math = _against_math(spec, without_metadata(math), without_metadata(eager), tol)
@@ -142,8 +154,18 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
             owned = results.get("owned")
             if path.name == "borrowed" and owned is not None and owned.status != "unsupported":
                 mismatches += _owned_vs_borrowed(owned, result)
+            own_mismatches[path.name] = mismatches
             outcomes[path.name] = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
-    return Verdict(spec, device, outcomes)
+    twin = None
+    if twins:
+        from harness.oracles import twins as twin_oracle  # (it compares as this module does: imports it)
+
+        with _stage("twins"):
+            twin = twin_oracle.check_twin(spec, paths, device, results, own_mismatches, tol,
+                                          forced=twins if isinstance(twins, str) else None)
+        if twin is not None:
+            twin_oracle.fold_into(outcomes, twin)
+    return Verdict(spec, device, outcomes, twin)
 
 
 def _error_bounds(built) -> dict:
@@ -250,9 +272,10 @@ def _owned_vs_borrowed(owned: RunResult, borrowed: RunResult) -> list[Mismatch]:
 
 
 def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Tolerances, *,
-                   lifetimes: bool = True) -> list[Mismatch]:
+                   lifetimes: bool = True, reference: str = "eager") -> list[Mismatch]:
     """lifetimes=False: a path whose checkpoints cannot match eager's (docs/compiled.md) is
-    held to the expected-lifetime rules only."""
+    held to the expected-lifetime rules only. reference: what `eager` is called in the
+    mismatches (the twin oracle compares a path with its own twin the same way)."""
     eager, result = _without_probes(eager), _without_probes(result)
     if not lifetimes:
         eager, result = (replace(r, values=without_lifetimes(r.values, keep_life=False))
@@ -260,13 +283,13 @@ def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Toleran
     if eager.status == "error" or result.status == "error":
         if eager.status == "error" and result.status == "error":
             if eager.error_checkpoint != result.error_checkpoint or type(eager.error) is not type(result.error):
-                return [Mismatch(result.path, "eager", result.error_checkpoint, "error",
-                                 f"raised {result.describe_error()}; eager raised {eager.describe_error()}")]
+                return [Mismatch(result.path, reference, result.error_checkpoint, "error",
+                                 f"raised {result.describe_error()}; {reference} raised {eager.describe_error()}")]
             return compare(completed(eager), completed(result), tol)
-        who, what = (result, "eager ran without error") if result.status == "error" else (
+        who, what = (result, f"{reference} ran without error") if result.status == "error" else (
             eager, f"{result.path} ran without error")
-        return [Mismatch(result.path, "eager", who.error_checkpoint, "error",
-                         f"{who.path} raised {who.describe_error()}; {what}")]
+        return [Mismatch(result.path, reference, who.error_checkpoint, "error",
+                         f"{reference if who is eager else who.path} raised {who.describe_error()}; {what}")]
     return compare(eager, result, tol)
 
 

@@ -121,15 +121,17 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                              f"of the campaign to continue.")
         result = CampaignResult.from_records(read_log(log_file))
         paths = _paths(args.paths or ",".join(result.paths), built)  # the same campaign, unless told otherwise
-        device, lifetimes = result.device, result.lifetimes
+        device, lifetimes, twins = result.device, result.lifetimes, result.twins_on
     else:
         if log_file.exists():
             raise SystemExit(f"error: {out} already holds a campaign ({log_file}); continue it with "
                              f"--resume {out}, or choose another --out.")
         devices = _devices(args.device)  # first, so that a missing GPU is the error reported
         paths, device = _on_devices(_paths(args.paths, built), devices)
-        lifetimes = not args.no_lifetimes
+        lifetimes, twins = not args.no_lifetimes, not args.no_twins
         result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
+    # a campaign with a fixed example count (a test, a benchmark) checks just those: no seeds first
+    seeds = not args.no_seeds and args.max_examples is None
     database, local_database = args.database or str(out / DATABASE_NAME), out / DATABASE_NAME
     # One sentence now if it cannot be used (a Redis URL nobody answers). One read here, too: a
     # GitHub artifact is downloaded once, before the workers start, and they read its cached copy.
@@ -155,7 +157,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_campaign(paths, budget_s=budget, device=device, out_dir=out, uncharged_s=uncharged,
                                  database=_database(database, local_database), max_examples=args.max_examples,
                                  lifetimes=lifetimes, result=result, on_record=on_record,
-                                 replay_shared=not args.shard, seeds=not args.no_seeds)
+                                 replay_shared=not args.shard, seeds=seeds, twins=twins)
                 else:
                     from harness.workers import run_parallel
 
@@ -164,7 +166,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                                  out_dir=out, database=database, max_examples=args.max_examples,
                                  lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
                                  on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged,
-                                 seeds=not args.no_seeds, **memory)
+                                 seeds=seeds, twins=twins, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -251,6 +253,7 @@ def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: f
     argv += ["--max-examples", str(args.max_examples)] if args.max_examples else []
     argv += ["--no-lifetimes"] if args.no_lifetimes else []
     argv += ["--no-seeds"] if args.no_seeds else []
+    argv += ["--no-twins"] if args.no_twins else []
     argv += ["--worker-memory", str(args.worker_memory)] if args.worker_memory is not None else []
     try:
         result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
@@ -345,9 +348,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
     except SpecError as e:
         raise SystemExit(f"error: {e}") from None
+    twins: bool | str = False
+    if args.twins:
+        from harness.oracles.twins import PAIR_NAMES
+
+        if args.twins not in ("auto", *PAIR_NAMES):
+            raise SystemExit(f"error: --twins {args.twins!r} is not a twin pair; use auto (the pair the spec's "
+                             f"hash chooses) or one of {', '.join(PAIR_NAMES)}.")
+        twins = True if args.twins == "auto" else args.twins
     devices = _devices(args.device)
     paths, device = _on_devices(_paths(args.paths), devices)
-    verdict = check(spec, paths, device)
+    verdict = check(spec, paths, device, twins=twins)
+    if verdict.twin is not None:
+        print(f"{verdict.twin.twin.label}: " + ", ".join(f"{name} {r.status}" for name, r in verdict.twin.paths.items()))
     for outcome in verdict.outcomes.values():
         print(f"{outcome.path}: {outcome.status} {outcome.reason}")
     print(verdict.report())
@@ -443,7 +456,7 @@ def cmd_selfeval(args: argparse.Namespace) -> int:
     unknown = [n for n in names or () if n not in CATALOG]
     if unknown:
         raise SystemExit(f"error: no seeded fault {', '.join(unknown)}; see `python -m harness selfeval --list`.")
-    return selfeval_main(names, args.budget_per_fault, args.json, args.out, args.workers)
+    return selfeval_main(names, args.budget_per_fault, args.json, args.out, args.workers, twins=not args.no_twins)
 
 
 def _passthrough(command: str, rest: list[str]) -> int:
@@ -467,7 +480,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from harness.profile import write_profile
 
     paths = [p.name for p in _paths(args.paths)]
-    return write_profile(paths, args.examples, json_file=args.json, lifetimes=not args.no_lifetimes)
+    return write_profile(paths, args.examples, json_file=args.json, lifetimes=not args.no_lifetimes,
+                         twins=not args.no_twins)
 
 
 def cmd_build_native(args: argparse.Namespace) -> int:
@@ -553,7 +567,10 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--no-seeds", action="store_true",
                       help="do not start from the known torch issues' seeds (harness/seeds.py: by default the "
                            "campaign first checks, within 15%% of its budget (SEED_SHARE), a graph per registered "
-                           "issue on its paths and mutants of them)")
+                           "issue on its paths and mutants of them; not with --max-examples, nor on --resume)")
+    fuzz.add_argument("--no-twins", action="store_true",
+                      help="skip the twin-form oracle (each example's twin with its Functions written in another "
+                           "form, run on every path: docs/twins.md); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
@@ -570,6 +587,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(module:FunctionName --samples module:function), on the selected paths")
     chk.add_argument("spec", help="a spec file, or module:FunctionName")
     chk.add_argument("--paths")
+    chk.add_argument("--twins", metavar="PAIR", help="also check the spec's twin (docs/twins.md): auto (the pair "
+                                                     "a campaign would choose) or a pair's name, e.g. style")
     chk.add_argument("--device", default="cpu", help=DEVICE_HELP)
     chk.add_argument("--samples", help="with module:FunctionName: module:function returning argument tuples "
                                        "or a Hypothesis strategy")
@@ -611,6 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", help="write the table as JSON to this file")
     ev.add_argument("--out", default="selfeval-failures", help="folder for reproducers (default: selfeval-failures/)")
     ev.add_argument("--list", action="store_true", help="list the catalog and exit")
+    ev.add_argument("--no-twins", action="store_true",
+                    help="campaigns without the twin-form oracle (fuzz's default has it: docs/twins.md)")
     ev.set_defaults(func=cmd_selfeval)
 
     prof = sub.add_parser("profile", help="where a campaign's time goes: ms/example per stage, examples/s, "
@@ -622,6 +643,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                       "(default eager,owned,borrowed)")
     prof.add_argument("--json", help='write {"examples_per_second": N, "stages": {stage: ms_per_example}, ...}')
     prof.add_argument("--no-lifetimes", action="store_true", help="without the lifetime oracle")
+    prof.add_argument("--no-twins", action="store_true",
+                      help="without the twin-form oracle (with it, the table gives ms/example with and without)")
     prof.set_defaults(func=cmd_profile)
 
     for name, text in PASSTHROUGH.items():

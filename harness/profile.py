@@ -10,6 +10,10 @@ Stages are exclusive (a stage inside another counts for itself only), so they ad
 time per example. The lifetime oracle works in two places: the rules checked after the runs
 (the "lifetimes" stage, split out of compare) and the tracking inside each path's run, which
 is estimated as (the paths' time with tracking) - (their raw runs without).
+
+The twin-form oracle (harness/oracles/twins.py) is one stage, "twins" (building its twin and
+running it on every path, comparing): the same examples without it cost the total less that
+stage, so one run gives ms/example with and without twins side by side.
 """
 
 from __future__ import annotations
@@ -81,6 +85,11 @@ class Profile:
         return sum(ms for s, ms in self.stages.items() if s not in ("generation", "gradcheck", "other"))
 
     @property
+    def without_twins_ms(self) -> float:
+        """ms/example of the same examples without the twin-form oracle (its stage left out)."""
+        return self.ms_per_example - self.stages.get("twins", 0.0)
+
+    @property
     def raw_total_ms(self) -> float:
         return sum(self.raw_ms.values())
 
@@ -97,6 +106,9 @@ class Profile:
             "raw_ms": {p: round(ms, 3) for p, ms in self.raw_ms.items()},
             "check_over_raw": round(self.check_ms / raw, 2) if raw else None,
             "example_over_raw": round(self.ms_per_example / raw, 2) if raw else None,
+            "without_twins_ms_per_example": round(self.without_twins_ms, 3),
+            "with_over_without_twins": round(self.ms_per_example / self.without_twins_ms, 3)
+            if self.without_twins_ms else None,
         }
 
     def table(self) -> str:
@@ -116,11 +128,16 @@ class Profile:
         if raw:
             lines.append(f"check / raw = {self.check_ms / raw:.2f}x; whole example (generation, check, gradcheck) "
                          f"/ raw = {total / raw:.2f}x")
+        if self.stages.get("twins"):
+            lines.append(f"twin-form oracle: {total:.2f} ms/example with it, {self.without_twins_ms:.2f} without "
+                         f"(the same examples, its stage left out): {total / self.without_twins_ms:.2f}x")
         return "\n".join(lines)
 
 
-def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, device: str = "cpu") -> Profile:
-    """Run the campaign's fuzz loop over `examples` examples and time every stage."""
+def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, device: str = "cpu",
+            twins: bool = True) -> Profile:
+    """Run the campaign's fuzz loop over `examples` examples and time every stage (with the
+    twin-form oracle where `twins`, as `fuzz` runs by default)."""
     from hypothesis.database import InMemoryExampleDatabase
 
     from harness import paths as path_registry
@@ -165,7 +182,7 @@ def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, dev
     loop_start, loop_cpu_start = time.perf_counter(), time.process_time()
     try:
         fuzz(paths, until=float("inf"), device=device, database=InMemoryExampleDatabase(), lifetimes=lifetimes,
-             on_record=on_record, known=set(), max_examples=examples, on_example=on_example)
+             on_record=on_record, known=set(), max_examples=examples, on_example=on_example, twins=twins)
     finally:
         STAGE_TIMER.reset(token)
     loop_s = time.perf_counter() - loop_start - seconds["raw"]
@@ -173,7 +190,8 @@ def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, dev
     n = max(count[0], 1)
     measured = {"generation": seconds["generation"], **timer.seconds, "gradcheck": seconds["gradcheck"]}
     path_stages = [f"path {p.name}" for p in paths]
-    order = ["generation", "build", "math oracle", "error bounds", *path_stages, "compare", "lifetimes", "gradcheck"]
+    order = ["generation", "build", "math oracle", "error bounds", *path_stages, "compare", "lifetimes",
+             *(["twins"] if twins else []), "gradcheck"]
     stages = {s: 1000 * measured.get(s, 0.0) / n for s in order}
     stages["other"] = max(0.0, 1000 * loop_s / n - sum(stages.values()))  # Hypothesis' loop between examples
     raw_ms = {p.name: 1000 * raw[p.name] / n for p in paths}
@@ -183,9 +201,9 @@ def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, dev
 
 
 def write_profile(path_names: list[str], examples: int, *, json_file: str | None = None,
-                  lifetimes: bool = True) -> int:
+                  lifetimes: bool = True, twins: bool = True) -> int:
     """`python -m harness profile`: print the table, and write the JSON to `json_file`."""
-    result = profile(path_names, examples, lifetimes=lifetimes)
+    result = profile(path_names, examples, lifetimes=lifetimes, twins=twins)
     print(result.table())
     if json_file:
         with open(json_file, "w") as f:

@@ -161,7 +161,9 @@ def cause_of(outcome: PathOutcome) -> str:
         symptom = "error"
     else:
         symptom = "mismatch"
-    against = m.against if m.against in ("math", "eager", "lifetime rule") else "the other path"
+    # a twin (harness/oracles/twins.py) is named by its pair: shrinking forces that pair's twin
+    against = (m.against if m.against in ("math", "eager", "lifetime rule") or m.against.startswith("twin ")
+               else "the other path")
     exception = ""
     if symptom == "error":  # "raised TypeError: ..." or "x raised TypeError: ...; eager ran ..."
         raised = re.search(r"raised (\w+)", m.detail)

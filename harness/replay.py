@@ -109,7 +109,8 @@ def replay_cause(failure: Failure, paths: list[ExecPath], device: str, database:
 
 def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
                  lifetimes: bool, *, until: float, on_record: OnRecord, known: set[str], shared: bool = True,
-                 worker: str = "", on_example: Callable[[GraphSpec, str], None] | None = None) -> None:
+                 worker: str = "", on_example: Callable[[GraphSpec, str], None] | None = None,
+                 twins: bool = False) -> None:
     """Before fuzzing: the campaign's own earlier failures (`earlier`, on --resume), then, with
     `shared`, every failure saved in `database` for campaigns to replay first whose causes the
     campaign does not hold already. The causes a replayed example shows are added to `known` and
@@ -134,7 +135,7 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
         if time.perf_counter() >= until:
             left += 1
             continue
-        found = _replay_saved(value, paths, device, lifetimes, drawn, worker, on_example, on_record)
+        found = _replay_saved(value, paths, device, lifetimes, drawn, worker, on_example, on_record, twins)
         if found is not None:
             examples += 1
             new = found - known
@@ -154,7 +155,8 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
 
 
 def _replay_saved(value: bytes, paths: list[ExecPath], device: str, lifetimes: bool, drawn: Drawing, worker: str,
-                  on_example: Callable[[GraphSpec, str], None] | None, on_record: OnRecord) -> set[str] | None:
+                  on_example: Callable[[GraphSpec, str], None] | None, on_record: OnRecord,
+                  twins: bool = False) -> set[str] | None:
     """Check one saved example of the shared database: the causes it shows (its example record
     sent), or None when it no longer decodes, is not an example of this campaign or its check raised."""
     spec = decode(value, device, drawn)
@@ -163,7 +165,7 @@ def _replay_saved(value: bytes, paths: list[ExecPath], device: str, lifetimes: b
     if on_example is not None:
         on_example(spec, base64.b64encode(value).decode())
     try:
-        record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker)
+        record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker, twins=twins)
     except Exception:  # noqa: BLE001 -- the harness's own error on this example: the failure did not reproduce
         return None
     record["replayed"] = True

@@ -48,10 +48,19 @@ def _summary_rows(r: CampaignResult) -> list[tuple[str, str]]:
             ("time per example", f"generation {_per(r.generate_ms, r.examples)} ms, "
                                  f"check {_per(r.check_ms, r.examples)} ms"),
             ("lifetime oracle", "on" if r.lifetimes else "off"),
+            ("twin-form oracle", _twins_text(r)),
             ("float64 gradcheck", f"{g['ok']} ok, {g['failed']} failed, {g['skipped']} skipped"),
             ("worker retirements", f"{r.retirements} ({r.retirements_note()})" if r.retirements else "0"),
             ("failure causes", str(len(r.failures))),
             ("known torch issues hit", ", ".join(f"{k} ({n})" for k, n in sorted(r.known.items())) or "none")]
+
+
+def _twins_text(r: CampaignResult) -> str:
+    """Per pair: examples whose twin it was / checked on some path / failed (docs/twins.md)."""
+    if not r.twins_on:
+        return "off"
+    counts = ", ".join(f"{pair} {c.examples}/{c.checked}/{c.failed}" for pair, c in sorted(r.twins.items()))
+    return f"on; per pair examples/checked/failed: {counts or 'none yet'}"
 
 
 def _torch(r: CampaignResult) -> str:

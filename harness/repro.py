@@ -35,7 +35,7 @@ MODULES = (
     "harness.known_issues",
     "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.tracing", "harness.paths.dynamo",
     "harness.paths.func",
-    "harness.paths.on_device", "harness.check",
+    "harness.paths.on_device", "harness.check", "harness.oracles.twins",
 )
 #: paths that need the compiled extension, so their reproducers use the installed harness
 NATIVE_PATHS = {"owned", "borrowed"}
@@ -59,6 +59,7 @@ import torch
 SPEC = {spec!r}
 PATHS = {paths!r}
 DEVICE = {device!r}
+TWINS = {twins!r}  # the twin-form oracle's pair that this failure is against (harness/oracles/twins.py), or False
 
 _SOURCES = {{
 {sources}
@@ -96,7 +97,7 @@ def main() -> int:
 
     build.PLAIN_CLASSES.update(PLAIN_CLASSES)
     spec = GraphSpec.from_json(SPEC)
-    verdict = check.check(spec, [paths.get(name) for name in PATHS], DEVICE)
+    verdict = check.check(spec, [paths.get(name) for name in PATHS], DEVICE, twins=TWINS)
     for outcome in verdict.outcomes.values():
         print(f"{{outcome.path}}: {{outcome.status}} {{outcome.reason}}")
     if verdict.failed:
@@ -111,12 +112,14 @@ if __name__ == "__main__":
 
 
 def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: str,
-                     destination: str | Path, *, verdict: "Verdict | None" = None) -> Path:
+                     destination: str | Path, *, verdict: "Verdict | None" = None,
+                     twins: bool | str = False) -> Path:
     """Write the script. With `verdict` (the check of `spec` that failed), the plain-style
-    spec is tried and written instead when it fails the same way."""
+    spec is tried and written instead when it fails the same way. twins: the check's twins
+    option (a failure against a twin names its pair: harness.oracles.twins.pair_of_cause)."""
     import torch
 
-    written = _plain_variant(spec, paths, device, verdict) if verdict is not None else None
+    written = _plain_variant(spec, paths, device, verdict, twins) if verdict is not None else None
     classes = ""
     if written is not None:
         spec, plain_verdict = written
@@ -138,7 +141,7 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
                         for name in MODULES)
     text = _TEMPLATE.format(
         summary=summary.replace('"""', "'''"), torch=torch.__version__, name=destination.name,
-        functions=classes, spec=spec.to_json(), paths=list(paths), device=device,
+        functions=classes, spec=spec.to_json(), paths=list(paths), device=device, twins=twins,
         sources=sources, packages=sorted(PACKAGES),
     )
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -146,8 +149,8 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
     return destination
 
 
-def _plain_variant(spec: GraphSpec, paths: list[str], device: str,
-                   verdict: "Verdict") -> "tuple[GraphSpec, Verdict] | None":
+def _plain_variant(spec: GraphSpec, paths: list[str], device: str, verdict: "Verdict",
+                   twins: bool | str = False) -> "tuple[GraphSpec, Verdict] | None":
     """The spec with every Function plain, and its verdict, when it fails the same way."""
     from harness import paths as path_registry
     from harness.check import check
@@ -158,7 +161,7 @@ def _plain_variant(spec: GraphSpec, paths: list[str], device: str,
         return None
     if not verdict.failed:
         return None
-    again = check(variant, [path_registry.get(n) for n in paths], device)
+    again = check(variant, [path_registry.get(n) for n in paths], device, twins=twins)
     same = {(o.path, o.reason) for o in again.failed} == {(o.path, o.reason) for o in verdict.failed}
     return (variant, again) if same else None
 

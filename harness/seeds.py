@@ -190,7 +190,7 @@ def seeds_until(end: float) -> float:
 def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool, *,
                 until: float, on_record: OnRecord, known: set[str], worker: str = "",
                 on_example: Callable[[GraphSpec, str], None] | None = None,
-                rng: random.Random | None = None) -> None:
+                rng: random.Random | None = None, twins: bool = False) -> None:
     """Check the campaign's seeds, then mutants of them, until `until`. Each check is an "example"
     record marked with its seed's entry (and "mutant": true); a new cause is saved under it in
     `database` for shrinking, as the fuzz test saves one. Ends with a "seeded" record."""
@@ -210,7 +210,7 @@ def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, l
         if on_example is not None:
             on_example(spec, base64.b64encode(value).decode())
         try:
-            record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker)
+            record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker, twins=twins)
         except Exception:  # noqa: BLE001 -- the harness's own error: fuzzing meets it again and reports it
             return
         record["seed"], record["mutant"] = entry, is_mutant

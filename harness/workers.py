@@ -89,7 +89,8 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                  out_dir: str | Path, database: str, max_examples: int | None, lifetimes: bool,
                  hang_s: float = 300.0, result: CampaignResult | None = None,
                  on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
-                 replay_shared: bool = True, uncharged_s: float = 0.0, seeds: bool = True) -> CampaignResult:
+                 replay_shared: bool = True, uncharged_s: float = 0.0, seeds: bool = False,
+                 twins: bool = False) -> CampaignResult:
     """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
     github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database). A fuzzing worker retires after
     an example once its resident memory passes `memory_limit` bytes (0: never) and a fresh one
@@ -124,7 +125,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     import torch
 
     record({"kind": "start", "t": now(), "paths": path_names, "device": device, "torch": torch.__version__,
-            "budget_s": budget_s, "lifetimes": lifetimes, "resumed": bool(result.examples),
+            "budget_s": budget_s, "lifetimes": lifetimes, "twins": twins, "resumed": bool(result.examples),
             "workers": workers, "uncharged_s": uncharged_s})
     per_worker_max = None if max_examples is None else -(-max_examples // workers)
     earlier = [_failure_config(f) for f in result.failures.values() if f.shrinkable]
@@ -134,6 +135,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
         read_fd, write_fd = os.pipe()
         name = f"w{index}.{generation}" if mode == "fuzz" else "shrink"
         config = {"mode": mode, "name": name, "paths": path_names, "device": device, "lifetimes": lifetimes,
+                  "twins": twins,
                   "database": database, "fd": write_fd, "out_dir": str(out_dir), "memory_limit": memory_limit,
                   # a wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget
                   "ends_at": time.time() + max(1.0, until - time.perf_counter()), **extra}
@@ -323,12 +325,12 @@ def _worker_main(config: dict[str, Any]) -> int:
     if config["replay_first"]:
         replay_first(_failures(config["replay"]), path_list, device, database, lifetimes, until=until,
                      on_record=send, known=known, shared=config["replay_shared"], worker=config["name"],
-                     on_example=begin)
+                     on_example=begin, twins=config.get("twins", False))
     if config["replay_first"] and config.get("seeds"):
         from harness.seeds import check_seeds, seeds_until
 
         check_seeds(path_list, device, database, lifetimes, until=seeds_until(until), on_record=send, known=known,
-                    worker=config["name"], on_example=begin)
+                    worker=config["name"], on_example=begin, twins=config.get("twins", False))
     stop = [False]
     signal.signal(STOP_SIGNAL, lambda *_: stop.__setitem__(0, True))
     checked = [0]
@@ -347,7 +349,7 @@ def _worker_main(config: dict[str, Any]) -> int:
 
     fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=on_record,
          known=known, max_examples=config["max_examples"], worker=config["name"], on_example=begin,
-         should_stop=should_stop)
+         should_stop=should_stop, twins=config.get("twins", False))
     if retiring and not stop[0]:
         send({"kind": "retired", "t": now(), "worker": config["name"], "examples": checked[0],
               "resident_bytes": retiring[0], "limit_bytes": config["memory_limit"]})

@@ -5,7 +5,7 @@ from harness.cli import main
 from harness.profile import StageTimer
 
 STAGES = ["generation", "build", "math oracle", "error bounds", "path eager", "path owned", "path borrowed",
-          "compare", "lifetimes", "gradcheck", "other"]
+          "compare", "lifetimes", "twins", "gradcheck", "other"]
 
 
 def test_profile_writes_every_stage(tmp_path, capsys):
@@ -21,6 +21,9 @@ def test_profile_writes_every_stage(tmp_path, capsys):
     assert abs(sum(profile["stages"].values()) - profile["ms_per_example"]) < 0.01
     assert profile["examples_per_second"] > 0 and profile["cpu_examples_per_second"] > 0
     assert set(profile["raw_ms"]) == {"eager", "owned", "borrowed"} and profile["check_over_raw"] > 1
+    # the twin-form oracle is one stage: the same examples without it cost the rest
+    assert profile["without_twins_ms_per_example"] < profile["ms_per_example"]
+    assert profile["with_over_without_twins"] > 1
     assert "examples/s" in capsys.readouterr().out
 
 

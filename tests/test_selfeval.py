@@ -123,7 +123,8 @@ def _patchable_state() -> dict[str, object]:
         "plain._derivative": plain._derivative,
         **{f"plain._Writer.{n}": plain._Writer.__dict__[n] for n in ("setup", "backward", "jvp", "_grads_returned")},
         **{f"BackwardCFunction.{n}": BackwardCFunction.__dict__.get(n)
-           for n in ("apply", "apply_jvp", "register_hook", "register_prehook")},
+           for n in ("apply", "apply_jvp", "register_hook", "register_prehook", "set_materialize_grads")},
+        "Function.apply": torch.autograd.Function.__dict__["apply"],
         "Tensor.register_hook": torch.Tensor.register_hook,
         "run._saved_tensor_hooks": run._saved_tensor_hooks,
         "call_backward": (external_utils.call_backward, compiled_autograd.call_backward),
@@ -152,7 +153,8 @@ def test_the_catalog():
     evaluated = [f for f in selfeval.FAULTS if f.evaluated]
     assert len(evaluated) >= 20
     assert len(selfeval.CATALOG) == len(selfeval.FAULTS)
-    assert {f.family for f in evaluated} == {"formulas", "autograd", "compilers", "dynamo", "lifetimes", "native"}
+    assert {f.family for f in evaluated} == {"formulas", "autograd", "compilers", "dynamo", "forms", "lifetimes",
+                                             "native"}
     assert all(f.description and f.paths for f in selfeval.FAULTS)
     assert max(len(f.name) for f in selfeval.FAULTS) <= evaluate.NAME_WIDTH  # the table's columns line up
     with pytest.raises(KeyError, match="no seeded fault 'nope'"):

@@ -10,6 +10,9 @@ Families (one module each):
   compilers  only under compiled autograd, torch.compile, or a torch.func transform
   dynamo     where torch.compile traces a custom Function (its ctx, forward, backward), and
              compiled autograd's capture of hooks: each for one class of Functions only
+  forms      torch's handling of one form of writing a Function (setup_context, vjp, a single
+             output, once_differentiable, materialize_grads), where only the twin-form oracle
+             (harness/oracles/twins.py) can see it
   lifetimes  what a Function keeps alive (the lifetime oracle), and two faults that kill or
              stall the process (the campaign's worker isolation)
   native     the native paths, compiled into a test-only build variant of the extension
@@ -29,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.selfeval import autograd, compilers, formulas, lifetimes
+from harness.selfeval import autograd, compilers, formulas, forms, lifetimes
 from harness.selfeval import dynamo as dynamo_faults
 from harness.selfeval import native as native_faults
 from harness.selfeval._patching import Patches
@@ -99,6 +102,10 @@ FAULTS: tuple[Fault, ...] = (
         "dynamo_apply_grad_outputs_swapped")),
     _fault(dynamo_faults, "ca_tensor_pre_hook_skipped", COMPILED_PATHS),
     _fault(dynamo_faults, "ca_node_post_hook_skipped", COMPILED_PATHS),
+    # only the twin-form oracle sees these (eager-only campaigns; docs/twins.md)
+    *(_fault(forms, name) for name in (
+        "setup_context_pre_hooks_dropped", "vjp_grads_last_bit", "single_output_pre_hooks_twice",
+        "materialize_off_zero_grads_dropped", "once_differentiable_grads_last_bit")),
     _fault(lifetimes, "leak_input"),
     _fault(lifetimes, "ctx_cycle"),
     _fault(lifetimes, "drop_saved"),

@@ -85,8 +85,9 @@ def why_not_runnable(path_names: tuple[str, ...]) -> str | None:
 
 
 def evaluate(names: list[str], budget_s: float, out_dir: Path, workers: int = 1,
-             on_result=None) -> list[Outcome]:
-    """Each named fault in a worker process, `workers` at a time."""
+             on_result=None, twins: bool = True) -> list[Outcome]:
+    """Each named fault in a worker process, `workers` at a time; twins: the campaigns run the
+    twin-form oracle, as `fuzz` does by default."""
     from harness import selfeval
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -95,7 +96,7 @@ def evaluate(names: list[str], budget_s: float, out_dir: Path, workers: int = 1,
         fault = selfeval.get(name)
         why = why_not_runnable(("eager", *fault.paths))
         outcome = (Outcome(name, fault.family, "not run", how=why) if why is not None
-                   else _run_worker(fault, budget_s, out_dir))
+                   else _run_worker(fault, budget_s, out_dir, twins))
         if on_result is not None:
             on_result(outcome)
         return outcome
@@ -104,11 +105,12 @@ def evaluate(names: list[str], budget_s: float, out_dir: Path, workers: int = 1,
         return list(pool.map(one, names))
 
 
-def _run_worker(fault: Any, budget_s: float, out_dir: Path) -> Outcome:
+def _run_worker(fault: Any, budget_s: float, out_dir: Path, twins: bool = True) -> Outcome:
     scratch = Path(tempfile.mkdtemp(prefix=f"selfeval-{fault.name}-"))
     config = {"fault": fault.name, "paths": ["eager", *[p for p in fault.paths if p != "eager"]],
               "budget_s": budget_s, "out_dir": str(out_dir / fault.name),
-              "heartbeat": str(scratch / "heartbeat.json"), "result": str(scratch / "result.json")}
+              "heartbeat": str(scratch / "heartbeat.json"), "result": str(scratch / "result.json"),
+              "twins": twins}
     limit = budget_s / (1 - SHRINK_SHARE) + STARTUP_S
     with open(scratch / "stderr.txt", "w") as stderr:
         process = subprocess.Popen([sys.executable, "-m", "harness.selfeval.evaluate", json.dumps(config)],
@@ -167,12 +169,14 @@ def _fails_without(fault_name: str, failure: Any, remove: Callable[[], None]) ->
     remover, the fault being installed again."""
     from harness import paths, selfeval
     from harness.check import check
+    from harness.campaign import twins_of_cause
     from harness.check import gradcheck_verdict
 
     remove()
     try:
         if failure.paths:
-            still = bool(check(failure.spec, [paths.get(n) for n in sorted(failure.paths)]).failed)
+            still = bool(check(failure.spec, [paths.get(n) for n in sorted(failure.paths)],
+                               twins=twins_of_cause(failure.signature)).failed)
         else:  # a float64 gradcheck failure
             still = gradcheck_verdict(failure.spec, "cpu")[0] == "failed"
     finally:
@@ -211,7 +215,8 @@ def _worker_main(config: dict[str, Any]) -> int:
 
     # fuzzing stops at (1 - SHRINK_SHARE) of a campaign's budget: give it all of ours
     result = run_campaign([paths.get(n) for n in config["paths"]], budget_s=config["budget_s"] / (1 - SHRINK_SHARE),
-                          out_dir=config["out_dir"], until_failure=True, on_example=beat, on_progress=progress)
+                          out_dir=config["out_dir"], until_failure=True, on_example=beat, on_progress=progress,
+                          twins=config.get("twins", True))
     outcome = Outcome(fault.name, fault.family, "missed", how=f"{result.examples} examples, no failure",
                       paths=",".join(config["paths"]), unrelated=unrelated)
     if result.failures:
@@ -224,16 +229,19 @@ def _worker_main(config: dict[str, Any]) -> int:
     return 0
 
 
-def main(names: list[str] | None, budget_s: float, json_path: str | None, out_dir: str, workers: int) -> int:
+def main(names: list[str] | None, budget_s: float, json_path: str | None, out_dir: str, workers: int,
+         twins: bool = True) -> int:
     from harness import selfeval
 
     chosen = names or [f.name for f in selfeval.FAULTS if f.evaluated]
     for name in chosen:
         selfeval.get(name)  # unknown names fail before anything runs
-    print(f"{len(chosen)} seeded faults, {budget_s:.0f} s of fuzzing each, {workers} at a time\n")
+    print(f"{len(chosen)} seeded faults, {budget_s:.0f} s of fuzzing each, {workers} at a time, "
+          f"{'with' if twins else 'without'} the twin-form oracle\n")
     print(HEADER, flush=True)
     started = time.perf_counter()
-    outcomes = evaluate(chosen, budget_s, Path(out_dir), workers, on_result=lambda o: print(o.row(), flush=True))
+    outcomes = evaluate(chosen, budget_s, Path(out_dir), workers, on_result=lambda o: print(o.row(), flush=True),
+                        twins=twins)
     for o in outcomes:
         for cause in o.unrelated:
             print(f"  not the fault's ({o.fault}; fails without it too): {cause}")
@@ -244,7 +252,7 @@ def main(names: list[str] | None, budget_s: float, json_path: str | None, out_di
           f"{len(outcomes) - len(ran)} not run here; {time.perf_counter() - started:.0f} s in all")
     if json_path:
         Path(json_path).write_text(json.dumps({
-            "budget_s": budget_s, "detected": len(found), "run": len(ran), "share": round(share, 1),
+            "budget_s": budget_s, "twins": twins, "detected": len(found), "run": len(ran), "share": round(share, 1),
             "faults": [asdict(o) for o in outcomes]}, indent=2) + "\n")
         print(f"written to {json_path}")
     return 0 if ran and len(found) == len(ran) else 1

@@ -1,0 +1,379 @@
+"""The twin-form oracle: the same graph with its Functions written in another form.
+
+torch offers several equivalent ways to write one custom Function: `forward(ctx, ...)` or
+`forward` plus `setup_context`, `backward` or its alias `vjp`, one output or a 1-tuple,
+`@once_differentiable` for a first-order backward, `ctx.set_materialize_grads(False)` with
+a backward that handles None. A path that handles one form wrongly is found by the other
+oracles only where the generator happened to write that form *and* eager or the math
+oracle disagree with the path. The twin oracle makes, for each example, one twin graph in
+which one pair's form is flipped in every Function it applies to (`twin_of`), runs it on
+every selected path (eager included; not the math oracle nor gradcheck: that is the cost it
+saves) and compares twin[path] with original[path] with the tolerance check.py uses
+between that path and eager. A path that differs from its own twin fails, the cause naming
+the pair ("vs twin style").
+
+One pair per example, every applicable Function flipped: the pair is chosen from a hash of
+the spec (`choose`), so an example always gets the same twin (a reproducer, a resumed
+campaign and the shrinker see what the campaign saw); shrinking forces the pair its cause
+names (`pair_of_cause`). Flipping every Function, rather than one, keeps the twin the same
+size as the example and makes both forms of the pair meet each path in most graphs.
+
+Adding a pair is one row of PAIRS (name, what it is, per-Function transform, how a flip
+reads, and optionally the paths and backward modes it runs on); where torch
+documents that the two forms are *not* equivalent on some path, a row of
+DECLARED_EXCEPTIONS (with the source in torch) keeps the twin from being compared there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Callable
+
+from harness import known_issues
+from harness import paths as path_registry
+from harness import build as build_module
+from harness.build import BuiltGraph, build
+from harness.check import _against_eager
+from harness.oracles.compare import EXACT, Mismatch, Tolerance
+from harness.oracles.metadata import metadata_mismatches, without_metadata
+from harness.run import RunResult, tracking_lifetimes
+from harness.spec import FunctionSpec, GraphSpec
+
+if TYPE_CHECKING:
+    from harness.check import PathOutcome
+    from harness.oracles.bounds import Tolerances
+    from harness.paths import Path
+
+#: FunctionSpec -> the same Function in the pair's other form, or None where it does not apply
+Transform = Callable[[FunctionSpec], "FunctionSpec | None"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    name: str
+    #: what the two forms are, in words (reports, docs/twins.md)
+    forms: str
+    transform: Transform
+    #: how one Function's flip reads in a report: "old->setup_context"
+    flip: Callable[[FunctionSpec, FunctionSpec], str]
+    #: where the pair is run at all: path names or families (harness.known_issues.path_family),
+    #: "*" for every path; the spec's backward modes, () for all. Where torch documents the two
+    #: forms as different, that is a DECLARED_EXCEPTIONS row instead, with its source
+    paths: tuple[str, ...] = ("*",)
+    backward_modes: tuple[str, ...] = ()
+
+    def runs_on(self, path: str, spec: GraphSpec) -> bool:
+        return ((not self.backward_modes or spec.backward in self.backward_modes)
+                and ("*" in self.paths or _in_family(path, self.paths)))
+
+
+def _field_flip(name: str) -> Callable[[FunctionSpec, FunctionSpec], str]:
+    return lambda before, after: f"{getattr(before, name)}->{getattr(after, name)}"
+
+
+def _style(fn: FunctionSpec) -> FunctionSpec | None:
+    if fn.style == "setup_context":
+        # generate_vmap_rule needs setup_context (spec validation, torch/autograd/function.py)
+        return None if fn.vmap else replace(fn, style="old")
+    outputs = {o.kind for o in fn.outputs}
+    # what torch refuses once setup_context is overridden (harness/spec.py _validate_function):
+    # saving a dirty input returned as-is, saving (or saving for forward) an input returned as-is
+    if "dirty" in outputs and "outputs" in fn.save:
+        return None
+    if "input" in outputs and (not set(fn.save) <= {"intermediates"} or fn.jvp and fn.nonlinear_slots):
+        return None
+    return replace(fn, style="setup_context")
+
+
+def _backward_method(fn: FunctionSpec) -> FunctionSpec:
+    return replace(fn, backward_method="vjp" if fn.backward_method == "backward" else "backward")
+
+
+def _tuple_output(fn: FunctionSpec) -> FunctionSpec | None:
+    return replace(fn, tuple_output=not fn.tuple_output) if len(fn.outputs) == 1 else None
+
+
+def _once_differentiable(fn: FunctionSpec) -> FunctionSpec:
+    return replace(fn, once_differentiable=not fn.once_differentiable)
+
+
+def _materialize_grads(fn: FunctionSpec) -> FunctionSpec:
+    # both backwards handle a None gradient (build._backward skips it; plain.py writes
+    # `if g<k> is not None:` under materialize_grads=False), so the math is the same
+    return replace(fn, materialize_grads=not fn.materialize_grads)
+
+
+PAIRS: tuple[Pair, ...] = (
+    Pair("style", "forward(ctx, ...) (old) vs forward(...) + setup_context", _style, _field_flip("style")),
+    Pair("backward_method", "the formula defined as backward vs as vjp (torch's alias)", _backward_method,
+         _field_flip("backward_method")),
+    Pair("tuple_output", "one output returned alone vs as a 1-tuple", _tuple_output,
+         lambda before, after: "single->1-tuple" if after.tuple_output else "1-tuple->single"),
+    Pair("once_differentiable", "backward with @once_differentiable vs without (first-order gradients)",
+         _once_differentiable, lambda before, after: "on" if after.once_differentiable else "off"),
+    Pair("materialize_grads", "ctx.set_materialize_grads(False), a backward handling None, vs the default",
+         _materialize_grads, _field_flip("materialize_grads")),
+)
+PAIR_NAMES = tuple(p.name for p in PAIRS)
+
+
+@dataclass(frozen=True)
+class DeclaredException:
+    """Where torch documents the two forms of a pair as not equivalent: the twin is not
+    compared there (and not counted as checked)."""
+
+    pair: str
+    #: path names or families (harness.known_issues.path_family: "func", "func+dynamo",
+    #: "compiled", ...), or "*" for every path
+    paths: tuple[str, ...]
+    #: the spec's backward modes it covers; () for all
+    backward_modes: tuple[str, ...]
+    reason: str
+    source: str
+
+    def covers(self, pair: str, path: str, spec: GraphSpec) -> bool:
+        return (pair == self.pair and ("*" in self.paths or _in_family(path, self.paths))
+                and (not self.backward_modes or spec.backward in self.backward_modes))
+
+
+def _in_family(path: str, names: tuple[str, ...]) -> bool:
+    """`path` ("dynamo:aot_eager", "func.grad+dynamo", "owned@cuda") is one of `names` or of their families."""
+    return bool({path.partition("@")[0], path.partition("@")[0].partition(":")[0],
+                 known_issues.path_family(path)} & set(names))
+
+
+DECLARED_EXCEPTIONS: tuple[DeclaredException, ...] = (
+    DeclaredException(
+        "once_differentiable", ("*",), ("double",),
+        "a once_differentiable backward cannot be differentiated again: double backward raises",
+        "torch/autograd/function.py, once_differentiable: its outputs point to a DelayedError "
+        "\"trying to differentiate twice a function that was marked with @once_differentiable\""),
+    DeclaredException(
+        "style", ("func", "func+dynamo"), (),
+        "torch.func transforms refuse a Function without setup_context (the path reports the old-style "
+        "side unsupported)",
+        "torch/autograd/function.py, Function.apply: \"In order to use an autograd.Function with functorch "
+        "transforms (vmap, grad, jvp, jacrev, ...), it must override the setup_context staticmethod\""),
+)
+
+
+def exception_for(pair: str, path: str, spec: GraphSpec) -> DeclaredException | None:
+    return next((e for e in DECLARED_EXCEPTIONS if e.covers(pair, path, spec)), None)
+
+
+def not_compared_on(pair: Pair, path: str, spec: GraphSpec) -> str | None:
+    """Why the pair's twin is not compared on `path` (its scope, or a declared exception), or None."""
+    if not pair.runs_on(path, spec):
+        return f"the pair {pair.name} does not run on {path}"
+    exception = exception_for(pair.name, path, spec)
+    return None if exception is None else exception.reason
+
+
+def _pair(name: str) -> Pair:
+    for p in PAIRS:
+        if p.name == name:
+            return p
+    raise ValueError(f"no twin pair {name!r}; choose one of {', '.join(PAIR_NAMES)}.")
+
+
+@dataclass(frozen=True)
+class Twin:
+    pair: Pair
+    spec: GraphSpec
+    #: "F0 old->setup_context, F2 setup_context->old": what was flipped
+    flips: str
+
+    @property
+    def label(self) -> str:
+        return f"twin {self.pair.name} ({self.flips})"
+
+
+def twin_of(spec: GraphSpec, pair: Pair | str) -> Twin | None:
+    """The twin of `spec` with `pair`'s form flipped in every Function it applies to; None
+    where it applies to none, or where a declared exception covers every path (the whole
+    backward mode). The twin is a valid GraphSpec (validated on construction)."""
+    pair = _pair(pair) if isinstance(pair, str) else pair
+    flipped = _flipped(spec, pair)
+    if flipped is None:
+        return None
+    functions, flips = flipped
+    return Twin(pair, dataclasses.replace(spec, functions=functions), ", ".join(flips))
+
+
+def _flipped(spec: GraphSpec, pair: Pair) -> tuple[tuple[FunctionSpec, ...], list[str]] | None:
+    """The twin's Functions and the flips in words, or None (twin_of); no GraphSpec is made, so
+    `choose` can weigh every pair for the cost of one."""
+    if (pair.backward_modes and spec.backward not in pair.backward_modes
+            or any(e.covers(pair.name, "*", spec) for e in DECLARED_EXCEPTIONS if "*" in e.paths)):
+        return None
+    functions, flips = [], []
+    for n, fn in enumerate(spec.functions):
+        flipped = pair.transform(fn)
+        if flipped is None or flipped == fn:
+            functions.append(fn)
+        else:
+            functions.append(flipped)
+            flips.append(f"F{n} {pair.flip(fn, flipped)}")
+    return (tuple(functions), flips) if flips else None
+
+
+def choose(spec: GraphSpec, path_names: list[str], forced: str | None = None) -> Twin | None:
+    """The example's twin: `forced`'s pair, or one of the pairs that change some Function and
+    may be compared on some selected path, chosen by a hash of the spec (deterministic)."""
+    if forced is not None:
+        return twin_of(spec, forced)
+    applicable = [p for p in PAIRS if any(not_compared_on(p, name, spec) is None for name in path_names)
+                  and _flipped(spec, p) is not None]
+    if not applicable:
+        return None
+    # repr: a deterministic text of the whole spec, cheaper than its JSON (hash() of it is salted per process)
+    index = zlib.crc32(repr(spec).encode()) % len(applicable)
+    return twin_of(spec, applicable[index])
+
+
+def pair_of_cause(cause: str) -> str | None:
+    """The pair a failure cause (records.cause_of) names: "mismatch vs twin style at ..." -> "style"."""
+    marker = " vs twin "
+    if marker not in cause:
+        return None
+    name = cause.split(marker, 1)[1].split(" ", 1)[0]
+    return name if name in PAIR_NAMES else None
+
+
+# --- running and comparing -------------------------------------------------------------
+
+#: per path, one of: "agree", "differ", "known" (every difference explained by a known torch
+#: issue), "unsupported" (on either side: not compared), "excepted" (DECLARED_EXCEPTIONS: not
+#: compared). A path-example is checked where it agreed or differed
+CHECKED = ("agree", "differ")
+
+
+@dataclass
+class TwinPathResult:
+    status: str
+    detail: str = ""
+    mismatches: list[Mismatch] = field(default_factory=list)
+    known: tuple[str, ...] = ()
+
+
+@dataclass
+class TwinCheck:
+    twin: Twin
+    paths: dict[str, TwinPathResult]
+
+    @property
+    def pair(self) -> str:
+        return self.twin.pair.name
+
+    def as_record(self) -> dict:
+        """What an example record keeps of it (harness.campaign counts per pair from it)."""
+        return {"pair": self.pair, "flips": self.twin.flips,
+                "paths": {name: r.status for name, r in self.paths.items()}}
+
+
+def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[str, RunResult],
+               mismatches: dict[str, list[Mismatch]], tol: Tolerances, *, forced: str | None = None
+               ) -> TwinCheck | None:
+    """Run the example's twin on eager and each selected path and compare it with the
+    original's results there (`results`, by path name; `mismatches`: the original's own
+    mismatches on each path, which known issues' witnesses read). None: no twin applies."""
+    twin = choose(spec, [p.name for p in paths], forced)
+    if twin is None:
+        return None
+    built = _built_twin(twin.spec, device)
+    outcomes: dict[str, TwinPathResult] = {}
+    with tracking_lifetimes(False):  # lifetimes are judged on the original; the twin is about values
+        twin_results = {"eager": path_registry.run_path(path_registry.get("eager"), built)}
+        for p in paths:
+            why_not = not_compared_on(twin.pair, p.name, spec)
+            if why_not is not None:
+                outcomes[p.name] = TwinPathResult("excepted", why_not)
+            elif results[p.name].status == "unsupported":
+                outcomes[p.name] = TwinPathResult("unsupported", f"original: {results[p.name].reason}")
+            elif p.name != "eager":
+                twin_results[p.name] = path_registry.run_path(p, built)
+    for p in paths:
+        if p.name in outcomes:
+            continue
+        original, mirrored = results[p.name], twin_results[p.name]
+        if mirrored.status == "unsupported":
+            outcomes[p.name] = TwinPathResult("unsupported", f"twin: {mirrored.reason}")
+            continue
+        path_tol = EXACT if p.exact_vs_eager else tol  # as check.py compares the path with eager
+        found = compare_twins(spec, twin, original, mirrored, path_tol)
+        outcomes[p.name] = _explained(spec, twin, original, mirrored, found, mismatches.get(p.name, []),
+                                      twin_results["eager"], path_tol)
+    return TwinCheck(twin, outcomes)
+
+
+def _built_twin(spec: GraphSpec, device: str) -> BuiltGraph:
+    """The twin's Function classes, made from its own spec: a reproducer hands the original's
+    plain classes over (build.PLAIN_CLASSES), which are written in the original's forms."""
+    handed, build_module.PLAIN_CLASSES = build_module.PLAIN_CLASSES, {}
+    try:
+        return build(spec, device)
+    finally:
+        build_module.PLAIN_CLASSES = handed
+
+
+def compare_twins(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunResult,
+                  tol: Tolerance | Tolerances) -> list[Mismatch]:
+    """Every difference between a path's run of the example and of its twin: values as
+    check.py compares a path with eager (lifetimes aside: the twin runs without them), and
+    the metadata that path must share with eager (harness.oracles.metadata)."""
+    label = f"twin {twin.pair.name}"
+    # the twin stands where eager stands for a path: the reference side, named by the pair
+    found = _against_eager(without_metadata(mirrored), without_metadata(original), tol, lifetimes=False,
+                           reference=label)
+    found += metadata_mismatches(spec, mirrored, original)
+    return [replace(m, path=original.path, against=label) for m in found]
+
+
+def _as_reference(m: Mismatch, reference: str) -> Mismatch:
+    return replace(m, against=reference)
+
+
+def _explained(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunResult, found: list[Mismatch],
+               own: list[Mismatch], twin_eager: RunResult, tol: Tolerance | Tolerances) -> TwinPathResult:
+    """agree, differ, or known: a known torch issue hit on either side explains only the
+    differences it causes (its damage, read as against eager or the math oracle: the twin
+    stands where they stand for the path)."""
+    if not found:
+        return TwinPathResult("agree")
+    as_eager = [_as_reference(m, "eager") for m in found]
+    original_issues = known_issues.hits(spec, original, own + as_eager)
+    twin_side = list(as_eager)
+    if mirrored.path != "eager":
+        twin_side += _against_eager(without_metadata(twin_eager), without_metadata(mirrored), tol, lifetimes=False)
+    twin_issues = known_issues.hits(twin.spec, mirrored, twin_side)
+    issues = tuple(dict.fromkeys(k.id for k in original_issues + twin_issues))
+
+    def explained(m: Mismatch) -> bool:
+        return any(known_issues.explained(s, hit, _as_reference(m, ref))
+                   for s, hit in ((spec, original_issues), (twin.spec, twin_issues)) for ref in ("eager", "math"))
+    unexplained = [m for m in found if not explained(m)]
+    if not unexplained:
+        return TwinPathResult("known", ", ".join(issues), found, issues)
+    where = "; ".join(dict.fromkeys(f"at {m.checkpoint}" for m in unexplained))
+    beside = f" (beside known torch issue {', '.join(issues)})" if issues else ""
+    return TwinPathResult("differ", f"{twin.label} differs on {original.path}: {where}{beside}", unexplained, issues)
+
+
+def fold_into(outcomes: dict[str, PathOutcome], twin_check: TwinCheck) -> None:
+    """A path that differs from its twin fails, whatever its own outcome was (a known issue's
+    workaround, say): the twin's mismatches come after the path's own."""
+    for name, result in twin_check.paths.items():
+        if result.status != "differ":
+            continue
+        o = outcomes[name]
+        own = o.mismatches if o.status == "failed" else []
+        reason = f"{o.reason}; {result.detail}" if o.status == "failed" else result.detail
+        outcomes[name] = replace(o, status="failed", reason=reason, mismatches=own + result.mismatches)
+
+
+__all__ = ["CHECKED", "DECLARED_EXCEPTIONS", "PAIRS", "PAIR_NAMES", "DeclaredException", "Pair", "Twin",
+           "TwinCheck", "TwinPathResult", "check_twin", "choose", "compare_twins", "exception_for", "fold_into",
+           "not_compared_on",
+           "pair_of_cause", "twin_of"]

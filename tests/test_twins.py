@@ -1,0 +1,243 @@
+"""The twin-form oracle (harness/oracles/twins.py): each pair's twin is a valid spec that
+computes the same math, twins agree with the original on eager and the compiled paths on
+real torch runs, and a seeded fault in one form's handling is reported naming the pair,
+where the other oracles see nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+import harness
+import strategies
+from harness import paths, selfeval
+from harness.build import build
+from harness.campaign import CampaignResult, run_campaign, twins_of_cause
+from harness.check import check
+from harness.oracles import twins
+from harness.oracles.compare import EXACT, compare
+from harness.oracles.math import run_math
+from harness.records import cause_of
+from harness.repro import write_reproducer
+from harness.run import RunResult
+from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
+
+EAGER = paths.get("eager")
+
+#: one Function of two outputs reading two leaves, nonlinear terms, saved inputs
+BASE = GraphSpec(
+    shape=(2, 3), dtype="float64", leaves=(LeafSpec(), LeafSpec()),
+    functions=(FunctionSpec(
+        args=(Arg("x0"), Arg(const=2), Arg("x1")),
+        outputs=(OutputSpec(terms=(Term(0, "sin", 1.5), Term(2, "square", -0.5))),
+                 OutputSpec(terms=(Term(0, "tanh", 0.75), Term(2, "linear", 2.0)))),
+        save=("inputs",)),),
+    backward="backward")
+
+
+def with_(spec: GraphSpec, **fields) -> GraphSpec:
+    return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, **fields) for fn in spec.functions))
+
+
+#: one output (alone, not in a tuple), so that every pair applies
+ONE_OUTPUT = with_(BASE, outputs=(BASE.functions[0].outputs[0],), tuple_output=False)
+#: a chain of two Functions, the second in setup_context style with vjp and materialize_grads=False
+CHAIN = GraphSpec(
+    shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()),
+    functions=(ONE_OUTPUT.functions[0],
+               FunctionSpec(args=(Arg("f0.0"), Arg("x1")), outputs=(OutputSpec(terms=(Term(0, "tanh"), Term(1))),),
+                            style="setup_context", backward_method="vjp", materialize_grads=False,
+                            save=("inputs",), unused_grad="zeros")),
+    backward="grad")
+
+
+def _math(spec: GraphSpec) -> RunResult:
+    return run_math(build(spec))
+
+
+@pytest.mark.parametrize("pair", twins.PAIR_NAMES)
+def test_each_pair_applies_to_a_one_output_function(pair: str) -> None:
+    twin = twins.twin_of(ONE_OUTPUT, pair)
+    assert twin is not None and twin.spec != ONE_OUTPUT
+    assert twin.flips.startswith("F0 ")
+    assert twin.label == f"twin {pair} ({twin.flips})"
+
+
+@settings(max_examples=25)
+@given(strategies.graphs())
+def test_every_twin_is_a_valid_spec_with_the_same_math(spec: GraphSpec) -> None:
+    """The twin validates (on construction and through its JSON round trip) and the math oracle,
+    which reads the same ops from it, gives bit-identical results."""
+    math = None
+    for pair in twins.PAIRS:
+        twin = twins.twin_of(spec, pair)
+        if twin is None:
+            continue
+        assert GraphSpec.from_json(twin.spec.to_json()) == twin.spec
+        changed = [n for n, (a, b) in enumerate(zip(spec.functions, twin.spec.functions)) if a != b]
+        assert changed and all(f"F{n} " in twin.flips for n in changed)
+        for a, b in zip(spec.functions, twin.spec.functions):  # the pair's own fields only
+            differing = {f.name for f in dataclasses.fields(FunctionSpec) if getattr(a, f.name) != getattr(b, f.name)}
+            assert differing <= {"style", "backward_method", "tuple_output", "once_differentiable",
+                                 "materialize_grads"}, differing
+        math = math or _math(spec)
+        assert compare(math, _math(twin.spec), EXACT) == []
+
+
+def test_once_differentiable_has_no_twin_under_double_backward() -> None:
+    """The declared exception: a once_differentiable backward cannot run twice."""
+    assert twins.twin_of(dataclasses.replace(BASE, backward="double"), "once_differentiable") is None
+    assert twins.twin_of(BASE, "once_differentiable") is not None
+    assert twins.exception_for("style", "func.grad", BASE) is not None
+    assert twins.exception_for("style", "func.vmap+dynamo", BASE) is not None
+    assert twins.exception_for("style", "dynamo", BASE) is None
+
+
+def test_the_pair_is_chosen_from_the_spec_alone() -> None:
+    names = ["eager", "compiled"]
+    assert twins.choose(CHAIN, names).pair == twins.choose(GraphSpec.from_json(CHAIN.to_json()), names).pair
+    assert twins.choose(CHAIN, names, forced="tuple_output").pair.name == "tuple_output"
+    # every style twin is excepted on torch.func paths: another pair is chosen there
+    assert all(twins.choose(dataclasses.replace(BASE, seed=s), ["func.grad"]).pair.name != "style"
+               for s in range(20))
+
+
+def test_a_cause_names_its_pair() -> None:
+    assert twins.pair_of_cause("mismatch vs twin style at backward grad") == "style"
+    assert twins.pair_of_cause("mismatch vs eager at backward grad") is None
+    assert twins_of_cause("mismatch vs twin materialize_grads at backward grad") == "materialize_grads"
+    assert twins_of_cause("mismatch vs math at backward grad") is False
+
+
+@pytest.mark.parametrize("spec", [BASE, ONE_OUTPUT, CHAIN, dataclasses.replace(CHAIN, backward="retain")],
+                         ids=["base", "one-output", "chain", "chain-retain"])
+@pytest.mark.parametrize("pair", twins.PAIR_NAMES)
+def test_twins_agree_on_eager_exactly(spec: GraphSpec, pair: str) -> None:
+    verdict = check(spec, [EAGER], lifetimes=False, twins=pair)
+    if verdict.twin is None:  # the pair changes no Function of this spec
+        assert twins.twin_of(spec, pair) is None
+        return
+    assert verdict.twin.paths["eager"].status == "agree", verdict.twin.paths
+    assert not verdict.failed, verdict.report()
+
+
+@pytest.mark.parametrize("pair", twins.PAIR_NAMES)
+def test_twins_agree_on_the_compiled_paths(pair: str) -> None:
+    """compiled autograd and torch.compile: the twin is compared, or a known torch issue explains
+    every difference (compiled autograd ignores a `vjp` method: ca-function-vjp-ignored)."""
+    chosen = [paths.get("compiled"), paths.get("dynamo")]
+    verdict = check(CHAIN, [EAGER, *chosen], lifetimes=False, twins=pair)
+    assert not verdict.failed, verdict.report()
+    statuses = {name: r.status for name, r in verdict.twin.paths.items()}
+    assert statuses["eager"] == "agree"
+    assert set(statuses.values()) <= {"agree", "known", "unsupported"}, statuses
+    assert "agree" in {statuses["compiled"], statuses["dynamo"]} or pair == "backward_method"
+
+
+def _with_hook(spec: GraphSpec, kind: str) -> GraphSpec:
+    return dataclasses.replace(spec, hooks=(HookSpec(kind, "f0.0"),))
+
+
+#: fault -> (its pair, a spec where it shows, the line the report names)
+FORMS_FAULTS = {
+    "setup_context_pre_hooks_dropped": ("style", _with_hook(with_(ONE_OUTPUT, style="setup_context"), "pre"),
+                                        "eager vs twin style: backward hook0: expected ('fired',), got ()"),
+    "single_output_pre_hooks_twice": ("tuple_output", _with_hook(ONE_OUTPUT, "pre"),
+                                      "eager vs twin tuple_output: backward hook0: expected ('fired',), "
+                                      "got ('fired', 'fired')"),
+    "vjp_grads_last_bit": ("backward_method", with_(BASE, backward_method="vjp"),
+                           "eager vs twin backward_method: backward grad:x0: not bit-identical"),
+    "once_differentiable_grads_last_bit": ("once_differentiable", BASE,
+                                           "eager vs twin once_differentiable: backward grad:x0: not bit-identical"),
+    "materialize_off_zero_grads_dropped": (
+        # x1 (slot 2) is read by no output: its gradient is the zeros of unused_grad="zeros"
+        "materialize_grads", with_(BASE, materialize_grads=False, unused_grad="zeros",
+                                   outputs=(OutputSpec(terms=(Term(0, "sin"),)),)),
+        "eager vs twin materialize_grads: backward grad:x1: got None, expected a tensor"),
+}
+
+
+@pytest.mark.parametrize("fault", FORMS_FAULTS)
+def test_a_forms_fault_is_seen_by_its_twin_only(fault: str) -> None:
+    pair, spec, line = FORMS_FAULTS[fault]
+    assert selfeval.get(fault).family == "forms"
+    assert not check(spec, [EAGER], twins=pair).failed  # no fault: the twin agrees
+    with selfeval.installed(fault):
+        without = check(spec, [EAGER])
+        found = check(spec, [EAGER], twins=pair)
+    assert not without.failed, without.report()  # eager, the math oracle, lifetimes: blind to it
+    assert found.failed, found.report()
+    outcome = found.outcomes["eager"]
+    assert outcome.reason.startswith(f"twin {pair} (F0 ")
+    assert line in found.report(), found.report()
+    assert f"vs twin {pair} at backward" in cause_of(outcome)
+    assert twins_of_cause(cause_of(outcome)) == pair
+
+
+def test_a_twin_difference_beside_the_paths_own_failure_keeps_both() -> None:
+    """A path that fails on its own and against its twin reports both; its cause stays its own."""
+    spec = with_(BASE, backward_method="vjp")
+    with selfeval.installed("vjp_grads_last_bit"), selfeval.installed("wrong_backward"):
+        verdict = check(spec, [EAGER], twins="backward_method")
+    outcome = verdict.outcomes["eager"]
+    assert outcome.status == "failed"
+    assert {m.against for m in outcome.mismatches} >= {"math", "twin backward_method"}
+    assert cause_of(outcome).startswith("mismatch vs math")
+
+
+def test_a_campaign_counts_twins_per_pair(tmp_path) -> None:
+    records: list[dict] = []
+    result = run_campaign([EAGER], budget_s=60, max_examples=12, out_dir=tmp_path, twins=True,
+                          on_record=records.append)
+    assert result.twins_on and result.examples == 12
+    counted = sum(c.examples for c in result.twins.values())
+    assert counted == sum("twin" in r for r in records if r["kind"] == "example") > 0
+    assert all(c.checked <= c.examples and c.failed == 0 for c in result.twins.values())
+    again = CampaignResult.from_records(records)
+    assert again.as_json()["twins"] == result.as_json()["twins"]
+    assert CampaignResult.from_json(result.as_json()).twins.keys() == result.twins.keys()
+    assert "twin-form oracle (docs/twins.md)" in result.summary()
+    off = run_campaign([EAGER], budget_s=60, max_examples=2, out_dir=tmp_path / "off", twins=False)
+    assert not off.twins and "twin-form oracle: off" in off.summary()
+
+
+def test_a_reproducer_of_a_twin_failure_checks_that_twin(tmp_path) -> None:
+    """The script forces the pair and runs the twin from its own spec (not the original's plain
+    classes it carries): it exits 1 with the fault installed, 0 without."""
+    pair, spec, _ = FORMS_FAULTS["vjp_grads_last_bit"]
+    spec = with_(spec, code="plain")
+    with selfeval.installed("vjp_grads_last_bit"):  # as in a campaign: the fault is there while it writes
+        verdict = check(spec, [EAGER], twins=pair)
+        assert verdict.failed
+        path = write_reproducer(spec, ["eager"], "cpu", verdict.report(), tmp_path / "r.py", verdict=verdict,
+                                twins=pair)
+    text = path.read_text()
+    assert f"TWINS = {pair!r}" in text and "twins=TWINS" in text and "'harness.oracles.twins'" in text
+    assert "PLAIN_CLASSES = {0: F0}" in text
+    run = functools.partial(subprocess.run, [sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                            cwd=tmp_path)
+    env = selfeval.subprocess_env("vjp_grads_last_bit")
+    checkout = str(Path(harness.__file__).resolve().parents[1])  # the fault from this checkout's catalog
+    env["PYTHONPATH"] = os.pathsep.join((env["PYTHONPATH"], checkout))
+    with_fault = run(env=env)
+    assert with_fault.returncode == 1, with_fault.stdout + with_fault.stderr
+    assert f"twin {pair} (F0 vjp->backward) differs on eager" in with_fault.stdout
+    assert run().returncode == 0
+
+
+def test_check_on_the_command_line_takes_a_pair(tmp_path, capsys) -> None:
+    from harness.cli import main
+
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(ONE_OUTPUT.to_json())
+    assert main(["check", str(spec_file), "--paths", "eager", "--twins", "tuple_output"]) == 0
+    assert "twin tuple_output (F0 single->1-tuple): eager agree" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="--twins 'bogus' is not a twin pair; use auto .* or one of style"):
+        main(["check", str(spec_file), "--paths", "eager", "--twins", "bogus"])
