@@ -530,8 +530,8 @@ class CampaignResult:
         """The seeds from known bugs checked first (harness.seeds), and what that cost."""
         s = self.seeded
         return (f"started from known bugs: {s['seeds']} seed(s) of {s['available']} for these paths and "
-                f"{s['mutants']} mutant(s) of them, {s['failed']} failed (known torch issues explain the "
-                f"expected ones), in {s['seconds']:.1f} s (harness/seeds.py)")
+                f"{s['mutants']} mutant(s) of them, {s['failed']} with a failure no known torch issue explains, "
+                f"in {s['seconds']:.1f} s (harness/seeds.py)")
 
     def retirements_note(self) -> str:
         return (f"a worker reached its memory limit, largest resident {self.retired_resident_bytes / 2**30:.2f} GiB, "
