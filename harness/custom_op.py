@@ -27,10 +27,16 @@ import hashlib
 from typing import Any, Sequence
 
 import torch
+import torch._dynamo  # noqa: F401  (see below)
 from torch.autograd.function import once_differentiable
 
 from harness import build
 from harness.spec import FunctionSpec
+
+# torch._dynamo is imported here, not by the first call of an op: an op's kernel is wrapped in
+# torch._disable_dynamo (custom_ops.py, register_kernel), whose first call imports torch._dynamo,
+# and that import leaves frames in a reference cycle that hold the call's arguments until gc
+# runs; the lifetime oracle (gc off) would see the first op's inputs kept alive by it
 
 NAMESPACE = "afh"
 #: ops kept registered; older ones are deregistered (a campaign makes new specs all night)
