@@ -229,3 +229,13 @@ def test_register_vmap_fault_changes_a_real_result():
         # a user vmap staticmethod goes through the same helper: untouched
         assert outcomes(graph(with_user_vmap_rule(FIRST), with_user_vmap_rule(SECOND)), "func.vmap")["func.vmap"][0] == "ok"
     assert outcomes(spec, "func.vmap")["func.vmap"][0] == "ok"
+
+
+def test_grad_vmap_user_rule_fault_changes_a_real_result():
+    spec = graph(with_user_vmap_rule(FIRST), with_user_vmap_rule(SECOND))
+    assert outcomes(spec, "func.grad_vmap")["func.grad_vmap"][0] == "ok"
+    with selfeval.installed("grad_vmap_user_rule_samples_rolled"):
+        assert outcomes(spec, "func.grad_vmap")["func.grad_vmap"][0] == "failed"
+        assert outcomes(spec, "func.vmap")["func.vmap"][0] == "ok"  # vmap alone: untouched
+        assert outcomes(graph(FIRST, SECOND), "func.grad_vmap")["func.grad_vmap"][0] == "ok"  # generate_vmap_rule
+    assert outcomes(spec, "func.grad_vmap")["func.grad_vmap"][0] == "ok"

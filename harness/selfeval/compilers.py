@@ -89,6 +89,17 @@ def func_transform_output_scaled(p: Patches) -> None:
 _GENERATED_BACKWARD = "GeneratedBackwardFor_"
 
 
+def _samples_rolled(vmap_rule):
+    """A vmap rule whose batched outputs have their samples shifted by one along the batch dim."""
+    def rule(info, in_dims, *args, **kwargs):
+        outputs, out_dims = vmap_rule(info, in_dims, *args, **kwargs)
+        many = isinstance(outputs, tuple)
+        outs, dims = (outputs, out_dims) if many else ((outputs,), (out_dims,))
+        outs = tuple(o if d is None or not isinstance(o, torch.Tensor) else o.roll(1, d) for o, d in zip(outs, dims))
+        return (outs if many else outs[0]), out_dims
+    return rule
+
+
 def compiled_autograd_custom_op_grads_rotated(p: Patches) -> None:
     """Only under compiled autograd, and only for a custom_op's generated backward: an
     off-by-one around the trailing metadata input's None rotates the gradients of the op's
@@ -122,16 +133,28 @@ def vmap_custom_op_samples_rolled(p: Patches) -> None:
             if isinstance(op, torch.autograd.function.FunctionMeta):
                 return original(interpreter, vmap_function, op, *operands, **kwargs)
 
-            def rolled_rule(info, in_dims, *args, **kw):
-                outputs, out_dims = vmap_function(info, in_dims, *args, **kw)
-                many = isinstance(outputs, tuple)
-                outs, dims = (outputs, out_dims) if many else ((outputs,), (out_dims,))
-                outs = tuple(o if d is None else o.roll(1, d) for o, d in zip(outs, dims))
-                return (outs if many else outs[0]), out_dims
-            return original(interpreter, rolled_rule, op, *operands, **kwargs)
+            return original(interpreter, _samples_rolled(vmap_function), op, *operands, **kwargs)
         return helper
     p.wrap(autograd_function, "custom_function_call_vmap_helper", make)
     # register_vmap binds the helper when an op's rule is registered: ops made before (and
     # those made while it is installed) are deregistered, so each side gets its own
     custom_op.clear()
     p.on_undo(custom_op.clear)
+
+
+def grad_vmap_user_rule_samples_rolled(p: Patches) -> None:
+    """Only where vmap runs inside another transform (torch.func.grad of a vmap: the vmap
+    level is not the first), and only for an autograd.Function's own vmap staticmethod: the
+    batch dimension is put back on its outputs with the samples shifted by one, as re-adding
+    it at a nested level with an off-by-one would. generate_vmap_rule goes another way
+    (custom_function_call_vmap_generate_rule) and is untouched."""
+    import torch._functorch.autograd_function as autograd_function
+
+    def make(original):
+        def helper(interpreter, vmap_function, op, *operands, **kwargs):
+            if not isinstance(op, torch.autograd.function.FunctionMeta) or interpreter.level() < 2:
+                return original(interpreter, vmap_function, op, *operands, **kwargs)
+
+            return original(interpreter, _samples_rolled(vmap_function), op, *operands, **kwargs)
+        return helper
+    p.wrap(autograd_function, "custom_function_call_vmap_helper", make)
