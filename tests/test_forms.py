@@ -239,3 +239,19 @@ def test_grad_vmap_user_rule_fault_changes_a_real_result():
         assert outcomes(spec, "func.vmap")["func.vmap"][0] == "ok"  # vmap alone: untouched
         assert outcomes(graph(FIRST, SECOND), "func.grad_vmap")["func.grad_vmap"][0] == "ok"  # generate_vmap_rule
     assert outcomes(spec, "func.grad_vmap")["func.grad_vmap"][0] == "ok"
+
+
+@pytest.mark.parametrize("forward_code", ["loop", "straight"])
+def test_dynamo_counts_a_custom_op_as_traced(forward_code):
+    from harness.paths.dynamo import dynamo_path
+
+    spec = dataclasses.replace(graph(*as_ops(FIRST, SECOND)), forward_code=forward_code)
+    result = dynamo_path("aot_eager").run(build(spec))
+    assert result.status == "ok" and result.trace == {"ways": ["traced", "traced"], "example": "traced"}
+
+
+def test_gradcheck_of_a_custom_op_graph():
+    from harness.oracles.math import gradcheck_graph
+
+    small = dataclasses.replace(graph(*as_ops(FIRST, SECOND)), shape=(1, 2))
+    assert gradcheck_graph(small)
