@@ -255,3 +255,18 @@ def test_gradcheck_of_a_custom_op_graph():
 
     small = dataclasses.replace(graph(*as_ops(FIRST, SECOND)), shape=(1, 2))
     assert gradcheck_graph(small)
+
+
+def test_a_custom_op_reproducer_runs_standalone(tmp_path):
+    """The reproducer embeds harness.custom_op, registers the ops itself and runs to the end."""
+    import subprocess
+    import sys
+
+    from harness.repro import write_reproducer
+
+    spec = graph(*as_ops(FIRST, SECOND))
+    verdict = check(spec, paths.parse("eager,func.vmap"), lifetimes=False)
+    script = write_reproducer(spec, ["eager", "func.vmap"], "cpu", verdict.report(), tmp_path / "repro.py",
+                              verdict=verdict)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
