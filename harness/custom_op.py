@@ -76,20 +76,20 @@ class CustomOpFunction:
 
 def make_custom_op_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                             device: torch.device) -> type[CustomOpFunction]:
-    op = custom_op(spec, index, tuple(shape), dtype, device)
+    op = registered_op(spec, index, tuple(shape), dtype, device)
     slots = spec.tensor_slots
 
     def apply(*args: Any) -> Any:
-        made = op(*(args[s] for s in slots))
-        return _with_constants(spec, made)
+        outputs = _outputs(spec, op(*(args[s] for s in slots)))
+        return tuple(outputs) if spec.tuple_output else outputs[0]
 
     body = {"spec": spec, "index": index, "shape": tuple(shape), "dtype": dtype, "device": device, "op": op,
             "apply": staticmethod(apply), "__module__": __name__}
     return type(f"F{index}", (CustomOpFunction,), body)
 
 
-def custom_op(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-              device: torch.device) -> Any:
+def registered_op(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                  device: torch.device) -> Any:
     """The op for one Function (registered once, then cached)."""
     key = (spec, index, shape, dtype, device)
     if key in _ops:
@@ -109,11 +109,10 @@ def op_name(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch
     return f"{NAMESPACE}::g{digest}_f{index}"
 
 
-def _with_constants(spec: FunctionSpec, made: Any) -> Any:
-    """The Function's outputs from the op's (its computed outputs): constants in place."""
+def _outputs(spec: FunctionSpec, made: Any) -> list[Any]:
+    """The Function's outputs, in order, from the op's (its computed outputs): constants in place."""
     computed = iter(made if isinstance(made, tuple) else (made,))
-    outputs = [next(computed) if o.kind == "compute" else o.value for o in spec.outputs]
-    return tuple(outputs) if spec.tuple_output else outputs[0]
+    return [next(computed) if o.kind == "compute" else o.value for o in spec.outputs]
 
 
 def _computed_only(spec: FunctionSpec, values: Sequence[Any]) -> Any:
@@ -163,7 +162,7 @@ def _register(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: tor
         # torch/_library/autograd.py calls this inside its generated Function's forward, whose
         # ctx.needs_input_grad has one entry more than the op has arguments (its metadata
         # argument; backward strips it, setup_context does not): the op's own come first
-        build._setup(attrs, ctx, arguments(inputs), list(_with_constants_list(spec, output)),
+        build._setup(attrs, ctx, arguments(inputs), _outputs(spec, output),
                      needs_input_grad=per_argument(ctx.needs_input_grad[:len(slots)]))
 
     def backward(ctx: Any, *grads: Any) -> Any:
@@ -181,17 +180,12 @@ def _register(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: tor
     op.register_autograd(backward, setup_context=setup_context)
     if spec.vmap:
         def vmap_rule(info: Any, in_dims: tuple, *tensors: torch.Tensor) -> tuple[Any, Any]:
-            batched = custom_op(spec, index, (info.batch_size, *shape), dtype, device)
+            batched = registered_op(spec, index, (info.batch_size, *shape), dtype, device)
             out = batched(*build.batch_first(info, in_dims, tensors))
             return out, tuple(0 for _ in out) if isinstance(out, tuple) else 0
         op.register_vmap(vmap_rule)
     _registered += 1
     return op
-
-
-def _with_constants_list(spec: FunctionSpec, made: Any) -> list[Any]:
-    outputs = _with_constants(spec, made)
-    return list(outputs) if spec.tuple_output else [outputs]
 
 
 def _grads_per_output(spec: FunctionSpec, grads: Sequence[Any]) -> list[Any]:
@@ -208,5 +202,5 @@ def _deregister(op: Any) -> None:
     custom_ops.OPDEF_TO_LIB.pop(op._qualname, None)
 
 
-__all__ = ["NAMESPACE", "OPS_KEPT", "CustomOpFunction", "clear", "custom_op", "make_custom_op_function",
-           "op_name", "registrations"]
+__all__ = ["NAMESPACE", "OPS_KEPT", "CustomOpFunction", "clear", "make_custom_op_function", "op_name",
+           "registered_op", "registrations"]
