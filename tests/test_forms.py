@@ -48,6 +48,12 @@ def as_ops(*functions: FunctionSpec) -> tuple[FunctionSpec, ...]:
     return converted  # type: ignore[return-value]
 
 
+def as_user_rules(*functions: FunctionSpec) -> tuple[FunctionSpec, ...]:
+    converted = tuple(with_user_vmap_rule(fn) for fn in functions)
+    assert all(fn is not None and fn.vmap_rule == "user" for fn in converted)
+    return converted  # type: ignore[return-value]
+
+
 def outcomes(spec: GraphSpec, names: str) -> dict[str, tuple[str, str]]:
     verdict = check(spec, paths.parse(names))
     return {name: (o.status, o.reason) for name, o in verdict.outcomes.items()}
@@ -64,7 +70,7 @@ def test_defaults_are_todays_forms():
     assert GraphSpec.from_json(old_json) == graph(FIRST)
 
 
-@pytest.mark.parametrize("functions", [as_ops(FIRST, SECOND), (with_user_vmap_rule(FIRST), with_user_vmap_rule(SECOND))])
+@pytest.mark.parametrize("functions", [as_ops(FIRST, SECOND), as_user_rules(FIRST, SECOND)])
 def test_json_round_trip(functions):
     spec = graph(*functions)
     assert GraphSpec.from_json(spec.to_json()) == spec
@@ -108,8 +114,12 @@ def test_what_cannot_be_a_custom_op_is_one_sentence_with_its_source(change, word
     with pytest.raises(SpecError, match="functions\\[0\\].api='custom_op' is invalid: this Function cannot be a "
                                         "custom_op: .*" + words.replace("(", "\\(").replace(")", "\\)")):
         GraphSpec(leaves=(LeafSpec(),), functions=(dataclasses.replace(base, **change),))
-    assert as_custom_op(dataclasses.replace(base, api="function", **change)) is None or "style" in change \
-        or "code" in change or "backward_method" in change  # the forms a custom_op has no choice of are set
+    converted = as_custom_op(dataclasses.replace(base, api="function", **change))
+    if set(change) & {"style", "code", "backward_method"}:  # forms a custom_op has no choice of: its own
+        assert converted is not None and (converted.style, converted.code, converted.backward_method) == (
+            "setup_context", "generic", "backward")
+    else:
+        assert converted is None
 
 
 @pytest.mark.parametrize("change, words", [
@@ -126,7 +136,8 @@ def test_user_vmap_rule_validation(change, words):
 
 
 def test_unknown_api():
-    with pytest.raises(SpecError, match="functions\\[0\\].api='op' is invalid: choose one of \\('function', 'custom_op'\\)"):
+    with pytest.raises(SpecError, match="functions\\[0\\].api='op' is invalid: choose one of "
+                                        "\\('function', 'custom_op'\\)"):
         GraphSpec(leaves=(LeafSpec(),), functions=(FunctionSpec(api="op"),))
 
 
@@ -183,7 +194,7 @@ def test_native_paths_with_custom_ops():
 
 
 def test_user_vmap_rule_graph_agrees_with_eager_and_math():
-    spec = graph(with_user_vmap_rule(FIRST), with_user_vmap_rule(SECOND))
+    spec = graph(*as_user_rules(FIRST, SECOND))
     got = outcomes(spec, "eager,compiled,func.vmap,func.grad,func.vmap_grad,func.grad_vmap")
     assert all(status == "ok" for status, _ in got.values()), got
     built = build(spec)
@@ -191,7 +202,7 @@ def test_user_vmap_rule_graph_agrees_with_eager_and_math():
 
 
 def test_user_vmap_rule_under_dynamo():
-    got = outcomes(graph(with_user_vmap_rule(FIRST), with_user_vmap_rule(SECOND)), "dynamo")
+    got = outcomes(graph(*as_user_rules(FIRST, SECOND)), "dynamo")
     # the generic style's closures meet known Dynamo issues: checked past them, never a failure
     assert got["dynamo"][0] in ("ok", "known", "partly"), got
 
@@ -230,12 +241,12 @@ def test_register_vmap_fault_changes_a_real_result():
     with selfeval.installed("vmap_custom_op_samples_rolled"):
         assert outcomes(spec, "func.vmap")["func.vmap"][0] == "failed"
         # a user vmap staticmethod goes through the same helper: untouched
-        assert outcomes(graph(with_user_vmap_rule(FIRST), with_user_vmap_rule(SECOND)), "func.vmap")["func.vmap"][0] == "ok"
+        assert outcomes(graph(*as_user_rules(FIRST, SECOND)), "func.vmap")["func.vmap"][0] == "ok"
     assert outcomes(spec, "func.vmap")["func.vmap"][0] == "ok"
 
 
 def test_grad_vmap_user_rule_fault_changes_a_real_result():
-    spec = graph(with_user_vmap_rule(FIRST), with_user_vmap_rule(SECOND))
+    spec = graph(*as_user_rules(FIRST, SECOND))
     assert outcomes(spec, "func.grad_vmap")["func.grad_vmap"][0] == "ok"
     with selfeval.installed("grad_vmap_user_rule_samples_rolled"):
         assert outcomes(spec, "func.grad_vmap")["func.grad_vmap"][0] == "failed"
