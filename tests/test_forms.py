@@ -284,3 +284,19 @@ def test_a_custom_op_reproducer_runs_standalone(tmp_path):
                               verdict=verdict)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+
+
+def test_least_recently_used_ops_are_deregistered(monkeypatch):
+    monkeypatch.setattr(custom_op, "OPS_KEPT", 1)
+    cpu = torch.device("cpu")
+    first = custom_op.make_custom_op_function(as_custom_op(FIRST), 0, (2, 3), torch.float64, cpu)
+    name = first.op._qualname
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "Autograd")
+    custom_op.make_custom_op_function(as_custom_op(FIRST), 5, (2, 3), torch.float64, cpu)  # pushes it out
+    with pytest.raises(RuntimeError):  # deregistered: the dispatcher has no such op any more
+        torch._C._dispatch_has_kernel_for_dispatch_key(name, "Autograd")
+    again = custom_op.make_custom_op_function(as_custom_op(FIRST), 0, (2, 3), torch.float64, cpu)
+    leaves = build(graph(FIRST, SECOND)).make_leaves()
+    assert torch.equal(again.apply(leaves[0], 2.5, leaves[1])[0], build(graph(FIRST, SECOND)).functions[0].apply(
+        leaves[0], 2.5, leaves[1])[0])  # registered again under the same name, the same values
+    custom_op.clear()
