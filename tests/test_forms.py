@@ -300,3 +300,14 @@ def test_least_recently_used_ops_are_deregistered(monkeypatch):
     assert torch.equal(again.apply(leaves[0], 2.5, leaves[1])[0], build(graph(FIRST, SECOND)).functions[0].apply(
         leaves[0], 2.5, leaves[1])[0])  # registered again under the same name, the same values
     custom_op.clear()
+
+
+def test_a_custom_op_s_side_effect_is_recorded_and_compared():
+    from harness.paths.eager import EagerPath
+    from harness.run import META
+
+    spec = graph(*as_ops(dataclasses.replace(FIRST, untraceable="side_effect"), SECOND))
+    result = EagerPath().run(build(spec))
+    assert result.values[META + "forward"]["side_effects"] == (0,)  # the op's kernel ran the forward once
+    got = outcomes(spec, "eager,dynamo,compiled")
+    assert all(status == "ok" for status, _ in got.values()), got
