@@ -13,9 +13,12 @@ harness.build, so both forms compute the same values:
   * `register_vmap` where the spec has `vmap`: the op made for the batched shape runs the
     batch (every op is elementwise), as a user vmap staticmethod does (`build.with_user_vmap`).
 
+In the plain code style the same registrations are source text (harness.plain._OpWriter),
+without register_vmap.
+
 What cannot be a custom_op is `harness.spec.custom_op_limit` (each limit with its torch
-source). Registering costs time and every op stays in torch's dispatcher, so ops are
-cached by (Function spec, index, shape, dtype, device): the paths of one example, its
+source). Registering costs time and every op stays in torch's dispatcher, so the classes
+and their ops are cached by (Function spec, index, shape, dtype, device): the paths of one example, its
 reruns and shrinking reuse them; the least recently used are deregistered past
 `OPS_KEPT`. `registrations()` counts the ops this process has registered.
 """
@@ -30,7 +33,7 @@ import torch
 import torch._dynamo  # noqa: F401  (see below)
 from torch.autograd.function import once_differentiable
 
-from harness import build
+from harness import build, plain
 from harness.spec import FunctionSpec
 
 # torch._dynamo is imported here, not by the first call of an op: an op's kernel is wrapped in
@@ -43,7 +46,7 @@ NAMESPACE = "afh"
 OPS_KEPT = 2048
 
 _Key = tuple[FunctionSpec, int, tuple[int, ...], torch.dtype, torch.device]
-_ops: collections.OrderedDict[_Key, Any] = collections.OrderedDict()
+_classes: collections.OrderedDict[_Key, type[CustomOpFunction]] = collections.OrderedDict()
 _registered = 0
 
 
@@ -54,8 +57,8 @@ def registrations() -> int:
 
 def clear() -> None:
     """Deregister every cached op (a selfeval fault that patches registration needs new ones)."""
-    while _ops:
-        _deregister(_ops.popitem(last=False)[1])
+    while _classes:
+        _deregister(_classes.popitem(last=False)[1].op)
 
 
 class CustomOpFunction:
@@ -76,30 +79,54 @@ class CustomOpFunction:
 
 def make_custom_op_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                             device: torch.device) -> type[CustomOpFunction]:
-    op = registered_op(spec, index, tuple(shape), dtype, device)
+    """The class a graph applies for one custom_op Function, its op registered once (then cached)."""
+    key = (spec, index, tuple(shape), dtype, device)
+    if key in _classes:
+        _classes.move_to_end(key)
+        return _classes[key]
+    cls = _plain_class(*key) if spec.code == "plain" else _generic_class(*key)
+    _classes[key] = cls
+    while len(_classes) > OPS_KEPT:
+        _deregister(_classes.popitem(last=False)[1].op)
+    return cls
+
+
+def registered_op(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                  device: torch.device) -> Any:
+    """The op of one custom_op Function (registered once, then cached)."""
+    return make_custom_op_function(spec, index, shape, dtype, device).op
+
+
+def _generic_class(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                   device: torch.device) -> type[CustomOpFunction]:
+    op = _register(spec, index, shape, dtype, device)
     slots = spec.tensor_slots
 
     def apply(*args: Any) -> Any:
         outputs = _outputs(spec, op(*(args[s] for s in slots)))
         return tuple(outputs) if spec.tuple_output else outputs[0]
 
-    body = {"spec": spec, "index": index, "shape": tuple(shape), "dtype": dtype, "device": device, "op": op,
+    body = {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device, "op": op,
             "apply": staticmethod(apply), "__module__": __name__}
     return type(f"F{index}", (CustomOpFunction,), body)
 
 
-def registered_op(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-                  device: torch.device) -> Any:
-    """The op for one Function (registered once, then cached)."""
-    key = (spec, index, shape, dtype, device)
-    if key in _ops:
-        _ops.move_to_end(key)
-        return _ops[key]
-    op = _register(*key)
-    _ops[key] = op
-    while len(_ops) > OPS_KEPT:
-        _deregister(_ops.popitem(last=False)[1])
-    return op
+def _plain_class(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                 device: torch.device) -> type[CustomOpFunction]:
+    """The class `F<index>` of plain.function_source, which registers its op as it is compiled (or
+    the one a reproducer defined and handed over in build.PLAIN_CLASSES: what the user reads
+    is what runs), with the attributes the harness reads."""
+    global _registered
+    cls = build.PLAIN_CLASSES.get(index)
+    if cls is None:
+        source = plain.function_source(spec, index, shape, dtype, device)
+        cls = plain.compile_function(source, f"F{index}")
+        cls.source = source
+        _registered += 1
+    for name, value in {"spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device,
+                        "is_custom_op": True}.items():
+        setattr(cls, name, value)
+    return cls  # type: ignore[return-value]
 
 
 def op_name(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,

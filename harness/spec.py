@@ -540,20 +540,21 @@ def custom_op_limit(fn: FunctionSpec) -> str | None:
     if fn.error is not None:
         return ("torch checks a custom_op's gradients through torch/_library/autograd.py's generated Function, "
                 "whose extra metadata input shifts the counts and indices of the deliberate error cases")
-    if fn.code != "generic":
-        return "harness/plain.py writes no custom_op source yet: use code='generic' with it"
+    if fn.code == "plain" and fn.vmap:
+        return ("harness/plain.py writes no register_vmap rule (it would need the op made for the batched "
+                "shape): use code='generic' or vmap=False with it")
     return None
 
 
 def as_custom_op(fn: FunctionSpec) -> FunctionSpec | None:
     """The same Function as a torch.library.custom_op, or None where custom_op_limit says it
     cannot be one. The forms a custom_op has no choice of are set to its own: setup_context
-    style, the generic code style (plain writes no custom_op), a `backward` method; a Function's
-    generate_vmap_rule becomes the op's register_vmap."""
+    style, a `backward` method, and for a Function with `vmap` the generic code style (plain
+    writes no register_vmap); a Function's generate_vmap_rule becomes the op's register_vmap."""
     if fn.api == "custom_op":
         return fn
-    op = dataclasses.replace(fn, api="custom_op", style="setup_context", code="generic",
-                             backward_method="backward", vmap_rule="generate")
+    op = dataclasses.replace(fn, api="custom_op", style="setup_context", backward_method="backward",
+                             vmap_rule="generate", code="generic" if fn.vmap else fn.code)
     return op if custom_op_limit(op) is None else None
 
 

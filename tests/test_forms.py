@@ -105,7 +105,7 @@ def test_every_converted_function_validates_and_round_trips(fn, convert):
     (dict(args=(Arg(const=1),), outputs=(OutputSpec(),)), "required to have a `device: torch.device` argument"),
     (dict(outputs=(OutputSpec(kind="const", value=1),)), "has none"),
     (dict(args=(Arg("x0"), Arg(const=1)), error="grad_for_nontensor"), "deliberate error cases"),
-    (dict(code="plain"), "harness/plain.py writes no custom_op source yet: use code='generic'"),
+    (dict(code="plain", vmap=True), "harness/plain.py writes no register_vmap rule"),
     (dict(backward_method="vjp"), "there is no 'vjp' method name"),
 ])
 def test_what_cannot_be_a_custom_op_is_one_sentence_with_its_source(change, words):
@@ -116,8 +116,8 @@ def test_what_cannot_be_a_custom_op_is_one_sentence_with_its_source(change, word
         GraphSpec(leaves=(LeafSpec(),), functions=(dataclasses.replace(base, **change),))
     converted = as_custom_op(dataclasses.replace(base, api="function", **change))
     if set(change) & {"style", "code", "backward_method"}:  # forms a custom_op has no choice of: its own
-        assert converted is not None and (converted.style, converted.code, converted.backward_method) == (
-            "setup_context", "generic", "backward")
+        assert converted is not None and (converted.style, converted.backward_method) == ("setup_context", "backward")
+        assert converted.code == ("generic" if converted.vmap else change.get("code", "generic"))
     else:
         assert converted is None
 
@@ -310,4 +310,27 @@ def test_a_custom_op_s_side_effect_is_recorded_and_compared():
     result = EagerPath().run(build(spec))
     assert result.values[META + "forward"]["side_effects"] == (0,)  # the op's kernel ran the forward once
     got = outcomes(spec, "eager,dynamo,compiled")
+    assert all(status == "ok" for status, _ in got.values()), got
+
+
+def test_a_plain_custom_op_computes_what_the_generic_one_does():
+    """The plain style writes the op's registrations as source text (harness.plain._OpWriter):
+    bit-identical results, and the paths agree."""
+    from harness import plain
+    from harness.paths.eager import EagerPath
+
+    generic = graph(*as_ops(dataclasses.replace(FIRST, vmap=False), dataclasses.replace(SECOND, vmap=False)))
+    in_plain = plain.in_code_style(generic, "plain")
+    assert all(fn.api == "custom_op" and fn.code == "plain" for fn in in_plain.functions)
+    source = build(in_plain).functions[0].source
+    assert "@torch.library.custom_op('afh::g" in source and ".register_autograd(F0_op_backward" in source
+    ours, theirs = EagerPath().run(build(generic)), EagerPath().run(build(in_plain))
+    compared = 0
+    for checkpoint, roles in ours.tensors.items():
+        for role, t in roles.items():
+            other = theirs.tensors[checkpoint][role]
+            assert (t is None and other is None) or torch.equal(t, other), (checkpoint, role)
+            compared += t is not None
+    assert compared >= 6  # outputs and gradients
+    got = outcomes(in_plain, "eager,compiled,dynamo,func.vmap")
     assert all(status == "ok" for status, _ in got.values()), got
