@@ -334,3 +334,22 @@ def test_a_plain_custom_op_computes_what_the_generic_one_does():
     assert compared >= 6  # outputs and gradients
     got = outcomes(in_plain, "eager,compiled,dynamo,func.vmap")
     assert all(status == "ok" for status, _ in got.values()), got
+
+
+def test_a_plain_custom_op_reproducer_registers_its_own_ops(tmp_path):
+    """A failure that the plain style shows too is written with the ops' source in the script,
+    which registers them itself (build.PLAIN_CLASSES); without the fault it runs clean."""
+    import subprocess
+    import sys
+
+    from harness.repro import write_reproducer
+
+    spec = graph(*as_ops(dataclasses.replace(FIRST, vmap=False), dataclasses.replace(SECOND, vmap=False)))
+    with selfeval.installed("compiled_autograd_custom_op_grads_rotated"):
+        verdict = check(spec, paths.parse("compiled"), lifetimes=False)
+        assert verdict.failed
+        script = write_reproducer(spec, ["compiled"], "cpu", verdict.report(), tmp_path / "repro.py", verdict=verdict)
+    text = script.read_text()
+    assert "PLAIN_CLASSES = {0: F0, 1: F1}" in text and "@torch.library.custom_op('afh::g" in text
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0 and "compiled: ok" in done.stdout, done.stdout + done.stderr[-2000:]
