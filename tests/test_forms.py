@@ -353,3 +353,14 @@ def test_a_plain_custom_op_reproducer_registers_its_own_ops(tmp_path):
     assert "PLAIN_CLASSES = {0: F0, 1: F1}" in text and "@torch.library.custom_op('afh::g" in text
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 0 and "compiled: ok" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("issue", ["dynamo-function-varargs-forward", "dynamo-function-class-attribute"])
+def test_dynamo_s_generic_class_issues_do_not_trigger_on_custom_ops(issue):
+    """Dynamo never traces into an op's kernel (torch._disable_dynamo), so the known issues of
+    tracing a generic Function class cannot explain what a custom_op does."""
+    from harness import known_issues
+
+    (entry,) = known_issues.by_ids([issue])
+    assert entry.triggered(graph(FIRST, SECOND), "dynamo")
+    assert not entry.triggered(graph(*as_ops(FIRST, SECOND)), "dynamo")
