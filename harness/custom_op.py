@@ -18,8 +18,8 @@ without register_vmap.
 
 What cannot be a custom_op is `harness.spec.custom_op_limit` (each limit with its torch
 source). Registering costs time and every op stays in torch's dispatcher, so the classes
-and their ops are cached by (Function spec, index, shape, dtype, device): the paths of one example, its
-reruns and shrinking reuse them; the least recently used are deregistered past
+and their ops are cached by (Function spec, index, shape, dtype, device): the paths of one
+example, its reruns and shrinking reuse them; the least recently used are deregistered past
 `OPS_KEPT`. `registrations()` counts the ops this process has registered.
 """
 
