@@ -7,6 +7,7 @@ op sequence with plain autograd (no custom Function), which is the independent o
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -136,8 +137,11 @@ def _term_coeffs(spec: FunctionSpec) -> tuple[tuple[float, ...], ...]:
     return tuple(tuple(t.coeff for t in o.terms) for o in spec.outputs)
 
 
-def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs: Sequence[Any]) -> None:
-    """Everything a forward tells ctx, shared by old-style forward and setup_context."""
+def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs: Sequence[Any],
+           needs_input_grad: Sequence[bool] | None = None) -> None:
+    """Everything a forward tells ctx, shared by old-style forward and setup_context (and a
+    custom_op's setup_context, which passes `needs_input_grad` per argument: its ctx has
+    one per tensor argument and one more, harness/custom_op.py)."""
     spec = cls.spec
     if not spec.materialize_grads:
         ctx.set_materialize_grads(False)
@@ -150,7 +154,8 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
     if spec.ctx_state:
         ctx.term_coeffs = _term_coeffs(spec)
     if spec.needs_input_grad == "saved":
-        ctx.needs_input_grad_at_forward = tuple(ctx.needs_input_grad)
+        ctx.needs_input_grad_at_forward = tuple(ctx.needs_input_grad if needs_input_grad is None
+                                                else needs_input_grad)
     nonlinear = [args[s] for s in spec.nonlinear_slots]
     masks = [args[s] for s in spec.mask_slots]
     saved: list[torch.Tensor] = list(masks)  # what the gradient of a masked output needs, always
@@ -282,12 +287,69 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
     return tuple(results) if spec.tuple_output else results[0]
 
 
+def forward_values(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                   device: torch.device, inner: Any, args: Sequence[Any]) -> list[Any]:
+    """What a generic forward computes, in output order, with its untraceable code (the
+    spec's `untraceable`) and its inner Function (`nested`; `inner` is its class)."""
+    if spec.untraceable == "print":
+        print(end="")  # prints nothing, and still breaks Dynamo's graph
+    elif spec.untraceable == "side_effect":
+        FORWARD_CALLS.append(index)
+    elif spec.untraceable == "data_branch":
+        total = args[spec.tensor_slots[0]].sum()
+        if (total.real if total.is_complex() else total) > 0:  # Dynamo cannot know which arm runs
+            branch = "positive"
+        else:
+            branch = "not positive"
+        del branch  # both arms compute the same outputs
+    computed = inner.apply(*args) if spec.nested else None
+    return _raw_outputs(spec, args, shape, dtype, device, computed=computed)
+
+
 def make_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                   device: torch.device) -> type[GeneratedFunction]:
-    """One Function class for one spec, in the spec's code style."""
+    """One Function for one spec: a class in the spec's code style, with a user vmap
+    staticmethod where its vmap_rule is "user"; for api "custom_op", the op's wrapper
+    (harness.custom_op.CustomOpFunction), applied the same way."""
+    if spec.api == "custom_op":
+        from harness.custom_op import make_custom_op_function
+        return make_custom_op_function(spec, index, shape, dtype, device)  # type: ignore[return-value]
     if spec.code == "plain":
-        return make_plain_function(spec, index, shape, dtype, device)
-    return make_generic_function(spec, index, shape, dtype, device)
+        cls = make_plain_function(spec, index, shape, dtype, device)
+    else:
+        cls = make_generic_function(spec, index, shape, dtype, device)
+    return with_user_vmap(cls) if spec.vmap_rule == "user" else cls
+
+
+def batch_first(info: Any, in_dims: Sequence[int | None], args: Sequence[Any]) -> list[Any]:
+    """A vmap rule's arguments with the batch dimension first; an unbatched tensor is
+    expanded to the batch (a clone: an in-place update of it must not write one element of
+    memory for every sample). One batched at dim 0 is passed as it is: even movedim(0, 0) is a
+    view, and a Function that modifies a view in place may return only one tensor (torch:
+    "If your Function modifies inplace an input that is a view of another Tensor, your
+    Function cannot return more than one Tensor"), which grad(vmap) then raises."""
+    return [a if not isinstance(a, torch.Tensor) or d == 0
+            else a.expand(info.batch_size, *a.shape).clone() if d is None else a.movedim(d, 0)
+            for a, d in zip(args, in_dims)]
+
+
+def with_user_vmap(cls: type[GeneratedFunction]) -> type[GeneratedFunction]:
+    """`cls` with a user vmap staticmethod (FunctionSpec.vmap_rule "user", and the func.vmap.user
+    path for every Function): every op is elementwise, so the batch is run by the same
+    Function built for the batched shape (batch dimension first), one class per batch size."""
+    batched: dict[int, type[GeneratedFunction]] = {}
+
+    def vmap(info: Any, in_dims: tuple, *args: Any) -> tuple[Any, Any]:
+        if info.batch_size not in batched:
+            plain_spec = dataclasses.replace(cls.spec, vmap_rule="generate")  # it runs outside vmap
+            batched[info.batch_size] = make_function(plain_spec, cls.index, (info.batch_size, *cls.shape),
+                                                     cls.dtype, cls.device)
+        out = batched[info.batch_size].apply(*batch_first(info, in_dims, args))
+        outs = out if cls.spec.tuple_output else (out,)
+        dims = tuple(0 if isinstance(o, torch.Tensor) else None for o in outs)
+        return out, dims if cls.spec.tuple_output else dims[0]
+
+    return type(cls.__name__, (cls,), {"vmap": staticmethod(vmap), "generate_vmap_rule": False})
 
 
 def make_plain_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
@@ -310,19 +372,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     is `F<index><suffix>`."""
 
     def run_forward(args: Sequence[Any]) -> list[Any]:
-        if spec.untraceable == "print":
-            print(end="")  # prints nothing, and still breaks Dynamo's graph
-        elif spec.untraceable == "side_effect":
-            FORWARD_CALLS.append(index)
-        elif spec.untraceable == "data_branch":
-            total = args[spec.tensor_slots[0]].sum()
-            if (total.real if total.is_complex() else total) > 0:  # Dynamo cannot know which arm runs
-                branch = "positive"
-            else:
-                branch = "not positive"
-            del branch  # both arms compute the same outputs
-        computed = inner.apply(*args) if spec.nested else None
-        return _raw_outputs(spec, args, shape, dtype, device, computed=computed)
+        return forward_values(spec, index, shape, dtype, device, inner, args)
 
     inner = make_generic_function(spec.inner(), index, shape, dtype, device, "Inner") if spec.nested else None
 
@@ -488,5 +538,5 @@ def oracle_functions(spec: GraphSpec, device: str | torch.device = "cpu") -> tup
 
 Applier = Callable[[int, type[GeneratedFunction], Sequence[Any]], Any]
 
-__all__ = ["Applier", "BuiltGraph", "GeneratedFunction", "OracleFunction", "build", "make_function", "math_apply",
-           "oracle_functions"]
+__all__ = ["Applier", "BuiltGraph", "GeneratedFunction", "OracleFunction", "batch_first", "build", "forward_values",
+           "make_function", "math_apply", "oracle_functions", "with_user_vmap"]

@@ -114,6 +114,10 @@ class _Writer:
         self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
         self.args = _names("a", range(len(spec.args)))
         self.outs = _names("o", range(len(spec.outputs)))
+        #: ctx.needs_input_grad per argument, and the slots backward returns gradients for (all;
+        #: a custom_op's differ, _OpWriter)
+        self.needs_source = "tuple(ctx.needs_input_grad)"
+        self.returned_slots: tuple[int, ...] = tuple(range(len(spec.args)))
         # the index of each nonlinear term among the saved intermediates, as build._backward
         # counts them (compute outputs only)
         self.deriv_index: dict[tuple[int, int], int] = {}
@@ -190,7 +194,7 @@ class _Writer:
             coeffs = tuple(tuple(t.coeff for t in o.terms) for o in spec.outputs)
             c.add(f"ctx.term_coeffs = {literal(coeffs)}")
         if spec.needs_input_grad == "saved":
-            c.add("ctx.needs_input_grad_at_forward = tuple(ctx.needs_input_grad)")
+            c.add(f"ctx.needs_input_grad_at_forward = {self.needs_source}")
         nonlinear = [self.args[s] for s in spec.nonlinear_slots]
         masks = [self.args[s] for s in spec.mask_slots]
         saved: list[str] = list(masks)  # what the gradient of a masked output needs, always
@@ -230,7 +234,7 @@ class _Writer:
         if spec.ctx_state:
             c.add("c = ctx.term_coeffs")
         if spec.needs_input_grad != "ignore":
-            c.add("needs = tuple(ctx.needs_input_grad)")
+            c.add(f"needs = {self.needs_source}")
         if spec.needs_input_grad == "saved":
             c.add("if needs != ctx.needs_input_grad_at_forward:")
             c.add(f"{_INDENT}raise AssertionError(f\"needs_input_grad changed between forward "
@@ -325,6 +329,7 @@ class _Writer:
             slot = next(i for i, a in enumerate(spec.args) if a.ref is None)
             c.add(f"# deliberately a gradient for the non-tensor input {slot} (error case grad_for_nontensor)")
             grads[slot] = self.zeros()
+        grads = [grads[s] for s in self.returned_slots if s < len(grads)]
         c.add(f"return {_tuple(grads)}" if grads else "return ()")
 
     # --- jvp -----------------------------------------------------------------------
@@ -416,9 +421,116 @@ class _Writer:
         return c.text()
 
 
+class _OpWriter(_Writer):
+    """A custom_op Function (FunctionSpec.api) in the plain style, as harness/custom_op.py makes
+    it generically: the op `F<n>_op` of the tensor arguments (the constant ones are literals in
+    it) returning the computed outputs, its fake (the same ops, no untraceable code),
+    setup_context and backward registered with register_autograd, and the class `F<n>` whose
+    `apply` takes the Function's arguments and returns its outputs. torch's ctx has one
+    needs_input_grad per op argument (and in setup_context one more, for torch/_library/
+    autograd.py's metadata): the Function's are read from them by position."""
+
+    def __init__(self, spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
+                 device: torch.device, op_name: str) -> None:
+        super().__init__(spec, index, shape, dtype, device)
+        self.op_name = op_name
+        self.op = f"{self.name}_op"
+        position = {s: i for i, s in enumerate(spec.tensor_slots)}
+        self.needs_source = _tuple([f"ctx.needs_input_grad[{position[s]}]" if s in position else "False"
+                                    for s in range(len(spec.args))])
+        self.returned_slots = spec.tensor_slots
+        self.tensor_args = [self.args[s] for s in spec.tensor_slots]
+        self.computed = [self.outs[k] for k, o in enumerate(spec.outputs) if o.kind == "compute"]
+
+    def _constants(self, c: _Code) -> None:
+        for a, arg in enumerate(self.spec.args):
+            if arg.ref is None:
+                c.add(f"{self.args[a]} = {literal(arg.const)}")
+
+    def _op_body(self, c: _Code, *, fake: bool) -> None:
+        self._constants(c)
+        inner = self.inner
+        if fake:  # the ops only: fake tensors have no values to print or branch on
+            self.inner = None
+        else:
+            self.untraceable(c)
+        self.outputs(c)
+        self.inner = inner
+        c.add(f"return {self.computed[0]}" if len(self.computed) == 1 else f"return {_tuple(self.computed)}")
+
+    def source(self) -> str:
+        spec = self.spec
+        c = _Code()
+        if self.inner is not None:
+            c.lines += self.inner.source().splitlines() + ["", ""]
+        if spec.untraceable == "side_effect":
+            c.add("forward_calls = []  # what each forward appends to: a side effect at module level")
+            c.add("")
+            c.add("")
+        params = ", ".join(f"{a}: torch.Tensor" for a in self.tensor_args)
+        returns = ("torch.Tensor" if len(self.computed) == 1
+                   else f"tuple[{', '.join(['torch.Tensor'] * len(self.computed))}]")
+        c.add(f"@torch.library.custom_op({self.op_name!r}, mutates_args=())")
+        c.add(f"def {self.op}({params}) -> {returns}:")
+        c.depth += 1
+        self._op_body(c, fake=False)
+        c.depth -= 1
+        c.add("")
+        c.add("")
+        c.add(f"@{self.op}.register_fake")
+        c.add(f"def {self.op}_fake({', '.join(self.tensor_args)}):")
+        c.depth += 1
+        self._op_body(c, fake=True)
+        c.depth -= 1
+        c.add("")
+        c.add("")
+        c.add(f"def {self.op}_setup_context(ctx, inputs, output):")
+        c.depth += 1
+        c.add(_unpack(self.tensor_args, "inputs"))
+        c.add(_unpack(self.computed, "output") if len(self.computed) > 1 else f"{self.computed[0]} = output")
+        self.setup(c)
+        c.depth -= 1
+        c.add("")
+        c.add("")
+        if spec.once_differentiable:
+            c.add("@torch.autograd.function.once_differentiable")
+        grads = [f"g{k}" for k, o in enumerate(spec.outputs) if o.kind == "compute"]
+        c.add(f"def {self.op}_backward({', '.join(['ctx', *grads])}):")
+        c.depth += 1
+        self.backward(c)
+        c.depth -= 1
+        c.add("")
+        c.add("")
+        c.add(f"{self.op}.register_autograd({self.op}_backward, setup_context={self.op}_setup_context)")
+        c.add("")
+        c.add("")
+        c.add(f"class {self.name}:")
+        c.depth += 1
+        c.add('"""The op as the graph applies a Function: its arguments in, its outputs out."""')
+        c.add("")
+        c.add(f"op = {self.op}")
+        c.add("")
+        c.add("@staticmethod")
+        c.add(f"def apply({', '.join(self.args)}):")
+        c.depth += 1
+        made = f"{self.op}({', '.join(self.tensor_args)})"
+        c.add(_unpack(self.computed, made) if len(self.computed) > 1 else f"{self.computed[0]} = {made}")
+        for k, out in enumerate(spec.outputs):
+            if out.kind == "const":
+                c.add(f"{self.outs[k]} = {literal(out.value)}")
+        c.add(self.returned(self.outs))
+        return c.text()
+
+
 def function_source(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                     device: torch.device | str) -> str:
-    """The source text of the plain-style class `F<index>` for one Function spec."""
+    """The source text of the plain-style class `F<index>` for one Function spec (for a custom_op
+    Function, its op's registrations and the class that applies it)."""
+    if spec.api == "custom_op":
+        from harness.custom_op import op_name  # (harness.custom_op builds on this module)
+
+        return _OpWriter(spec, index, tuple(shape), dtype, torch.device(device),
+                         op_name(spec, index, tuple(shape), dtype, torch.device(device))).source()
     return _Writer(spec, index, tuple(shape), dtype, torch.device(device)).source()
 
 

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 #: modules a reproducer needs, packages before their contents; except harness.known_issues,
 #: whose __init__ imports its family modules, so they come first (each found in sys.modules)
 MODULES = (
-    "harness", "harness.spec", "harness.devices", "harness.dataflow", "harness.plain", "harness.build", "harness.oracles",
+    "harness", "harness.spec", "harness.devices", "harness.dataflow", "harness.plain", "harness.build", "harness.custom_op",
+    "harness.oracles",
     "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
     "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues.entry",
     "harness.known_issues.shared", "harness.known_issues.eager", "harness.known_issues.compiled_autograd",

@@ -421,7 +421,9 @@ def _side_effects(built: BuiltGraph) -> dict[str, list[int]]:
     lists: dict[str, list[int]] = {}
     for n, (fn, cls) in enumerate(zip(built.spec.functions, built.functions)):
         forward = getattr(cls, "forward", None)  # (the error bounds' stand-ins run no forward)
-        if fn.untraceable == "side_effect" and forward is not None:
+        if fn.untraceable == "side_effect" and getattr(cls, "is_custom_op", False):
+            lists["generic"] = list(build_module.FORWARD_CALLS)  # its kernel is build.forward_values
+        elif fn.untraceable == "side_effect" and forward is not None:
             calls = forward.__globals__.get("forward_calls")
             if isinstance(calls, list):
                 lists[f"f{n}"] = list(calls)

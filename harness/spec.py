@@ -48,6 +48,15 @@ DIRTY_RETURNS = ("result", "input")
 #: generated plain function with a line per Function application, as users write models
 #: (harness.plain.graph_forward_source). Eager paths apply the Functions the same way in both
 FORWARD_CODES = ("loop", "straight")
+#: how a Function is written: "function", a torch.autograd.Function class; "custom_op", the same
+#: math as a torch.library.custom_op with register_autograd (setup_context + backward),
+#: register_fake and, for a Function with `vmap`, register_vmap (harness/custom_op.py). What a
+#: custom_op cannot be is `custom_op_limit`
+APIS = ("function", "custom_op")
+#: where a Function's vmap support comes from (FunctionSpec.vmap): "generate", torch's
+#: generate_vmap_rule=True; "user", a hand-written `vmap` staticmethod that runs the Function
+#: built for the batched shape (harness.build.with_user_vmap)
+VMAP_RULES = ("generate", "user")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
 #: the graph's floating-point dtype: every leaf (but the non-float ones below), value and gradient has it
@@ -145,6 +154,10 @@ class FunctionSpec:
     nested: bool = False
     #: DIRTY_RETURNS: how a dirty output is returned
     dirty_return: str = "result"
+    #: APIS: an autograd.Function class or a torch.library.custom_op
+    api: str = "function"
+    #: VMAP_RULES: generate_vmap_rule or a user vmap staticmethod (where `vmap` is set)
+    vmap_rule: str = "generate"
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -423,6 +436,18 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.error is None or fn.error in ERROR_CASES, f"{w}.error", fn.error, f"None or one of {ERROR_CASES}")
     _check(not fn.vmap or fn.style == "setup_context", f"{w}.vmap", fn.vmap,
            "generate_vmap_rule needs setup_context style")
+    _check(fn.api in APIS, f"{w}.api", fn.api, f"choose one of {APIS}")
+    _check(fn.vmap_rule in VMAP_RULES, f"{w}.vmap_rule", fn.vmap_rule, f"choose one of {VMAP_RULES}")
+    if fn.vmap_rule == "user":
+        _check(fn.vmap, f"{w}.vmap_rule", fn.vmap_rule, "a user vmap staticmethod is the Function's vmap "
+               "support: set vmap=True with it")
+        _check(fn.api == "function", f"{w}.vmap_rule", fn.vmap_rule, "a vmap staticmethod belongs to an "
+               "autograd.Function; a custom_op's vmap rule is its register_vmap (keep vmap_rule='generate')")
+        _check(fn.code == "generic", f"{w}.vmap_rule", fn.vmap_rule, "harness/plain.py writes no vmap "
+               "staticmethod yet: use code='generic' with it")
+    if fn.api == "custom_op":
+        why = custom_op_limit(fn)
+        _check(why is None, f"{w}.api", fn.api, f"this Function cannot be a custom_op: {why}")
     _check(len(fn.outputs) >= 1, f"{w}.outputs", fn.outputs, "a Function returns at least one output")
     _check(fn.tuple_output or len(fn.outputs) == 1, f"{w}.tuple_output", fn.tuple_output,
            "a single (non-tuple) return needs exactly one output")
@@ -478,6 +503,68 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     if fn.nonlinear_slots:
         _check("inputs" in fn.save or "intermediates" in fn.save, f"{w}.save", fn.save,
                "nonlinear terms need saved inputs or intermediates for their derivative")
+
+
+# --- other forms of the same Function ----------------------------------------------------
+#
+# torch.library.custom_op's limits, each with its source in torch 2.13 (torch/_library/):
+
+
+def custom_op_limit(fn: FunctionSpec) -> str | None:
+    """Why `fn` cannot be written as a torch.library.custom_op (harness/custom_op.py), or None.
+    The op takes the tensor arguments (constants are part of the op), returns the computed
+    outputs, and its Python wrapper returns the constant outputs beside them."""
+    kinds = {o.kind for o in fn.outputs}
+    if kinds & {"input", "view"}:
+        return ("a custom_op's outputs may not alias its inputs (torch/_library/utils.py, "
+                "check_aliasing_constraint: 'may not alias any inputs to this custom operator'), so it "
+                "returns no input as-is and no view of one")
+    if "dirty" in kinds:
+        return ("an in-place custom_op needs mutates_args, and torch registers no autograd formula for a "
+                "mutating op (custom_ops.py, register_autograd: 'Cannot register autograd formula for "
+                "non-functional operator')")
+    if "compute" not in kinds:
+        return "the op computes the Function's tensor outputs, and this Function has none"
+    if not fn.tensor_slots:
+        return ("the dispatcher chooses a custom_op's kernel from its tensor arguments, and this Function "
+                "has none (custom_ops.py: 'Functions without tensor inputs are required to have a "
+                "`device: torch.device` argument')")
+    if fn.jvp:
+        return ("a custom_op has no forward-mode AD: torch/_library/autograd.py, make_autograd_impl, "
+                "defines only forward and backward for it, so a user jvp has nowhere to go")
+    if fn.style != "setup_context":
+        return ("register_autograd takes setup_context(ctx, inputs, output) and backward(ctx, *grads) "
+                "(custom_ops.py): a custom_op is written in setup_context style")
+    if fn.backward_method != "backward":
+        return "register_autograd takes the backward formula as a function: there is no 'vjp' method name"
+    if fn.error is not None:
+        return ("torch checks a custom_op's gradients through torch/_library/autograd.py's generated Function, "
+                "whose extra metadata input shifts the counts and indices of the deliberate error cases")
+    if fn.code == "plain" and fn.vmap:
+        return ("harness/plain.py writes no register_vmap rule (it would need the op made for the batched "
+                "shape): use code='generic' or vmap=False with it")
+    return None
+
+
+def as_custom_op(fn: FunctionSpec) -> FunctionSpec | None:
+    """The same Function as a torch.library.custom_op, or None where custom_op_limit says it
+    cannot be one. The forms a custom_op has no choice of are set to its own: setup_context
+    style, a `backward` method, and for a Function with `vmap` the generic code style (plain
+    writes no register_vmap); a Function's generate_vmap_rule becomes the op's register_vmap."""
+    if fn.api == "custom_op":
+        return fn
+    op = dataclasses.replace(fn, api="custom_op", style="setup_context", backward_method="backward",
+                             vmap_rule="generate", code="generic" if fn.vmap else fn.code)
+    return op if custom_op_limit(op) is None else None
+
+
+def with_user_vmap_rule(fn: FunctionSpec) -> FunctionSpec | None:
+    """The same Function with a hand-written vmap staticmethod in place of generate_vmap_rule,
+    or None where it has no vmap support to replace (vmap=False) or is a custom_op (whose rule
+    is register_vmap). Plain-style Functions become generic (plain.py writes no vmap method)."""
+    if not fn.vmap or fn.api != "function":
+        return None
+    return dataclasses.replace(fn, vmap_rule="user", code="generic")
 
 
 def _has_literal(value: Any) -> bool:
@@ -572,6 +659,6 @@ def load_spec(path: str) -> GraphSpec:
 
 
 __all__ = [
-    "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "APIS", "VMAP_RULES", "as_custom_op", "custom_op_limit", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
     "SpecError", "Term", "load_spec", "validate",
 ]

@@ -130,6 +130,7 @@ def _patchable_state() -> dict[str, object]:
         "call_backward": (external_utils.call_backward, compiled_autograd.call_backward),
         "aot_eager": registry._COMPILER_FNS["aot_eager"],
         "custom_function_call": function_module.custom_function_call,
+        "custom_function_call_vmap_helper": torch._functorch.autograd_function.custom_function_call_vmap_helper,
         **{f"AutogradFunctionContextVariable.{n}": AutogradFunctionContextVariable.__dict__[n]
            for n in ("create", "call_method", "var_getattr")},
         "AutogradFunctionApplyVariable.prepare_fn_vt": AutogradFunctionApplyVariable.prepare_fn_vt,

@@ -33,7 +33,9 @@ from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
 
 
 def _generic(fn: FunctionSpec) -> bool:
-    return fn.code == "generic"
+    """A generic-style autograd.Function, whose class body Dynamo traces. A custom_op's kernel is
+    generic too, but Dynamo never traces into it (custom_ops.py wraps it in torch._disable_dynamo)."""
+    return fn.code == "generic" and fn.api == "function"
 
 
 def _all_plain(spec: GraphSpec) -> GraphSpec:

@@ -183,7 +183,8 @@ def _twin_spec(spec: GraphSpec) -> GraphSpec:
     1 + k eta is applied to the outputs by the rerun: `_output_scales`)."""
     functions = tuple(
         dataclasses.replace(fn, outputs=tuple(_twin_output(spec, o) for o in fn.outputs),
-                            style="old", vmap=False, save=("inputs",), error=None)
+                            style="old", vmap=False, save=("inputs",), error=None, api="function",
+                            vmap_rule="generate")
         for fn in spec.functions)
     return dataclasses.replace(spec, dtype="float64", functions=functions, trace=False)
 

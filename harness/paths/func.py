@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from harness.build import BuiltGraph, GeneratedFunction, make_function
+from harness.build import BuiltGraph, GeneratedFunction, with_user_vmap
 from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, has_backward, loss_refs
 from harness.paths import register
 from harness.paths.tracing import TraceRecorder
@@ -87,6 +87,15 @@ COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex 
 #: not require grad, so no hook can be registered on it ("cannot register a hook on a tensor
 #: that doesn't require gradient"; pytorch/pytorch#158610 "vmap will always disable gradient
 #: calculation", pytorch/functorch#638 "backward hooks aren't called when using vmap", open).
+#: torch/_library/autograd.py, make_autograd_impl: a custom_op's register_autograd formula runs in a
+#: generated autograd.Function with an old-style forward(ctx, *args) and no setup_context, which
+#: torch.func refuses (torch/autograd/function.py, Function.apply: "In order to use an
+#: autograd.Function with functorch transforms ... it must override the setup_context
+#: staticmethod"); the forward-mode transforms meet NO_JVP first (a custom_op has no jvp; under
+#: torch.func.jvp its tangent would silently be zero: the op's Autograd kernel sees no input that
+#: requires grad and redispatches below autograd)
+CUSTOM_OP_AUTOGRAD = ("custom_op: torch.func cannot differentiate a custom_op's register_autograd formula "
+                      "(its generated Function has no setup_context)")
 TENSOR_HOOK_FORWARD_MODE = "tensor hook: a backward hook, which jacfwd's forward-mode AD never runs"
 TENSOR_HOOK_UNDER_VMAP = "tensor hook: inside grad(vmap) no tensor requires grad, so none can be hooked"
 
@@ -225,24 +234,6 @@ def narrowed(spec: GraphSpec, transform: Transform, reference: RunResult) -> Run
 # --- the graph as a function of its leaves -------------------------------------------------
 
 
-def with_user_vmap(cls: type[GeneratedFunction], batch_size: int) -> type[GeneratedFunction]:
-    """`cls` with a user vmap staticmethod: every op is elementwise, so the batch is run by
-    the same Function built for the batched shape (batch dimension first; an unbatched
-    tensor argument is expanded to the batch)."""
-    batched_cls = make_function(cls.spec, cls.index, (batch_size, *cls.shape), cls.dtype, cls.device)
-
-    def vmap(info: Any, in_dims: tuple, *args: Any) -> tuple[Any, Any]:
-        moved = [a if not isinstance(a, torch.Tensor)
-                 else a.expand(info.batch_size, *a.shape).clone() if d is None else a.movedim(d, 0)
-                 for a, d in zip(args, in_dims)]
-        out = batched_cls.apply(*moved)
-        outs = out if cls.spec.tuple_output else (out,)
-        dims = tuple(0 if isinstance(o, torch.Tensor) else None for o in outs)
-        return out, dims if cls.spec.tuple_output else dims[0]
-
-    return type(cls.__name__, (cls,), {"vmap": staticmethod(vmap), "generate_vmap_rule": False})
-
-
 class GraphFunction:
     """The graph forward as a function of the leaves, for torch.func."""
 
@@ -309,8 +300,9 @@ def _replace(values: list, indices: Sequence[int], new: Sequence) -> list:
 
 
 def graph_function(built: BuiltGraph, transform: Transform) -> GraphFunction:
-    functions = [with_user_vmap(cls, BATCH) for cls in built.functions] if transform.user_vmap \
-        else list(built.functions)
+    # (a custom_op keeps its own rule, register_vmap: a vmap staticmethod is an autograd.Function's)
+    functions = [cls if getattr(cls, "is_custom_op", False) else with_user_vmap(cls) for cls in built.functions] \
+        if transform.user_vmap else list(built.functions)
     return GraphFunction(built, functions, hooks=bool(gradient_roles(built.spec, transform)))
 
 
@@ -482,15 +474,21 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     if not function_output_refs_of(spec) and transform.name not in ("vmap", "vmap.user"):
         return NO_TENSOR_OUTPUT
     vmapped = transform.batched or transform.name in ("jacrev", "jacfwd")
-    if vmapped and not transform.user_vmap and not all(fn.vmap for fn in spec.functions):
+    # a custom_op without register_vmap is batched by torch's fallback, a loop over the samples
+    # (aten/src/ATen/functorch/BatchedFallback.cpp, "we have not yet implemented the batching rule")
+    if vmapped and not transform.user_vmap and not all(fn.vmap or fn.api == "custom_op" for fn in spec.functions):
         return NO_VMAP_RULE
+    # only a generated rule vmaps the forward itself; a user rule and register_vmap run it on plain tensors
     if transform.batched and not transform.user_vmap and any(
-            fn.untraceable == "data_branch" for fn in spec.functions):
+            fn.untraceable == "data_branch" and fn.api == "function" and fn.vmap_rule == "generate"
+            for fn in spec.functions):
         return DATA_BRANCH
     if transform.name in ("jacrev", "jacfwd") and spec.dtype in COMPLEX_DTYPES:
         return COMPLEX_JACOBIAN
     if transform.forward_mode and not all(fn.jvp for fn in spec.functions):
         return NO_JVP
+    if transform.derivative == "grad" and any(fn.api == "custom_op" for fn in spec.functions):
+        return CUSTOM_OP_AUTOGRAD
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
         if transform.forward_mode:
             return TENSOR_HOOK_FORWARD_MODE

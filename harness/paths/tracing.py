@@ -5,6 +5,9 @@ graph it hands the backend (its forward and backward as subgraphs; AOT Autograd 
 compiles the backward). One it cannot trace runs as plain eager `Function.apply` under
 Dynamo's fallback, and is not tested by the compiled path at all. One with no input that
 requires grad is inlined: its forward's ops go into the graph, and no backward is compiled.
+A custom_op Function (FunctionSpec.api) is one node calling its op, which Dynamo does not
+trace into (register_fake gives the shapes) and whose backward AOT builds from its
+register_autograd formula: it counts as "traced".
 
 `TraceRecorder` is a backend that records what the backend is given and then compiles it
 exactly as torch.compile(backend=<name>) does (the same wrapper objects). Each graph node
@@ -30,6 +33,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from harness.build import BuiltGraph
+from harness.custom_op import NAMESPACE as CUSTOM_OP_NAMESPACE
 from harness.plain import graph_forward_source
 
 WAYS = ("traced", "inlined", "eager", "unknown")
@@ -60,6 +64,14 @@ class _Recording:
 
     def __getattr__(self, name: str) -> Any:  # get_compiler_config, reset, ...
         return getattr(self.inner, name)
+
+
+def _applies_a_function(target: Any) -> bool:
+    """A traced Function's autograd_function_apply, or a custom_op Function's op (FunctionSpec.api:
+    one node calling `afh::...`, whose backward AOT builds from its register_autograd formula)."""
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return target.name() == FUNCTION_OP
+    return isinstance(target, torch._ops.OpOverload) and target.namespace == CUSTOM_OP_NAMESPACE
 
 
 class TraceRecorder:
@@ -101,8 +113,7 @@ class TraceRecorder:
             if not isinstance(module, torch.fx.GraphModule):
                 continue
             for node in module.graph.nodes:
-                is_op = node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator) \
-                    and node.target.name() == FUNCTION_OP
+                is_op = node.op == "call_function" and _applies_a_function(node.target)
                 if is_op and module is gm:
                     self.function_ops += 1
                 n = self._function_of(node)

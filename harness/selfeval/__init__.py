@@ -96,6 +96,12 @@ FAULTS: tuple[Fault, ...] = (
     # torch.func paths come from another branch (harness/paths/func*); until they are
     # registered, a campaign cannot see this one and selfeval reports it as not run
     _fault(compilers, "func_transform_output_scaled", ("func.grad", "func.vmap", "func.jvp")),
+    # the custom_op form (FunctionSpec.api): campaigns meet it through the twin-form oracle
+    # (harness/oracles/twins.py, as_custom_op), and tests/test_forms.py on explicit specs
+    _fault(compilers, "compiled_autograd_custom_op_grads_rotated", COMPILED_PATHS),
+    _fault(compilers, "vmap_custom_op_samples_rolled", ("func.vmap",)),
+    # and the user vmap rule form (FunctionSpec.vmap_rule; func.vmap.user adds one too, but vmaps alone)
+    _fault(compilers, "grad_vmap_user_rule_samples_rolled", ("func.grad_vmap",)),
     *(_fault(dynamo_faults, name, DYNAMO_PATHS) for name in (
         "dynamo_saved_tensors_reversed", "dynamo_mark_non_differentiable_dropped",
         "dynamo_needs_input_grad_of_intermediates_false", "dynamo_input_returned_as_is_not_viewed",

@@ -75,3 +75,86 @@ def func_transform_output_scaled(p: Patches) -> None:
             return _scale_first(original(autograd_function, *args, **kwargs))
         return custom_function_call
     p.wrap(function_module, "custom_function_call", make)
+
+
+# --- the custom_op form (FunctionSpec.api "custom_op", harness/custom_op.py) -----------------
+#
+# torch/_library/autograd.py runs a custom_op's register_autograd formula in a generated
+# Function ("GeneratedBackwardFor_<ns>_<op>_<overload>") with one input more than the op has
+# arguments (its Metadata), whose gradient its backward returns as a trailing None; and
+# register_vmap's kernel (custom_ops.py) wraps the rule's outputs through
+# custom_function_call_vmap_helper (torch/_functorch/autograd_function.py), which it imports
+# when the rule is registered.
+
+_GENERATED_BACKWARD = "GeneratedBackwardFor_"
+
+
+def _samples_rolled(vmap_rule):
+    """A vmap rule whose batched outputs have their samples shifted by one along the batch dim."""
+    def rule(info, in_dims, *args, **kwargs):
+        outputs, out_dims = vmap_rule(info, in_dims, *args, **kwargs)
+        many = isinstance(outputs, tuple)
+        outs, dims = (outputs, out_dims) if many else ((outputs,), (out_dims,))
+        outs = tuple(o if d is None or not isinstance(o, torch.Tensor) else o.roll(1, d) for o, d in zip(outs, dims))
+        return (outs if many else outs[0]), out_dims
+    return rule
+
+
+def compiled_autograd_custom_op_grads_rotated(p: Patches) -> None:
+    """Only under compiled autograd, and only for a custom_op's generated backward: an
+    off-by-one around the trailing metadata input's None rotates the gradients of the op's
+    inputs by one (each lands on the next input, the last one's on the first)."""
+    from torch._dynamo import compiled_autograd, external_utils
+
+    def make(original):
+        def call_backward(backward_c_function, saved_tensors, *args):
+            grads = original(backward_c_function, saved_tensors, *args)
+            name = getattr(getattr(backward_c_function, "_forward_cls", None), "__name__", "")
+            if name.startswith(_GENERATED_BACKWARD) and isinstance(grads, tuple) and len(grads) >= 3:
+                *inputs, metadata = grads
+                return (inputs[-1], *inputs[:-1], metadata)
+            return grads
+        return call_backward
+    faulty = make(external_utils.call_backward)
+    p.set(external_utils, "call_backward", faulty)
+    p.set(compiled_autograd, "call_backward", faulty)
+
+
+def vmap_custom_op_samples_rolled(p: Patches) -> None:
+    """Only under torch.func.vmap, and only for a custom_op's register_vmap rule: the batch
+    dimension is put back on the rule's outputs with the samples shifted by one (sample i
+    gets sample i-1's value), as an off-by-one in re-adding the batch dim would."""
+    import torch._functorch.autograd_function as autograd_function
+
+    from harness import custom_op
+
+    def make(original):
+        def helper(interpreter, vmap_function, op, *operands, **kwargs):
+            if isinstance(op, torch.autograd.function.FunctionMeta):
+                return original(interpreter, vmap_function, op, *operands, **kwargs)
+
+            return original(interpreter, _samples_rolled(vmap_function), op, *operands, **kwargs)
+        return helper
+    p.wrap(autograd_function, "custom_function_call_vmap_helper", make)
+    # register_vmap binds the helper when an op's rule is registered: ops made before (and
+    # those made while it is installed) are deregistered, so each side gets its own
+    custom_op.clear()
+    p.on_undo(custom_op.clear)
+
+
+def grad_vmap_user_rule_samples_rolled(p: Patches) -> None:
+    """Only where vmap runs inside another transform (torch.func.grad of a vmap: the vmap
+    level is not the first), and only for an autograd.Function's own vmap staticmethod: the
+    batch dimension is put back on its outputs with the samples shifted by one, as re-adding
+    it at a nested level with an off-by-one would. generate_vmap_rule goes another way
+    (custom_function_call_vmap_generate_rule) and is untouched."""
+    import torch._functorch.autograd_function as autograd_function
+
+    def make(original):
+        def helper(interpreter, vmap_function, op, *operands, **kwargs):
+            if not isinstance(op, torch.autograd.function.FunctionMeta) or interpreter.level() < 2:
+                return original(interpreter, vmap_function, op, *operands, **kwargs)
+
+            return original(interpreter, _samples_rolled(vmap_function), op, *operands, **kwargs)
+        return helper
+    p.wrap(autograd_function, "custom_function_call_vmap_helper", make)
