@@ -46,8 +46,10 @@ def with_(spec: GraphSpec, **fields) -> GraphSpec:
     return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, **fields) for fn in spec.functions))
 
 
-#: one output (alone, not in a tuple), so that every pair applies
+#: one output (alone, not in a tuple), so that every pair applies (but vmap_rule: VMAPPED)
 ONE_OUTPUT = with_(BASE, outputs=(BASE.functions[0].outputs[0],), tuple_output=False)
+#: the same with generate_vmap_rule (which needs setup_context): the vmap_rule pair applies
+VMAPPED = with_(ONE_OUTPUT, vmap=True, style="setup_context")
 #: a chain of two Functions, the second in setup_context style with vjp and materialize_grads=False
 CHAIN = GraphSpec(
     shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()),
@@ -64,8 +66,9 @@ def _math(spec: GraphSpec) -> RunResult:
 
 @pytest.mark.parametrize("pair", twins.PAIR_NAMES)
 def test_each_pair_applies_to_a_one_output_function(pair: str) -> None:
-    twin = twins.twin_of(ONE_OUTPUT, pair)
-    assert twin is not None and twin.spec != ONE_OUTPUT
+    spec = VMAPPED if pair == "vmap_rule" else ONE_OUTPUT
+    twin = twins.twin_of(spec, pair)
+    assert twin is not None and twin.spec != spec
     assert twin.flips.startswith("F0 ")
     assert twin.label == f"twin {pair} ({twin.flips})"
 
@@ -85,8 +88,11 @@ def test_every_twin_is_a_valid_spec_with_the_same_math(spec: GraphSpec) -> None:
         assert changed and all(f"F{n} " in twin.flips for n in changed)
         for a, b in zip(spec.functions, twin.spec.functions):  # the pair's own fields only
             differing = {f.name for f in dataclasses.fields(FunctionSpec) if getattr(a, f.name) != getattr(b, f.name)}
+            # (api and vmap_rule also take the forms their other side has no choice of: a custom_op
+            # is setup_context with a backward method, a user vmap rule and a vmapped custom_op are
+            # written in the generic code style)
             assert differing <= {"style", "backward_method", "tuple_output", "once_differentiable",
-                                 "materialize_grads"}, differing
+                                 "materialize_grads", "api", "vmap_rule", "code"}, differing
         math = math or _math(spec)
         assert compare(math, _math(twin.spec), EXACT) == []
 
@@ -128,17 +134,19 @@ def test_twins_agree_on_eager_exactly(spec: GraphSpec, pair: str) -> None:
     assert not verdict.failed, verdict.report()
 
 
-@pytest.mark.parametrize("pair", twins.PAIR_NAMES)
+@pytest.mark.parametrize("pair", [p.name for p in twins.PAIRS if "*" in p.paths])  # (vmap_rule: torch.func only)
 def test_twins_agree_on_the_compiled_paths(pair: str) -> None:
     """compiled autograd and torch.compile: the twin is compared, or a known torch issue explains
-    every difference (compiled autograd ignores a `vjp` method: ca-function-vjp-ignored)."""
+    every difference (compiled autograd ignores a `vjp` method: ca-function-vjp-ignored; for api,
+    the custom_op twin has a backward method and no class for Dynamo to read attributes of, so the
+    original's ca-function-vjp-ignored and dynamo-function-class-attribute explain both paths)."""
     chosen = [paths.get("compiled"), paths.get("dynamo")]
     verdict = check(CHAIN, [EAGER, *chosen], lifetimes=False, twins=pair)
     assert not verdict.failed, verdict.report()
     statuses = {name: r.status for name, r in verdict.twin.paths.items()}
     assert statuses["eager"] == "agree"
     assert set(statuses.values()) <= {"agree", "known", "unsupported"}, statuses
-    assert "agree" in {statuses["compiled"], statuses["dynamo"]} or pair == "backward_method"
+    assert "agree" in {statuses["compiled"], statuses["dynamo"]} or pair in ("backward_method", "api")
 
 
 def _with_hook(spec: GraphSpec, kind: str) -> GraphSpec:
@@ -241,3 +249,15 @@ def test_check_on_the_command_line_takes_a_pair(tmp_path, capsys) -> None:
     assert "twin tuple_output (F0 single->1-tuple): eager agree" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="--twins 'bogus' is not a twin pair; use auto .* or one of style"):
         main(["check", str(spec_file), "--paths", "eager", "--twins", "bogus"])
+
+
+@pytest.mark.parametrize("pair, spec, path", [("api", ONE_OUTPUT, "eager"), ("api", VMAPPED, "func.vmap"),
+                                              ("vmap_rule", VMAPPED, "func.vmap"),
+                                              ("vmap_rule", VMAPPED, "func.grad_vmap")])
+def test_the_custom_op_and_user_vmap_twins_are_compared_and_agree(pair, spec, path):
+    """The two forms harness/custom_op.py and build.with_user_vmap write: compared on the paths that
+    run them, and equal there."""
+    verdict = check(spec, paths.parse(path), lifetimes=False, twins=pair)
+    assert not verdict.failed, verdict.report()
+    assert verdict.twin is not None and verdict.twin.pair == pair
+    assert verdict.twin.paths[path].status == "agree", verdict.twin.paths

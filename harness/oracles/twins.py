@@ -39,7 +39,7 @@ from harness.check import _against_eager
 from harness.oracles.compare import EXACT, Mismatch, Tolerance
 from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.run import RunResult, tracking_lifetimes
-from harness.spec import FunctionSpec, GraphSpec
+from harness.spec import FunctionSpec, GraphSpec, as_custom_op, with_user_vmap_rule
 
 if TYPE_CHECKING:
     from harness.check import PathOutcome
@@ -105,6 +105,16 @@ def _materialize_grads(fn: FunctionSpec) -> FunctionSpec:
     return replace(fn, materialize_grads=not fn.materialize_grads)
 
 
+def _api(fn: FunctionSpec) -> FunctionSpec | None:
+    # to a custom_op where harness.spec.custom_op_limit allows it (it also takes the forms a
+    # custom_op has no choice of: setup_context, a backward method); back is always possible
+    return as_custom_op(fn) if fn.api == "function" else replace(fn, api="function")
+
+
+def _vmap_rule(fn: FunctionSpec) -> FunctionSpec | None:
+    return with_user_vmap_rule(fn) if fn.vmap_rule == "generate" else replace(fn, vmap_rule="generate")
+
+
 PAIRS: tuple[Pair, ...] = (
     Pair("style", "forward(ctx, ...) (old) vs forward(...) + setup_context", _style, _field_flip("style")),
     Pair("backward_method", "the formula defined as backward vs as vjp (torch's alias)", _backward_method,
@@ -115,6 +125,11 @@ PAIRS: tuple[Pair, ...] = (
          _once_differentiable, lambda before, after: "on" if after.once_differentiable else "off"),
     Pair("materialize_grads", "ctx.set_materialize_grads(False), a backward handling None, vs the default",
          _materialize_grads, _field_flip("materialize_grads")),
+    Pair("api", "an autograd.Function vs torch.library.custom_op + register_autograd (+ register_vmap) with "
+                "the same math (harness/custom_op.py)", _api, _field_flip("api")),
+    # only the torch.func paths run a vmap rule at all
+    Pair("vmap_rule", "generate_vmap_rule = True vs a hand-written vmap staticmethod", _vmap_rule,
+         _field_flip("vmap_rule"), paths=("func", "func+dynamo")),
 )
 PAIR_NAMES = tuple(p.name for p in PAIRS)
 
