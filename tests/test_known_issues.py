@@ -487,6 +487,10 @@ def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_che
     # error at backward: the lost requires_grad is seen in the run's record, not in a mismatch
     ("dynamo_aot_detached_view_error_at_backward_8183166f.json",
      {"dynamo-aot-detached-input-drops-requires-grad", "dynamo-unread-saved-output-unchecked"}),
+    # the seed of copyslices-skips-gradient-validation (harness/seeds.py) in a 60 s main job: under
+    # dynamo AOT's trace of the backward at compile time names CopySlices in the invalid-gradient
+    # error, at forward, where eager raises copy_'s size error at backward
+    ("dynamo_copyslices_invalid_gradient_at_compile.json", {"dynamo-function-backward-checked-differently"}),
 ])
 def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expected):
     """Specs of the 5-minute eager,dynamo campaign on the traceable generation (kept in
