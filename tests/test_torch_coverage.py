@@ -1,0 +1,72 @@
+"""`python -m harness coverage`: a campaign under coverage.py, restricted to torch's modules for
+custom Functions (harness/torch_coverage.py)."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness import torch_coverage
+from harness.cli import main
+from harness.torch_coverage import FUNCTION_MODULES, FunctionModule, ModuleCoverage, torch_root, uncovered_text
+
+
+def test_the_command_measures_the_campaign_and_its_worker(tmp_path):
+    """As a user runs it: eager path, a short budget, one worker process (the default). The parent
+    process applies no Function, so what ran of BackwardCFunction.apply ran in the worker: coverage.py's
+    subprocess and _exit patches reached it."""
+    out, numbers = tmp_path / "campaign", tmp_path / "coverage-numbers.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "coverage", "--paths", "eager", "--budget", "30s",
+                           "--out", str(out), "--json", str(numbers)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    row = re.search(r"^torch/autograd/function\.py +(\d+)/(\d+) +[\d.]+% +(\d+)/(\d+) ", done.stdout, re.M)
+    assert row is not None, done.stdout[-3000:]
+    lines, statements, branches, of_branches = map(int, row.groups())
+    assert 0 < lines <= statements and 0 < branches <= of_branches, row.group(0)
+    assert "branches never taken" in done.stdout and "torch/autograd/function.py:" in done.stdout
+    function_py = str(torch_root() / "autograd/function.py")
+    measured = json.loads((out / "coverage.json").read_text())["files"]
+    apply = next(data for name, data in measured.items() if name.endswith("torch/autograd/function.py"))
+    assert apply["functions"]["BackwardCFunction.apply"]["executed_lines"], function_py
+    written = json.loads(numbers.read_text())
+    assert [m["path"] for m in written["modules"]] == [m.path for m in FUNCTION_MODULES]
+    assert written["modules"][0]["covered_branches"] == branches
+    assert (out / "uncovered.txt").read_text().startswith("torch/autograd/function.py: ")
+    assert (out / "examples.jsonl").stat().st_size > 0 and (out / "report.md").exists()  # fuzz's own outputs
+
+
+def test_every_module_is_in_the_installed_torch_with_a_reason():
+    for module in FUNCTION_MODULES:
+        assert (torch_root() / module.path).is_file(), module.path
+        assert len(module.why) > 40, module.path
+
+
+def test_a_module_missing_from_torch_is_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch_coverage, "FUNCTION_MODULES",
+                        FUNCTION_MODULES + (FunctionModule("autograd/no_such_module.py", "a test"),))
+    with pytest.raises(SystemExit, match=r"^error: torch at .* has no autograd/no_such_module.py; update "
+                                         r"FUNCTION_MODULES in harness/torch_coverage.py"):
+        main(["coverage", "--paths", "eager", "--budget", "1s", "--out", str(tmp_path / "c")])
+
+
+def test_a_measured_folder_is_not_measured_again(tmp_path):
+    torch_coverage.write_config(tmp_path)
+    with pytest.raises(SystemExit, match="holds a measured campaign already .* choose another --out"):
+        main(["coverage", "--paths", "eager", "--budget", "1s", "--out", str(tmp_path)])
+
+
+def test_compare_of_an_unmeasured_folder_is_one_sentence(tmp_path):
+    with pytest.raises(SystemExit, match="holds no measured campaign"):
+        torch_coverage.main(["compare", str(tmp_path), str(tmp_path)])
+
+
+def test_missed_branches_are_grouped_by_function_with_their_file():
+    entry = ModuleCoverage(FunctionModule("autograd/function.py", "a test"), 10, 5, 4, 1,
+                           {"Function.apply": [(622, 627), (627, 628)], "once_differentiable.wrapper": [(654, -650)]})
+    text = uncovered_text([entry], limit=1)
+    assert text.splitlines() == ["torch/autograd/function.py: 3 branch(es) never taken",
+                                 "  Function.apply: torch/autograd/function.py:622->627, 627->628",
+                                 "  ... and 1 more function(s)"]
+    assert "654->exit" in uncovered_text([entry], limit=None)
