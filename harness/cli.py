@@ -527,11 +527,15 @@ def build_parser() -> argparse.ArgumentParser:
                          description="The campaign of `fuzz` (the same options, outputs and exit status) "
                                      "measured by coverage.py with branch coverage, restricted to torch's modules "
                                      "that handle custom Functions (harness/torch_coverage.py, FUNCTION_MODULES). "
-                                     "Worker processes are measured too (coverage.py's subprocess, _exit and fork "
-                                     "patches). Prints line and branch coverage per module and the branches never "
+                                     "It runs in this process by default (--workers 0); with --workers N the workers are measured "
+                                     "too (coverage.py's subprocess, _exit and fork patches), but a worker killed at the "
+                                     "budget's end in the middle of an example (seconds long on dynamo) loses all its "
+                                     "data. Prints line and branch coverage per module and the branches never "
                                      "taken, grouped by function; all of them go to DIR/uncovered.txt, coverage.py's "
                                      "JSON report to DIR/coverage.json, the campaign's summary to DIR/summary.json.")
-    _add_campaign_options(cov)
+    # in this process by default: at the budget's end a worker still in an example is killed, and
+    # coverage.py loses all that worker measured
+    _add_campaign_options(cov, workers=0)
     cov.add_argument("--json", help="write the coverage numbers per module (and the missed branches) to this file")
     cov.set_defaults(func=cmd_coverage, resume=None, cluster=None, shards=None, shard=0)
 
@@ -600,8 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_campaign_options(parser: argparse.ArgumentParser) -> None:
-    """The options of a campaign on this machine, shared by fuzz and coverage."""
+def _add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) -> None:
+    """The options of a campaign on this machine, shared by fuzz and coverage (`workers`: the default)."""
     parser.add_argument("--budget", type=parse_duration, default=60.0,
                         help="wall time for everything, e.g. 90s, 8h (default 60s), but the one-time native "
                              "build and the first workers' warm-up (the summary says how long). The reports keep "
@@ -621,8 +625,8 @@ def _add_campaign_options(parser: argparse.ArgumentParser) -> None:
                                            "a GitHub Actions artifact (the nightly workflow's), read-only, beside "
                                            "DIR/examples-db which gets the writes (default: DIR/examples-db)")
     parser.add_argument("--max-examples", type=int, help="stop after this many examples")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="worker processes, each isolated from crashes and hangs (default 1; "
+    parser.add_argument("--workers", type=int, default=workers,
+                        help=f"worker processes, each isolated from crashes and hangs (default {workers}; "
                              "0 runs in this process, without isolation)")
     parser.add_argument("--hang-timeout", type=parse_duration, default=300.0,
                         help="a worker with no progress for this long is killed and its example "

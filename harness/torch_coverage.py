@@ -2,10 +2,13 @@
 
 `python -m harness coverage` runs a fuzz campaign under coverage.py and reports, per module of
 FUNCTION_MODULES, the lines and branches of torch that the campaign ran, and every branch it did
-not (docs/coverage.md, "torch's conditions for custom Functions"). Worker processes are measured
+not (docs/coverage.md, "torch's conditions for custom Functions"). With --workers N the workers are measured
 too: coverage.py's `patch = subprocess` hands the configuration to every Python child (through the
 `.pth` file coverage installs), `patch = _exit` saves a worker's data at its `os._exit`, and
-`patch = fork` a forked shrinking candidate's. A worker killed by SIGKILL (a hang) loses its data.
+`patch = fork` a forked shrinking candidate's. A worker killed by SIGKILL loses all its data: a hang,
+and a worker still in an example at the budget's end (harness.workers kills it then), which on the
+compiled and dynamo paths, seconds an example, is the rule. So `coverage` runs the campaign in its own
+process unless told otherwise (--workers 0), where nothing is lost.
 
 `python -m harness.torch_coverage config DIR | report DIR | compare DIR_A DIR_B` are the pieces
 scripts/coverage_side_by_side.sh uses to measure another checkout's `fuzz` the same way.

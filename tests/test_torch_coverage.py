@@ -13,28 +13,51 @@ from harness.cli import main
 from harness.torch_coverage import FUNCTION_MODULES, FunctionModule, ModuleCoverage, torch_root, uncovered_text
 
 
-def test_the_command_measures_the_campaign_and_its_worker(tmp_path):
-    """As a user runs it: eager path, a short budget, one worker process (the default). The parent
-    process applies no Function, so what ran of BackwardCFunction.apply ran in the worker: coverage.py's
-    subprocess and _exit patches reached it."""
+def coverage_campaign(tmp_path, *options):
+    """`python -m harness coverage` as a user runs it, eager path: (its stdout, the campaign folder,
+    the --json numbers)."""
     out, numbers = tmp_path / "campaign", tmp_path / "coverage-numbers.json"
-    done = subprocess.run([sys.executable, "-m", "harness", "coverage", "--paths", "eager", "--budget", "30s",
+    done = subprocess.run([sys.executable, "-m", "harness", "coverage", "--paths", "eager", *options,
                            "--out", str(out), "--json", str(numbers)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    row = re.search(r"^torch/autograd/function\.py +(\d+)/(\d+) +[\d.]+% +(\d+)/(\d+) ", done.stdout, re.M)
-    assert row is not None, done.stdout[-3000:]
-    lines, statements, branches, of_branches = map(int, row.groups())
-    assert 0 < lines <= statements and 0 < branches <= of_branches, row.group(0)
-    assert "branches never taken" in done.stdout and "torch/autograd/function.py:" in done.stdout
-    function_py = str(torch_root() / "autograd/function.py")
+    return done.stdout, out, json.loads(numbers.read_text())
+
+
+def function_py_row(stdout: str) -> tuple[int, int, int, int]:
+    """(covered lines, statements, covered branches, branches) of torch/autograd/function.py's row."""
+    row = re.search(r"^torch/autograd/function\.py +(\d+)/(\d+) +[\d.]+% +(\d+)/(\d+) ", stdout, re.M)
+    assert row is not None, stdout[-3000:]
+    return tuple(map(int, row.groups()))  # type: ignore[return-value]
+
+
+def executed(out, qualname: str) -> list[int]:
+    """The lines of a function of torch/autograd/function.py that ran (coverage.py's JSON report)."""
     measured = json.loads((out / "coverage.json").read_text())["files"]
-    apply = next(data for name, data in measured.items() if name.endswith("torch/autograd/function.py"))
-    assert apply["functions"]["BackwardCFunction.apply"]["executed_lines"], function_py
-    written = json.loads(numbers.read_text())
-    assert [m["path"] for m in written["modules"]] == [m.path for m in FUNCTION_MODULES]
-    assert written["modules"][0]["covered_branches"] == branches
+    function_py = next(data for name, data in measured.items() if name.endswith("torch/autograd/function.py"))
+    return function_py["functions"][qualname]["executed_lines"]
+
+
+def test_the_command_prints_the_coverage_of_the_campaign(tmp_path):
+    """The default: the campaign in the measured process (--workers 0), a short budget."""
+    stdout, out, numbers = coverage_campaign(tmp_path, "--budget", "20s")
+    lines, statements, branches, of_branches = function_py_row(stdout)
+    assert 0 < lines <= statements and 0 < branches <= of_branches
+    assert "branches never taken" in stdout and "torch/autograd/function.py:" in stdout
+    assert executed(out, "BackwardCFunction.apply")  # a backward ran through torch's node
+    assert [m["path"] for m in numbers["modules"]] == [m.path for m in FUNCTION_MODULES]
+    assert numbers["modules"][0]["covered_branches"] == branches
     assert (out / "uncovered.txt").read_text().startswith("torch/autograd/function.py: ")
     assert (out / "examples.jsonl").stat().st_size > 0 and (out / "report.md").exists()  # fuzz's own outputs
+    assert json.loads((out / "summary.json").read_text())["examples"] > 0
+
+
+def test_a_worker_process_is_measured(tmp_path):
+    """With --workers 1 the parent applies no Function, so what ran of BackwardCFunction.apply ran in
+    the worker: coverage.py's subprocess and _exit patches reached it. (--max-examples ends the worker
+    before the budget does, which would kill it in the middle of an example and lose its data.)"""
+    stdout, out, _ = coverage_campaign(tmp_path, "--workers", "1", "--max-examples", "30", "--budget", "90s")
+    assert function_py_row(stdout)[2] > 0
+    assert executed(out, "BackwardCFunction.apply")
 
 
 def test_every_module_is_in_the_installed_torch_with_a_reason():
