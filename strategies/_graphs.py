@@ -83,9 +83,9 @@ DEFAULT_DTYPES = ("float32",) * 4 + ("float64",) * 4 + ("float16", "bfloat16", "
 #: int64 / bool leaves (read as masks) beside the float ones: in one graph of four
 NON_FLOAT_LEAVES = ((), (), ()) + tuple((d,) for d in INPUT_DTYPES) + (INPUT_DTYPES,)
 HOOK_KINDS = ("tensor", "retain_grad", "pre", "post")
-#: the grad mode a Function is applied under: no_grad for 1 in 8 (its outputs then require no grad,
-#: so more would leave fewer Functions with a backward)
-GRAD_MODE_CHOICES = ("enabled",) * 7 + ("no_grad",)
+#: the grad mode a Function is applied under: no_grad for 1 in 4 of the Functions that may have it (its
+#: outputs then require no grad, so more would leave fewer Functions with a backward)
+GRAD_MODE_CHOICES = ("enabled",) * 3 + ("no_grad",)
 #: (traceable, out of) graphs under graphs(favour_dynamo=True): the rest keep one Function
 #: drawn freely, so Dynamo's graph breaks and its eager fallback stay covered
 TRACEABLE_SHARE = (5, 8)
