@@ -20,6 +20,8 @@ BUDGET=${4:-3m}
 OUT=${5:-$(mktemp -d)}
 PYTHON=${PYTHON:-python3}
 WORKERS=${WORKERS:-0}
+[ -f "$CAND/harness/torch_coverage.py" ] || { echo "error: $CAND has no harness/torch_coverage.py (the include list and the \
+report); give a checkout with the coverage command as CANDIDATE_DIR (the same one twice measures the noise)." >&2; exit 2; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 for side in base cand; do
