@@ -105,3 +105,20 @@ def test_torch_sees_the_flag_on_the_generic_class_only_when_set():
     built = build(GraphSpec(leaves=(LeafSpec(),), functions=(fn,)))
     assert "clear_saved_tensors_on_access" not in vars(built.functions[0])
     assert torch.autograd.Function.clear_saved_tensors_on_access is False
+
+
+def test_the_dynamo_failure_the_flag_found_is_a_registered_known_issue():
+    """dynamo-clear-saved-tensors-with-jvp: the flag and a jvp under torch.compile raise at forward; the
+    registry explains it and the workaround variant (the flag off) is checked instead."""
+    from harness.known_issues import KNOWN_ISSUES
+
+    fn = FunctionSpec(args=(Arg("x0"),), outputs=(SIN,), save=("inputs",), jvp=True, code="plain",
+                      clear_saved_tensors_on_access=True)
+    spec = GraphSpec(leaves=(LeafSpec(),), functions=(fn,))
+    issue = next(k for k in KNOWN_ISSUES if k.id == "dynamo-clear-saved-tensors-with-jvp")
+    assert issue.trigger(spec) and not issue.trigger(dataclasses.replace(
+        spec, functions=(dataclasses.replace(fn, jvp=False),)))
+    outcome = check(spec, [paths.get("dynamo")]).outcomes["dynamo"]
+    assert outcome.status != "failed", outcome.reason
+    if issue.affects_installed_torch():
+        assert issue.id in outcome.known, (outcome.status, outcome.known)

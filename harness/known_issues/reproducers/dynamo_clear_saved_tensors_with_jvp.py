@@ -1,5 +1,5 @@
-"""Found by the clear_saved_tensors_on_access axis (docs/coverage.md, "torch's conditions for custom
-Functions"), not yet registered in harness/known_issues/.
+"""dynamo-clear-saved-tensors-with-jvp: found by the clear_saved_tensors_on_access axis (docs/coverage.md,
+"torch's conditions for custom Functions").
 
 A Function with `clear_saved_tensors_on_access = True` (new in 2.13) and a user `jvp`, applied inside
 torch.compile without any forward AD: the forward raises InternalTorchDynamoError wrapping
