@@ -310,7 +310,9 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
         untraceable=_pick(draw, ("none",) * 3 + tuple(  # mostly traceable
             u for u in UNTRACEABLE[1:] if tensor_slots or u != "data_branch")),
         # (drawn last: the choices before keep their meaning)
-        clear_saved_tensors_on_access=_flip(draw) and _flip(draw),
+        # 1 in 8: the native paths (owned, borrowed) call it unsupported (their C++ apply refuses it),
+        # and at 1 in 4 they lost 33 of 145 examples to it
+        clear_saved_tensors_on_access=_flip(draw) and _flip(draw) and _flip(draw),
         grad_mode=_pick(draw, GRAD_MODE_CHOICES) if all(o.kind in ("compute", "const") for o in outputs)
         else "enabled",  # (spec.validate: no aliases under no_grad)
     )
