@@ -194,12 +194,13 @@ NOTHING_CHECKED = 3
 def cmd_coverage(args: argparse.Namespace) -> int:
     """fuzz's campaign under coverage.py (harness/torch_coverage.py), then the coverage of torch's
     custom-Function modules. The analysis after the campaign is not charged to its budget."""
-    from harness.torch_coverage import CONFIG_NAME, CoverageSetupError, measuring, report
+    from harness.records import log_path
+    from harness.torch_coverage import CoverageSetupError, measuring, report
 
     out = Path(args.out or time.strftime("campaigns/%Y%m%d-%H%M%S"))
-    if (out / CONFIG_NAME).exists():
-        raise SystemExit(f"error: {out} holds a measured campaign already ({out / CONFIG_NAME}); coverage "
-                         f"measures a campaign from its start: choose another --out.")
+    if log_path(out).exists():
+        raise SystemExit(f"error: {out} holds a campaign already ({log_path(out)}); coverage measures a "
+                         f"campaign from its start: choose another --out.")
     args.out, coverage_json, args.json = str(out), args.json, str(out / "summary.json")
     try:
         with measuring(out):  # started before cmd_fuzz imports torch: module-level lines count too

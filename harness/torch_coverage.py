@@ -111,6 +111,8 @@ def write_config(folder: Path) -> Path:
     folder/DATA_DIR, in this process and every Python process it starts."""
     data = folder / DATA_DIR
     data.mkdir(parents=True, exist_ok=True)
+    for stale in data.glob(".coverage*"):  # of a start that failed before its campaign (a bad --paths)
+        stale.unlink()
     config = folder / CONFIG_NAME
     include = "".join(f"\n    {path}" for path in module_files())
     config.write_text(f"[run]\nbranch = True\nparallel = True\ndata_file = {data.resolve() / '.coverage'}\n"

@@ -74,10 +74,23 @@ def test_a_module_missing_from_torch_is_one_sentence(tmp_path, monkeypatch):
         main(["coverage", "--paths", "eager", "--budget", "1s", "--out", str(tmp_path / "c")])
 
 
-def test_a_measured_folder_is_not_measured_again(tmp_path):
-    torch_coverage.write_config(tmp_path)
-    with pytest.raises(SystemExit, match="holds a measured campaign already .* choose another --out"):
+def test_a_campaign_folder_is_not_measured_again(tmp_path):
+    (tmp_path / "examples.jsonl").write_text("")
+    with pytest.raises(SystemExit, match="holds a campaign already .* choose another --out"):
         main(["coverage", "--paths", "eager", "--budget", "1s", "--out", str(tmp_path)])
+
+
+def test_a_bad_start_leaves_the_folder_usable(tmp_path):
+    """A bad --paths is one sentence, and the same --out works afterwards (no stale data is kept). In a
+    child process: coverage.py's patches (os._exit, fork) would stay in this one."""
+    done = subprocess.run([sys.executable, "-m", "harness", "coverage", "--paths", "bogus", "--budget", "1s",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "error: unknown path 'bogus'" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    stale = tmp_path / torch_coverage.DATA_DIR / ".coverage.stale"
+    stale.write_text("")
+    torch_coverage.write_config(tmp_path)
+    assert not stale.exists()
 
 
 def test_compare_of_an_unmeasured_folder_is_one_sentence(tmp_path):
