@@ -405,6 +405,8 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
         body["generate_vmap_rule"] = spec.vmap
     if spec.jvp:
         body["jvp"] = staticmethod(lambda ctx, *tangents: _jvp(cls, ctx, *tangents))
+    if spec.clear_saved_tensors_on_access:  # (only then: torch reads it from the class, default False)
+        body["clear_saved_tensors_on_access"] = True
     cls = type(f"F{index}{suffix}", (GeneratedFunction,), body)
     return cls
 

@@ -194,6 +194,26 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 NOTHING_CHECKED = 3
 
 
+def cmd_coverage(args: argparse.Namespace) -> int:
+    """fuzz's campaign under coverage.py (harness/torch_coverage.py), then the coverage of torch's
+    custom-Function modules. The analysis after the campaign is not charged to its budget."""
+    from harness.records import log_path
+    from harness.torch_coverage import CoverageSetupError, measuring, report
+
+    out = Path(args.out or time.strftime("campaigns/%Y%m%d-%H%M%S"))
+    if log_path(out).exists():
+        raise SystemExit(f"error: {out} holds a campaign already ({log_path(out)}); coverage measures a "
+                         f"campaign from its start: choose another --out.")
+    args.out, coverage_json, args.json = str(out), args.json, str(out / "summary.json")
+    try:
+        with measuring(out):  # started before cmd_fuzz imports torch: module-level lines count too
+            code = cmd_fuzz(args)
+        report(out, coverage_json)
+    except CoverageSetupError as e:
+        raise SystemExit(f"error: {e}") from None
+    return code
+
+
 def _warmed_up(paths: list, device: str, lifetimes: bool) -> float:
     """campaign.warm_up in this process (first-use imports and compile caches); its seconds."""
     from harness.campaign import warm_up
@@ -517,61 +537,39 @@ def build_parser() -> argparse.ArgumentParser:
                                       "to DIR too. A live display shows progress on a terminal, plain lines "
                                       "every 10 s otherwise. Exit status: 1 for an unknown failure, 3 when "
                                       "there is none but some path (or the whole campaign) checked nothing.")
-    fuzz.add_argument("--budget", type=parse_duration, default=60.0,
-                      help="wall time for everything, e.g. 90s, 8h (default 60s), but the one-time native "
-                           "build and the first workers' warm-up (the summary says how long). The reports keep "
-                           f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
-                           "fuzzing gets 85%% and shrinking each new cause and writing its reproducer share "
-                           "the last 15%%, each cause an equal part of what is left when its turn comes; "
-                           "with nothing to shrink, fuzzing goes on to the end")
-    fuzz.add_argument("--paths", help="comma-separated paths (default: all available here except the "
-                                      "opt-in torch.func family, func.grad, func.jvp, ... ; docs/func.md)")
-    fuzz.add_argument("--device", default="cpu", help=DEVICE_HELP)
+    _add_campaign_options(fuzz)
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")
-    fuzz.add_argument("--out", help="campaign folder, new or empty: examples.jsonl, report.md, report.html, "
-                                    "reproducers and the example database (default: a new "
-                                    "campaigns/<date>-<time>/)")
     fuzz.add_argument("--resume", metavar="DIR",
                       help="continue the campaign in DIR (after an interrupt or a kill) with this budget: "
                            "its earlier failures are replayed first, its counts carry on (Ctrl-C and SIGTERM "
                            "end a campaign with its summary and reports written; after kill -9 they are "
                            "rebuilt from its log)")
-    fuzz.add_argument("--database", help="Hypothesis example database shared between campaigns: a folder, "
-                                         "or redis://host:port (needs the cluster extra) so failures found on "
-                                         "any machine replay first everywhere, or github:OWNER/REPO[/ARTIFACT]: "
-                                         "a GitHub Actions artifact (the nightly workflow's), read-only, beside "
-                                         "DIR/examples-db which gets the writes (default: DIR/examples-db)")
     fuzz.add_argument("--cluster", metavar="ADDRESS",
                       help="run the campaign as Ray tasks on the cluster at ADDRESS (host:port of "
                            "`ray start --head`), one shard per node, merged into one report here; each "
                            "shard keeps --workers' crash isolation. Needs pip install -e '.[cluster]'")
     fuzz.add_argument("--shards", type=int, help="with --cluster: this many shards (default: one per node)")
-    fuzz.add_argument("--max-examples", type=int, help="stop after this many examples")
     # set by --cluster for each Ray shard: shard 0 alone replays the shared database's failures
     # first, so that the merged campaign counts their examples once
     fuzz.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
-    fuzz.add_argument("--workers", type=int, default=1,
-                      help="worker processes, each isolated from crashes and hangs (default 1; "
-                           "0 runs in this process, without isolation)")
-    fuzz.add_argument("--hang-timeout", type=parse_duration, default=300.0,
-                      help="a worker with no progress for this long is killed and its example "
-                           "recorded as a hang (default 300s)")
-    fuzz.add_argument("--worker-memory", metavar="SIZE", type=parse_size, default=os.environ.get(WORKER_MEMORY_ENV),
-                      help="with --workers 1 or more: a worker whose resident memory passes SIZE (e.g. 4GiB, 512MiB; 0: no limit) "
-                           "retires after its current example and a fresh worker goes on with its share: "
-                           "no crash is recorded and the counts, log and shrinking are unaffected "
-                           f"(default 4GiB, or ${WORKER_MEMORY_ENV}). torch 2.13's compiled autograd "
-                           "leaks every captured backward graph, about 2.5 MB an example on the compiled path")
-    fuzz.add_argument("--no-lifetimes", action="store_true",
-                      help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
-    fuzz.add_argument("--no-seeds", action="store_true",
-                      help="do not start from the known torch issues' seeds (harness/seeds.py: by default the "
-                           "campaign first checks, within 15%% of its budget (SEED_SHARE), a graph per registered "
-                           "issue on its paths and mutants of them; not with --max-examples, nor on --resume)")
-    fuzz.add_argument("--no-twins", action="store_true",
-                      help="skip the twin-form oracle (each example's twin with its Functions written in another "
-                           "form, run on every path: docs/twins.md); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
+
+    cov = sub.add_parser("coverage", help="a fuzz campaign under coverage.py: which branches of torch's "
+                                          "custom-Function modules it ran (harness/torch_coverage.py)",
+                         description="The campaign of `fuzz` (the same options, outputs and exit status) "
+                                     "measured by coverage.py with branch coverage, restricted to torch's modules "
+                                     "that handle custom Functions (harness/torch_coverage.py, FUNCTION_MODULES). "
+                                     "It runs in this process by default (--workers 0); with --workers N the workers are measured "
+                                     "too (coverage.py's subprocess, _exit and fork patches), but a worker killed at the "
+                                     "budget's end in the middle of an example (seconds long on dynamo) loses all its "
+                                     "data. Prints line and branch coverage per module and the branches never "
+                                     "taken, grouped by function; all of them go to DIR/uncovered.txt, coverage.py's "
+                                     "JSON report to DIR/coverage.json, the campaign's summary to DIR/summary.json.")
+    # in this process by default: at the budget's end a worker still in an example is killed, and
+    # coverage.py loses all that worker measured
+    _add_campaign_options(cov, workers=0)
+    cov.add_argument("--json", help="write the coverage numbers per module (and the missed branches) to this file")
+    cov.set_defaults(func=cmd_coverage, resume=None, cluster=None, shards=None, shard=0)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
     rep.add_argument("folder", metavar="DIR")
@@ -652,6 +650,50 @@ def build_parser() -> argparse.ArgumentParser:
     nat = sub.add_parser("build-native", help="build the native extension now (it also builds on first use)")
     nat.set_defaults(func=cmd_build_native)
     return parser
+
+
+def _add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) -> None:
+    """The options of a campaign on this machine, shared by fuzz and coverage (`workers`: the default)."""
+    parser.add_argument("--budget", type=parse_duration, default=60.0,
+                        help="wall time for everything, e.g. 90s, 8h (default 60s), but the one-time native "
+                             "build and the first workers' warm-up (the summary says how long). The reports keep "
+                             f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
+                             "fuzzing gets 85%% and shrinking each new cause and writing its reproducer share "
+                             "the last 15%%, each cause an equal part of what is left when its turn comes; "
+                             "with nothing to shrink, fuzzing goes on to the end")
+    parser.add_argument("--paths", help="comma-separated paths (default: all available here except the "
+                                        "opt-in torch.func family, func.grad, func.jvp, ... ; docs/func.md)")
+    parser.add_argument("--device", default="cpu", help=DEVICE_HELP)
+    parser.add_argument("--out", help="campaign folder, new or empty: examples.jsonl, report.md, report.html, "
+                                      "reproducers and the example database (default: a new "
+                                      "campaigns/<date>-<time>/)")
+    parser.add_argument("--database", help="Hypothesis example database shared between campaigns: a folder, "
+                                           "or redis://host:port (needs the cluster extra) so failures found on "
+                                           "any machine replay first everywhere, or github:OWNER/REPO[/ARTIFACT]: "
+                                           "a GitHub Actions artifact (the nightly workflow's), read-only, beside "
+                                           "DIR/examples-db which gets the writes (default: DIR/examples-db)")
+    parser.add_argument("--max-examples", type=int, help="stop after this many examples")
+    parser.add_argument("--workers", type=int, default=workers,
+                        help=f"worker processes, each isolated from crashes and hangs (default {workers}; "
+                             "0 runs in this process, without isolation)")
+    parser.add_argument("--hang-timeout", type=parse_duration, default=300.0,
+                        help="a worker with no progress for this long is killed and its example "
+                             "recorded as a hang (default 300s)")
+    parser.add_argument("--worker-memory", metavar="SIZE", type=parse_size, default=os.environ.get(WORKER_MEMORY_ENV),
+                        help="with --workers 1 or more: a worker whose resident memory passes SIZE (e.g. 4GiB, 512MiB; 0: no limit) "
+                             "retires after its current example and a fresh worker goes on with its share: "
+                             "no crash is recorded and the counts, log and shrinking are unaffected "
+                             f"(default 4GiB, or ${WORKER_MEMORY_ENV}). torch 2.13's compiled autograd "
+                             "leaks every captured backward graph, about 2.5 MB an example on the compiled path")
+    parser.add_argument("--no-lifetimes", action="store_true",
+                        help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
+    parser.add_argument("--no-seeds", action="store_true",
+                        help="do not start from the known torch issues' seeds (harness/seeds.py: by default the "
+                             "campaign first checks, within 15%% of its budget (SEED_SHARE), a graph per registered "
+                             "issue on its paths and mutants of them; not with --max-examples, nor on --resume)")
+    parser.add_argument("--no-twins", action="store_true",
+                        help="skip the twin-form oracle (each example's twin with its Functions written in another "
+                             "form, run on every path: docs/twins.md); faster, checks less")
 
 
 if __name__ == "__main__":

@@ -55,14 +55,16 @@ class Dataflow:
                 rg[f"x{i}[{j}]"] = i in leaves
             rg[f"x{i}"] = i in leaves
         for n, fn in enumerate(self.spec.functions):
-            any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
+            # (applied under no_grad, a Function makes no node: its outputs never require grad)
+            any_input = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
             for k in fn.tensor_outputs:
                 rg[f"f{n}.{k}"] = any_input and differentiable(fn, k)
         return rg
 
     def node_exists(self, n: int) -> bool:
-        """Function n has a backward node (some tensor input requires grad)."""
-        return any(self.requires_grad[a.ref] for a in self.spec.functions[n].args if a.ref is not None)
+        """Function n has a backward node (some tensor input requires grad, and grad mode is on)."""
+        fn = self.spec.functions[n]
+        return fn.grad_mode != "no_grad" and any(self.requires_grad[a.ref] for a in fn.args if a.ref is not None)
 
     def backward_runs(self, n: int) -> bool:
         """Does a backward pass call Function n's backward? Its node is in the loss's graph

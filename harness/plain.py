@@ -378,6 +378,9 @@ class _Writer:
         if spec.style == "setup_context" and spec.vmap:
             c.add("generate_vmap_rule = True")
             c.add("")
+        if spec.clear_saved_tensors_on_access:
+            c.add("clear_saved_tensors_on_access = True  # the first ctx.saved_tensors drops ctx's references")
+            c.add("")
         c.add("@staticmethod")
         if spec.style == "old":
             c.add(f"def forward({', '.join(['ctx', *self.args])}):")
@@ -596,8 +599,13 @@ def graph_forward_source(spec: GraphSpec) -> GraphForwardSource:
                 args.append(name)
         outs = [f"f{n}_{k}" for k in range(len(fn.outputs))]
         call = f"F{n}.apply({', '.join(args)})"
+        if fn.grad_mode == "no_grad":  # as harness.run.forward applies it
+            c.add("with torch.no_grad():")
+            c.depth += 1
         apply_lines[len(c.lines) + 1] = n
         c.add(_unpack(outs, call) if fn.tuple_output else f"{outs[0]} = {call}")
+        if fn.grad_mode == "no_grad":
+            c.depth -= 1
         returned += outs
     c.add(f"return {_tuple(returned)}" if returned else "return ()")
     text = c.text()

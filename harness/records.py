@@ -139,6 +139,8 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "partial_backward": {bool(spec.grad_leaves)}, "mutated_outputs": {bool(spec.mutated_outputs)},
         "checkpoint": {spec.checkpoint}, "forward_code": {spec.forward_code},
         "dirty_return": {o.kind == "dirty" and f.dirty_return for f in fns for o in f.outputs} - {False},
+        "clear_saved_tensors_on_access": {f.clear_saved_tensors_on_access for f in fns},
+        "grad_mode": {f.grad_mode for f in fns},
     }
     found: dict[str, Any] = {axis: sorted(values, key=str) for axis, values in axes.items()}
     found["inputs"] = [len(f.tensor_slots) for f in fns]

@@ -90,7 +90,8 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
     values = leaf_values(built, leaves)
     for n, (fn, cls) in enumerate(zip(spec.functions, built.functions)):
         args = [_argument(a, values) for a in fn.args]
-        out = applier(n, cls, args)
+        with torch.no_grad() if fn.grad_mode == "no_grad" else contextlib.nullcontext():
+            out = applier(n, cls, args)
         outs = out if fn.tuple_output else (out,)
         if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
             raise RuntimeError(f"Function {n} returned {type(out).__name__} of the wrong arity")

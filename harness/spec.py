@@ -57,6 +57,10 @@ APIS = ("function", "custom_op")
 #: generate_vmap_rule=True; "user", a hand-written `vmap` staticmethod that runs the Function
 #: built for the batched shape (harness.build.with_user_vmap)
 VMAP_RULES = ("generate", "user")
+#: the grad mode a Function is applied under (FunctionSpec.grad_mode): "enabled", or "no_grad"
+#: (`with torch.no_grad(): F.apply(...)`, as users evaluate a Function inside a model; where a
+#: path compiles the forward, the block is inside the compiled region)
+GRAD_MODES = ("enabled", "no_grad")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
 #: the graph's floating-point dtype: every leaf (but the non-float ones below), value and gradient has it
@@ -158,6 +162,11 @@ class FunctionSpec:
     api: str = "function"
     #: VMAP_RULES: generate_vmap_rule or a user vmap staticmethod (where `vmap` is set)
     vmap_rule: str = "generate"
+    #: the class sets `clear_saved_tensors_on_access = True` (torch 2.13+): the first
+    #: ctx.saved_tensors drops ctx's references (a second access raises)
+    clear_saved_tensors_on_access: bool = False
+    #: GRAD_MODES: the grad mode the runner applies the Function under
+    grad_mode: str = "enabled"
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -334,6 +343,10 @@ def validate(g: GraphSpec) -> None:
                f"leaf {i} is not a leaf of this graph that requires grad")
     _check(not g.grad_leaves or g.backward != "none", "grad_leaves", g.grad_leaves,
            "a partial backward needs a backward mode other than 'none'")
+    if g.backward in ("retain", "double"):
+        _check(not any(fn.clear_saved_tensors_on_access for fn in g.functions), "backward", g.backward,
+               "a Function with clear_saved_tensors_on_access=True cannot run its backward twice (torch: "
+               "'saved_tensors can only be accessed once'); use backward 'backward' or 'grad'")
     known = set(g.value_refs())
     made: set[str] = {r for r in known if r.startswith("x")}
     non_float = g.non_float_refs()
@@ -359,6 +372,8 @@ def validate(g: GraphSpec) -> None:
                "torch.jit.trace does not support mark_dirty in custom Functions ('inplace ... not supported in the JIT')")
         _check(not any(o.kind == "const" for fn in g.functions for o in fn.outputs), "trace", g.trace,
                "a traced custom Function must return only tensors (the trace types every output as Tensor)")
+        _check(not any(fn.grad_mode == "no_grad" for fn in g.functions), "trace", g.trace,
+               "torch.jit.trace does not keep a no_grad block: the traced Function's outputs require grad")
     _validate_mutated_outputs(g)
     if g.checkpoint:
         _check(not g.trace, "checkpoint", g.checkpoint, "the checkpointed forward is not also traced by torch.jit")
@@ -420,6 +435,12 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.style in STYLES, f"{w}.style", fn.style, f"choose one of {STYLES}")
     _check(fn.code in CODE_STYLES, f"{w}.code", fn.code, f"choose one of {CODE_STYLES}")
     _check(fn.dirty_return in DIRTY_RETURNS, f"{w}.dirty_return", fn.dirty_return, f"choose one of {DIRTY_RETURNS}")
+    _check(fn.grad_mode in GRAD_MODES, f"{w}.grad_mode", fn.grad_mode, f"choose one of {GRAD_MODES}")
+    _check(fn.grad_mode != "no_grad" or all(o.kind in ("compute", "const") for o in fn.outputs), f"{w}.grad_mode",
+           fn.grad_mode, "under no_grad a Function returns computed and constant outputs only: torch's no_grad "
+           "rules for aliases (a view output keeps requires_grad, an input returned as-is does not, an input "
+           "modified in place keeps its history without the op) are not modelled by the math oracle; use "
+           "grad_mode='enabled'")
     _check(fn.untraceable in UNTRACEABLE, f"{w}.untraceable", fn.untraceable, f"choose one of {UNTRACEABLE}")
     _check(fn.untraceable != "data_branch" or fn.tensor_slots, f"{w}.untraceable", fn.untraceable,
            "a branch on a tensor's value needs a tensor argument")
@@ -515,6 +536,9 @@ def custom_op_limit(fn: FunctionSpec) -> str | None:
     The op takes the tensor arguments (constants are part of the op), returns the computed
     outputs, and its Python wrapper returns the constant outputs beside them."""
     kinds = {o.kind for o in fn.outputs}
+    if fn.clear_saved_tensors_on_access:
+        return ("clear_saved_tensors_on_access is a class attribute of a Function subclass; a custom_op's ctx "
+                "belongs to the Function torch/_library/autograd.py makes for it, which sets none")
     if kinds & {"input", "view"}:
         return ("a custom_op's outputs may not alias its inputs (torch/_library/utils.py, "
                 "check_aliasing_constraint: 'may not alias any inputs to this custom operator'), so it "
@@ -659,6 +683,6 @@ def load_spec(path: str) -> GraphSpec:
 
 
 __all__ = [
-    "APIS", "VMAP_RULES", "as_custom_op", "custom_op_limit", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "APIS", "VMAP_RULES", "as_custom_op", "custom_op_limit", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
     "SpecError", "Term", "load_spec", "validate",
 ]

@@ -92,6 +92,14 @@ AXES = {
     "data-dependent branch in forward": lambda g: any(fn.untraceable == "data_branch" for fn in fns(g)),
     "Function applied inside another's forward": lambda g: any(fn.nested for fn in fns(g)),
     "checkpointed forward": lambda g: g.checkpoint,
+    "clear_saved_tensors_on_access with saved tensors and a backward": lambda g: g.backward != "none" and any(
+        fn.clear_saved_tensors_on_access and fn.save and any(g.leaves[i].requires_grad for i in range(len(g.leaves)))
+        for fn in fns(g)),
+    "Function applied under no_grad": lambda g: any(fn.grad_mode == "no_grad" for fn in fns(g)),
+    "no_grad Function's output read by a Function with a backward": lambda g: any(
+        fn.grad_mode == "no_grad" and any(a.ref and a.ref.startswith(f"f{n}.") for later in fns(g)[n + 1:]
+                                          for a in later.args)
+        for n, fn in enumerate(fns(g))) and g.backward != "none",
     "nested Function in a checkpointed forward": lambda g: g.checkpoint and any(fn.nested for fn in fns(g)),
     "once_differentiable": lambda g: any(fn.once_differentiable for fn in fns(g)),
     "save inputs": lambda g: any("inputs" in fn.save for fn in fns(g)),

@@ -50,7 +50,7 @@ def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
     flow = Dataflow(spec)
     rg = {r: flow.requires_grad[r] and r not in detached for r in flow.requires_grad if r.startswith("x")}
     for n, fn in enumerate(spec.functions):
-        any_input = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        any_input = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
         rg.update({f"f{n}.{k}": any_input and differentiable(fn, k) for k in fn.tensor_outputs})
     return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
 

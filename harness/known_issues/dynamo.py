@@ -32,6 +32,15 @@ from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
 
 
+def _cleared_with_jvp(spec: GraphSpec) -> set[int]:
+    """Functions with clear_saved_tensors_on_access and a jvp that have a node (an input requires grad,
+    grad mode on): Dynamo does not trace them ("Unsupported custom jvp") and the way it then runs them
+    reads ctx.saved_tensors twice (dynamo-clear-saved-tensors-with-jvp)."""
+    flow = Dataflow(spec)
+    return {n for n, fn in enumerate(spec.functions)
+            if fn.clear_saved_tensors_on_access and fn.jvp and flow.node_exists(n)}
+
+
 def _generic(fn: FunctionSpec) -> bool:
     """A generic-style autograd.Function, whose class body Dynamo traces. A custom_op's kernel is
     generic too, but Dynamo never traces into it (custom_ops.py wraps it in torch._disable_dynamo)."""
@@ -915,5 +924,24 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damages=("forward values (out:) of the dirty outputs and of what is computed from them; at backward, the "
                  "gradients of the leaves those values come from"),
         workaround=_shape_one,
+    ),
+    KnownIssue(
+        id="dynamo-clear-saved-tensors-with-jvp",
+        title=("torch.compile (backend aot_eager) of a custom Function with clear_saved_tensors_on_access=True "
+               "and a user jvp, with an input that requires grad, raises InternalTorchDynamoError at forward "
+               "('saved_tensors can only be accessed once when clear_saved_tensors_on_access=True'), with no "
+               "forward AD running; eager runs it, and so does torch.compile without the jvp (Dynamo traces the "
+               "Function then) or without the flag"),
+        first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
+        paths=("dynamo:aot_eager",),
+        reproducer="dynamo_clear_saved_tensors_with_jvp.py",
+        trigger=lambda spec: bool(_cleared_with_jvp(spec)),
+        witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",
+                       RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=lambda spec: dataclasses.replace(spec, functions=tuple(
+            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_with_jvp(spec) else fn
+            for n, fn in enumerate(spec.functions))),
     ),
 )

@@ -202,7 +202,8 @@ def _requires_grad_under_grad_vmap(spec: GraphSpec) -> dict[str, bool]:
     rg = Dataflow(spec).requires_grad_from(set(chosen_leaves(spec)))
     batched = _batched_under_vmap(spec)
     for n, fn in enumerate(spec.functions):
-        from_inputs = any(rg[a.ref] for a in fn.args if a.ref is not None)
+        # (torch.func.grad respects a no_grad block inside the function: FunctionSpec.grad_mode)
+        from_inputs = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
         for k in fn.tensor_outputs:
             ref = f"f{n}.{k}"
             rg[ref] = from_inputs and fn.outputs[k].kind != "const" and (

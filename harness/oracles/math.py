@@ -131,14 +131,20 @@ def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
     from harness.dataflow import Dataflow
 
     wide = "complex128" if spec.dtype in COMPLEX_DTYPES else "float64"
-    spec64 = dataclasses.replace(spec, dtype=wide, hooks=(), trace=False)
+    # gradcheck backpropagates the graph once per input, which a Function with
+    # clear_saved_tensors_on_access refuses; the flag changes no formula
+    spec64 = dataclasses.replace(spec, dtype=wide, hooks=(), trace=False, functions=tuple(
+        dataclasses.replace(fn, clear_saved_tensors_on_access=False) for fn in spec.functions))
     built = build(spec64, device)
     leaves = built.make_leaves()
     grad_idx = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
     flow = Dataflow(spec64)
-    # finite differences also see what flows through non-differentiable outputs, which
-    # backward by definition does not: only outputs untouched by them are compared
-    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()))
+    # finite differences also see what flows through non-differentiable outputs, and through
+    # the outputs of Functions applied under no_grad, which backward by definition does not:
+    # only outputs untouched by them are compared
+    no_grad_refs = {f"f{n}.{k}" for n, fn in enumerate(spec64.functions) if fn.grad_mode == "no_grad"
+                    for k in fn.tensor_outputs}
+    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | no_grad_refs)
     refs = [r for r in spec64.value_refs()
             if r.startswith("f") and flow.requires_grad[r] and r not in through_nondiff]
     if not refs:
