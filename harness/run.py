@@ -421,11 +421,12 @@ def _side_effects(built: BuiltGraph) -> dict[str, list[int]]:
     list its own source defines (in the namespace its class was made in)."""
     lists: dict[str, list[int]] = {}
     for n, (fn, cls) in enumerate(zip(built.spec.functions, built.functions)):
-        forward = getattr(cls, "forward", None)  # (the error bounds' stand-ins run no forward)
-        if fn.untraceable == "side_effect" and getattr(cls, "is_custom_op", False):
-            lists["generic"] = list(build_module.FORWARD_CALLS)  # its kernel is build.forward_values
-        elif fn.untraceable == "side_effect" and forward is not None:
-            calls = forward.__globals__.get("forward_calls")
+        # the code whose module holds the list: a Function's forward, a custom_op's wrapper (whose
+        # source, plain style, defines the op's kernel beside it; a generic op's kernel is
+        # build.forward_values). The error bounds' stand-ins run no forward
+        forward = getattr(cls, "apply" if getattr(cls, "is_custom_op", False) else "forward", None)
+        if fn.untraceable == "side_effect" and forward is not None:
+            calls = getattr(forward, "__globals__", {}).get("forward_calls")
             if isinstance(calls, list):
                 lists[f"f{n}"] = list(calls)
             else:

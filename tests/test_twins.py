@@ -261,3 +261,15 @@ def test_the_custom_op_and_user_vmap_twins_are_compared_and_agree(pair, spec, pa
     assert not verdict.failed, verdict.report()
     assert verdict.twin is not None and verdict.twin.pair == pair
     assert verdict.twin.paths[path].status == "agree", verdict.twin.paths
+
+
+@pytest.mark.parametrize("code", ["plain", "generic"])
+def test_a_custom_op_twins_side_effects_are_recorded_as_its_functions(code):
+    """A plain-style custom_op's kernel appends to the forward_calls list its own source defines
+    (found as a false 'side_effects expected (), got (0,)' in a selfeval run)."""
+    fn = FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "sin", 1.0),)),), style="setup_context",
+                      save=("inputs",), untraceable="side_effect", code=code)
+    spec = GraphSpec(shape=(3,), leaves=(LeafSpec(),), functions=(fn,), backward="backward")
+    verdict = check(spec, [EAGER], lifetimes=False, twins="api")
+    assert verdict.twin.paths["eager"].status == "agree", verdict.report()
+    assert verdict.outcomes["eager"].result.values["meta:forward"]["side_effects"] == (0,)
