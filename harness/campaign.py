@@ -150,7 +150,7 @@ class Failure:
     reproducer: str | None = None
     paths: set[str] = field(default_factory=set)
     size_before: int = 0  # records.spec_size of the first example that showed it
-    shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved"
+    shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved", "hypofuzz" (shrunk by the nightly's HypoFuzz)
     replay: str = ""  # replayed first (harness.replay): "still fails", "did not reproduce" or "not saved"
     #: a crash or hang: the choice sequence of the example the worker died on (sent before it
     #: began; base64 text, as records and worker configs carry it), which shrinking saves under
@@ -462,7 +462,8 @@ def shrink_note(f: Failure) -> str:
         return "the smallest example seen; not shrunk: the worker sent no choice sequence"
     return {"complete": "shrunk", "time cap": "shrunk until its time cap",
             "not reproduced": "not shrunk: the saved example no longer fails",
-            "not saved": "not shrunk: no saved example in the database"}.get(f.shrink, "not shrunk: out of budget")
+            "not saved": "not shrunk: no saved example in the database",
+            "hypofuzz": "shrunk by HypoFuzz (python -m harness nightly)"}.get(f.shrink, "not shrunk: out of budget")
 
 
 def signature(outcome: Any) -> str:
@@ -862,7 +863,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
                            drawn=drawing(paths))
-        destination: Path | None = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
+        destination: Path | None = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
         if failure.in_child:  # checked here, the example would kill this process
             report = failure.report
             write_reproducer(spec, [p.name for p in failing], device,
@@ -883,7 +884,7 @@ def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_r
     smallest example seen, written as it is (no check, so it costs no budget to speak of)."""
     for f in result.failures.values():
         if f.reproducer is None and f.paths:
-            destination = Path(out_dir) / f"failure_{_slug(f.signature)}.py"
+            destination = Path(out_dir) / reproducer_name(f.signature)
             write_reproducer(f.spec, sorted(f.paths), result.device, f.report, destination)
             on_record({"kind": "reproducer", "t": now(), "cause": f.signature, "reproducer": str(destination)})
 
@@ -894,8 +895,10 @@ def to_shrink(result: CampaignResult) -> list[Failure]:
     return [f for f in result.failures.values() if f.shrinkable and not f.shrink]
 
 
-def _slug(cause: str) -> str:
-    return hashlib.sha1(cause.encode()).hexdigest()[:8]
+def reproducer_name(cause: str, prefix: str = "") -> str:
+    """The file name of a cause's reproducer in a campaign folder (one file per cause, whichever
+    engine found it: run_campaign, the workers or the nightly's HypoFuzz property)."""
+    return f"{prefix}failure_{hashlib.sha1(cause.encode()).hexdigest()[:8]}.py"
 
 
 def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
@@ -947,5 +950,5 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
 
 
 __all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "check_example", "example_record", "fuzz",
-           "record_causes", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink",
+           "record_causes", "reproducer_name", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink",
            "write_unshrunk_reproducers"]

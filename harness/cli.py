@@ -191,6 +191,44 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 NOTHING_CHECKED = 3
 
 
+def cmd_nightly(args: argparse.Namespace) -> int:
+    """The campaign's property under HypoFuzz (harness.nightly) for the budget, then the reports."""
+    started = time.perf_counter() if args.started is None else args.started
+    from harness.nightly import NightlyConfig, campaign_paths, hypofuzz_missing, run_nightly
+    from harness.records import DATABASE_NAME, log_path
+
+    missing = hypofuzz_missing()
+    if missing is not None:
+        raise SystemExit(f"error: {missing}.")
+    if args.workers < 1:
+        raise SystemExit(f"error: --workers {args.workers}: HypoFuzz needs 1 worker process or more.")
+    out = Path(args.out or time.strftime("campaigns/nightly-%Y%m%d-%H%M%S"))
+    if log_path(out).exists():
+        raise SystemExit(f"error: {out} already holds a campaign ({log_path(out)}); choose another --out "
+                         f"(HypoFuzz carries on from the example database, --database, not from a folder).")
+    paths, device = campaign_paths(args.paths, args.device)  # one sentence for a bad path or device
+    database = args.database or str(out / DATABASE_NAME)
+    out.mkdir(parents=True, exist_ok=True)
+    list(_database(database, out / DATABASE_NAME).fetch(b"reached before the campaign"))  # one sentence if not
+    config = NightlyConfig(paths=",".join(p.name for p in paths if "@" not in p.name), device=args.device,
+                           out=str(out), database=database, lifetimes=not args.no_lifetimes)
+    budget = args.budget - min(REPORT_S, 0.15 * args.budget)
+    try:
+        with _sigterm_as_ctrl_c():
+            result, how = run_nightly(config, budget_s=budget, workers=args.workers, started=started)
+    except KeyboardInterrupt:
+        from harness.report import load
+
+        result, how = load(out), "interrupted"
+    _report(result, out, args.json)
+    print(f"HypoFuzz {how}; its output: {out / 'hypofuzz.log'}")
+    if how == "interrupted":
+        return 130
+    if result.failures:
+        return 1
+    return NOTHING_CHECKED if result.unchecked_paths() else 0
+
+
 def _warmed_up(paths: list, device: str, lifetimes: bool) -> float:
     """campaign.warm_up in this process (first-use imports and compile caches); its seconds."""
     from harness.campaign import warm_up
@@ -534,6 +572,28 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--no-lifetimes", action="store_true",
                       help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
     fuzz.set_defaults(func=cmd_fuzz)
+
+    night = sub.add_parser("nightly", help="the campaign's property under HypoFuzz, the coverage-guided fuzzer, "
+                                           "for a budget; then the report (docs/nightly.md; needs the fuzz extra)",
+                           description="Runs `hypothesis fuzz` (HypoFuzz) on the campaign's property "
+                                       "(harness/fuzz_target.py), guided by the branches it reaches in torch's "
+                                       "modules that handle custom Functions, until the budget is spent; then "
+                                       "writes the report. The folder is a campaign's: examples.jsonl, reproducers, "
+                                       "report.md/html (`report DIR` rebuilds them); HypoFuzz's output goes to "
+                                       "DIR/hypofuzz.log. Exit status as fuzz's.")
+    night.add_argument("--paths", help="comma-separated paths (default: all available here, as fuzz)")
+    night.add_argument("--budget", type=parse_duration, default=600.0,
+                       help="wall time for everything, e.g. 10m, 8h (default 10m); the reports keep "
+                            f"min({REPORT_S:g} s, 15%%) of it, replaying the saved failures at most 15%%")
+    night.add_argument("--out", help="campaign folder, new or empty (default: a new campaigns/nightly-<date>-<time>/)")
+    night.add_argument("--database", help="Hypothesis example database, HypoFuzz's too: a folder, or "
+                                          "redis://host:port shared by every machine of the night (needs the "
+                                          "cluster extra), or github:OWNER/REPO[/ARTIFACT] (default: DIR/examples-db)")
+    night.add_argument("--workers", type=int, default=1, help="HypoFuzz worker processes (default 1)")
+    night.add_argument("--device", default="cpu", help=DEVICE_HELP)
+    night.add_argument("--json", help="write a machine-readable summary to this file")
+    night.add_argument("--no-lifetimes", action="store_true", help="skip the lifetime oracle")
+    night.set_defaults(func=cmd_nightly)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
     rep.add_argument("folder", metavar="DIR")

@@ -54,11 +54,15 @@ class ExampleLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _drop_torn_line(self.path)
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (open for the log's life)
+        # unbuffered, so that each record is one write(2) to a file opened for appending: several
+        # processes may append to one log (the nightly's HypoFuzz workers) without mixing lines
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 (open for the log's life)
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, sort_keys=True) + "\n")
-        self._file.flush()
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        written = self._file.write(line)
+        while written < len(line):  # a short write (a signal, a full disk): the rest follows
+            written += self._file.write(line[written:])
 
     def close(self) -> None:
         self._file.close()
