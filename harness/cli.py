@@ -194,7 +194,7 @@ NOTHING_CHECKED = 3
 def cmd_nightly(args: argparse.Namespace) -> int:
     """The campaign's property under HypoFuzz (harness.nightly) for the budget, then the reports."""
     started = time.perf_counter() if args.started is None else args.started
-    from harness.nightly import NightlyConfig, campaign_paths, hypofuzz_missing, run_nightly
+    from harness.nightly import HYPOFUZZ_LOG_NAME, NightlyConfig, campaign_paths, hypofuzz_missing, run_nightly
     from harness.records import DATABASE_NAME, log_path
 
     missing = hypofuzz_missing()
@@ -208,20 +208,23 @@ def cmd_nightly(args: argparse.Namespace) -> int:
                          f"(HypoFuzz carries on from the example database, --database, not from a folder).")
     paths, device = campaign_paths(args.paths, args.device)  # one sentence for a bad path or device
     database = args.database or str(out / DATABASE_NAME)
-    out.mkdir(parents=True, exist_ok=True)
     list(_database(database, out / DATABASE_NAME).fetch(b"reached before the campaign"))  # one sentence if not
+    out.mkdir(parents=True, exist_ok=True)
     config = NightlyConfig(paths=",".join(p.name for p in paths if "@" not in p.name), device=args.device,
                            out=str(out), database=database, lifetimes=not args.no_lifetimes)
     budget = args.budget - min(REPORT_S, 0.15 * args.budget)
     try:
         with _sigterm_as_ctrl_c():
-            result, how = run_nightly(config, budget_s=budget, workers=args.workers, started=started)
+            result, how, error = run_nightly(config, budget_s=budget, workers=args.workers, started=started)
     except KeyboardInterrupt:
         from harness.report import load
 
-        result, how = load(out), "interrupted"
+        result, how, error = load(out), "interrupted", None
     _report(result, out, args.json)
-    print(f"HypoFuzz {how}; its output: {out / 'hypofuzz.log'}")
+    print(f"HypoFuzz {how}; its output: {out / HYPOFUZZ_LOG_NAME}")
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if how == "interrupted":
         return 130
     if result.failures:

@@ -62,6 +62,12 @@ def _trace_function_modules_only() -> None:
     hypofuzz.provider.CoverageCollector = FunctionModulesCollector
 
 
+#: the "shrunk" result of a cause HypoFuzz shrank (so far: it ends with the budget)
+SHRUNK = "hypofuzz"
+#: the "shrunk" result of a cause found beside the one HypoFuzz shrinks (campaign.shrink_note)
+UNSHRUNK = "hypofuzz: another cause"
+
+
 class UnknownFailure(AssertionError):
     """An example failed with a cause no known torch issue explains (its report and reproducer)."""
 
@@ -92,7 +98,7 @@ class _Property:
         self.frozen = False
 
     def check(self, spec) -> None:
-        from harness.campaign import check_example, has_backward, record_causes
+        from harness.campaign import GRADCHECK_CAUSE, check_example, has_backward, record_causes
         from harness.records import now, spec_hash, spec_size
 
         if self.only_backward and not has_backward(spec):
@@ -113,7 +119,7 @@ class _Property:
             if spec_size(spec) < spec_size(best):
                 self.shrinking[cause] = spec
                 reproducer = self._write_reproducer(spec, record, cause)
-                self.log.write({"kind": "shrunk", "t": now(), "cause": cause, "result": "hypofuzz",
+                self.log.write({"kind": "shrunk", "t": now(), "cause": cause, "result": SHRUNK,
                                 "spec": spec.to_json(), "report": record["report"], "reproducer": reproducer,
                                 "size_before": spec_size(best), "size_after": spec_size(spec)})
             raise UnknownFailure(f"{cause} (shrinking; reproducer in {self.config.out})")
@@ -127,11 +133,17 @@ class _Property:
             return
         self.known |= new
         self.harness_database(sorted(new)).save(_graph_key(), base64.b64decode(_choices()))
-        cause = sorted(new)[0]
+        # HypoFuzz shrinks for one cause: a path's (whose reproducer is a script) before gradcheck's
+        cause, *others = sorted(new, key=lambda c: (c.startswith(GRADCHECK_CAUSE), c))
         self.shrinking[cause] = spec
         reproducer = self._write_reproducer(spec, record, cause)
         if reproducer is not None:
             self.log.write({"kind": "reproducer", "t": now(), "cause": cause, "reproducer": reproducer})
+        for other in others:  # their reproducers as found: final, since the shrinker follows `cause`
+            self.log.write({"kind": "shrunk", "t": now(), "cause": other, "result": UNSHRUNK,
+                            "spec": spec.to_json(), "report": record["report"],
+                            "reproducer": self._write_reproducer(spec, record, other),
+                            "size_before": spec_size(spec), "size_after": spec_size(spec)})
         raise UnknownFailure(f"{record['report']}\n\nreproducer: {reproducer or '(gradcheck: none written)'}")
 
     def _write_reproducer(self, spec, record, cause: str) -> str | None:

@@ -34,6 +34,9 @@ FUZZ_TARGET = Path(__file__).with_name("fuzz_target.py")
 REPLAY_SHARE = 0.15
 #: how long HypoFuzz's processes get to stop after SIGINT, once the budget is spent, before SIGKILL
 STOP_GRACE_S = 10.0
+#: `hypothesis fuzz`'s exit status once every worker's test has failed (it exits 2 on a usage
+#: error, and with pytest's status when collection fails)
+FOUND_EVERYWHERE = 1
 MISSING_HYPOFUZZ = ("nightly runs the property under HypoFuzz, which is not installed in this Python "
                     f"({sys.executable}); install it with pip install -e '.[fuzz]'")
 
@@ -95,9 +98,9 @@ def hypofuzz_command(workers: int, out: Path) -> list[str]:
 
 
 def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started: float,
-                env: dict[str, str] | None = None) -> tuple[Any, str]:
-    """Replay the saved failures, run HypoFuzz on the property until `started + budget_s` (less
-    the reports' time), stop it; (the campaign rebuilt from its log, how HypoFuzz ended)."""
+                env: dict[str, str] | None = None) -> tuple[Any, str, str | None]:
+    """Replay the saved failures, run HypoFuzz on the property until `started + budget_s`, stop it:
+    (the campaign rebuilt from its log, how HypoFuzz ended, an error sentence if it never fuzzed)."""
     from harness.campaign import CampaignResult
     from harness.replay import replay_first
     from harness.records import log_path, now, read_log
@@ -120,26 +123,37 @@ def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started
     # the harness HypoFuzz's workers import is this one (a checkout, an installed wheel)
     child_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(Path(__file__).resolve().parent.parent), child_env.get("PYTHONPATH", "")) if p)
-    how = _run_until(hypofuzz_command(workers, out), child_env, out / HYPOFUZZ_LOG_NAME, end)
+    status = _run_until(hypofuzz_command(workers, out), child_env, out / HYPOFUZZ_LOG_NAME, end)
+    how, error = how_it_ended(status, out / HYPOFUZZ_LOG_NAME)
     log.write({"kind": "end", "t": now(), "hypofuzz": how})
     log.close()
-    return CampaignResult.from_records(read_log(log_path(out))), how
+    return CampaignResult.from_records(read_log(log_path(out))), how, error
 
 
-def _run_until(command: list[str], env: dict[str, str], output: Path, end: float) -> str:
-    """Run HypoFuzz in a session of its own (its hub and workers) until it exits or `end`;
-    how it ended."""
+def _run_until(command: list[str], env: dict[str, str], output: Path, end: float) -> int | None:
+    """Run HypoFuzz in a session of its own (its hub and workers) until it exits or `end`: its
+    exit status, or None when the budget stopped it."""
     with open(output, "ab") as sink:
         process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
-            process.wait(timeout=max(0.0, end - time.perf_counter()))
-            # HypoFuzz fuzzes a test until it fails: it exits once every worker found a failure
-            return f"exited by itself (status {process.returncode})"
+            return process.wait(timeout=max(0.0, end - time.perf_counter()))
         except subprocess.TimeoutExpired:
-            return "stopped at the end of the budget"
+            return None
         finally:
             _stop(process)
+
+
+def how_it_ended(status: int | None, output: Path) -> tuple[str, str | None]:
+    """(how HypoFuzz ended, in words; an error sentence when it never fuzzed)."""
+    if status is None:
+        return "stopped at the end of the budget", None
+    if status == FOUND_EVERYWHERE:
+        return "exited by itself: every worker found a failure (HypoFuzz fuzzes a test until it fails)", None
+    lines = [line for line in output.read_text(errors="replace").splitlines() if line.strip()]
+    return (f"exited at once with status {status}",
+            f"HypoFuzz stopped without fuzzing (exit status {status}: {lines[-1] if lines else 'no output'}); "
+            f"read {output}, fix what it says and run nightly again")
 
 
 def _stop(process: subprocess.Popen) -> None:
