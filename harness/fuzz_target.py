@@ -68,6 +68,18 @@ SHRUNK = "hypofuzz"
 UNSHRUNK = "hypofuzz: another cause"
 
 
+def _let_hypofuzz_shrink() -> None:
+    """HypoFuzz 25.11.1 reads `slice_comments` of Hypothesis' shrink result after shrinking a
+    failure, which Hypothesis renamed `span_comments` (6.170 has only that): the worker died
+    with an AttributeError before it saved the failure. Give the result the old name back, only
+    in this (HypoFuzz's) process and only while Hypothesis lacks it. (Hypothesis' internals, as
+    HypoFuzz itself uses them; remove once HypoFuzz reads span_comments.)"""
+    from hypothesis.internal.conjecture.data import ConjectureResult
+
+    if not hasattr(ConjectureResult, "slice_comments") and hasattr(ConjectureResult, "span_comments"):
+        ConjectureResult.slice_comments = property(lambda result: result.span_comments)
+
+
 class UnknownFailure(AssertionError):
     """An example failed with a cause no known torch issue explains (its report and reproducer)."""
 
@@ -177,6 +189,7 @@ def _make_test():
     from harness.nightly import campaign_paths
 
     _trace_function_modules_only()
+    _let_hypofuzz_shrink()
     # HypoFuzz fuzzes a test only when its database is settings().database at collection time
     settings.register_profile("harness-nightly", settings(database=CONFIG.example_database()))
     settings.load_profile("harness-nightly")
