@@ -463,8 +463,7 @@ def shrink_note(f: Failure) -> str:
     return {"complete": "shrunk", "time cap": "shrunk until its time cap",
             "not reproduced": "not shrunk: the saved example no longer fails",
             "not saved": "not shrunk: no saved example in the database",
-            "hypofuzz": "shrunk by HypoFuzz (python -m harness nightly)",
-            "hypofuzz: another cause": "not shrunk: HypoFuzz shrank another cause of the example that showed it"}.get(f.shrink, "not shrunk: out of budget")
+            "hypofuzz": "shrunk by HypoFuzz (python -m harness nightly)"}.get(f.shrink, "not shrunk: out of budget")
 
 
 def signature(outcome: Any) -> str:

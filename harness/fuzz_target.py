@@ -64,8 +64,6 @@ def _trace_function_modules_only() -> None:
 
 #: the "shrunk" result of a cause HypoFuzz shrank (so far: it ends with the budget)
 SHRUNK = "hypofuzz"
-#: the "shrunk" result of a cause found beside the one HypoFuzz shrinks (campaign.shrink_note)
-UNSHRUNK = "hypofuzz: another cause"
 
 
 def _let_hypofuzz_shrink() -> None:
@@ -88,13 +86,12 @@ class _Property:
     """The state of the test in one HypoFuzz worker process."""
 
     def __init__(self, config: NightlyConfig, database) -> None:
-        from harness.campaign import CauseDatabase, drawing, needs_backward
+        from harness.campaign import CauseDatabase, needs_backward
         from harness.nightly import campaign_paths, open_log
         from harness.replay import shared_failures
 
         self.config = config
         self.paths, self.device = campaign_paths(config.paths, config.device)
-        self.drawn = drawing(self.paths)
         self.only_backward = needs_backward(self.paths)
         self.database = database
         # failures saved before (other nights, other machines) are counted, not raised for again: a
@@ -102,15 +99,24 @@ class _Property:
         self.known = {cause for _, causes in shared_failures(self.database) for cause in causes}
         self.harness_database = lambda causes: CauseDatabase(self.database, causes, unshrunk=True,
                                                              failures_first=True)
-        self.log = open_log(config.out)
+        self.log = open_log(config.out, shared=True)
         self.worker = f"hypofuzz-{os.getpid()}"
         self.checked: set[str] = set()  # spec hashes recorded already
+        self.written: set[str] = set()  # causes whose reproducer this process wrote
         self.shrinking: dict[str, object] = {}  # the cause raised for -> the smallest spec showing it
         self.last_end = time.perf_counter()
         self.frozen = False
 
     def check(self, spec) -> None:
-        from harness.campaign import GRADCHECK_CAUSE, check_example, has_backward, record_causes
+        from harness.campaign import (
+            GRADCHECK_CAUSE,
+            check_example,
+            current_choices,
+            graph_test_key,
+            has_backward,
+            record_causes,
+            reproducer_name,
+        )
         from harness.records import now, spec_hash, spec_size
 
         if self.only_backward and not has_backward(spec):
@@ -136,27 +142,24 @@ class _Property:
                                 "size_before": spec_size(best), "size_after": spec_size(spec)})
             raise UnknownFailure(f"{cause} (shrinking; reproducer in {self.config.out})")
         # HypoFuzz runs an example that reached new coverage again, to see that it is stable: it is
-        # checked again (its coverage must be there) but recorded once
-        if key not in self.checked:
+        # checked again (its coverage must be there) but recorded once (unless it fails anew: flaky)
+        if key not in self.checked or causes - self.known:
             self.checked.add(key)
             self.log.write(record)
+        for first in sorted(causes - self.written):  # its reproducer as found (shrinking may rewrite it)
+            self.written.add(first)
+            reproducer = self._write_reproducer(spec, record, first)
+            if reproducer is not None:
+                self.log.write({"kind": "reproducer", "t": now(), "cause": first, "reproducer": reproducer})
         new = causes - self.known
         if not new:
             return
         self.known |= new
-        self.harness_database(sorted(new)).save(_graph_key(), base64.b64decode(_choices()))
+        self.harness_database(sorted(new)).save(graph_test_key(), base64.b64decode(current_choices()))
         # HypoFuzz shrinks for one cause: a path's (whose reproducer is a script) before gradcheck's
-        cause, *others = sorted(new, key=lambda c: (c.startswith(GRADCHECK_CAUSE), c))
+        cause = min(new, key=lambda c: (c.startswith(GRADCHECK_CAUSE), c))
         self.shrinking[cause] = spec
-        reproducer = self._write_reproducer(spec, record, cause)
-        if reproducer is not None:
-            self.log.write({"kind": "reproducer", "t": now(), "cause": cause, "reproducer": reproducer})
-        for other in others:  # their reproducers as found: final, since the shrinker follows `cause`
-            self.log.write({"kind": "shrunk", "t": now(), "cause": other, "result": UNSHRUNK,
-                            "spec": spec.to_json(), "report": record["report"],
-                            "reproducer": self._write_reproducer(spec, record, other),
-                            "size_before": spec_size(spec), "size_after": spec_size(spec)})
-        raise UnknownFailure(f"{record['report']}\n\nreproducer: {reproducer or '(gradcheck: none written)'}")
+        raise UnknownFailure(f"{record['report']}\n\nreproducer: {os.path.join(self.config.out, reproducer_name(cause))}")
 
     def _write_reproducer(self, spec, record, cause: str) -> str | None:
         """The harness's reproducer of `cause` in the campaign folder (a gradcheck cause has none:
@@ -170,18 +173,6 @@ class _Property:
         destination = os.path.join(self.config.out, reproducer_name(cause))
         write_reproducer(spec, failing, self.device, record["report"], destination)
         return destination
-
-
-def _graph_key() -> bytes:
-    from harness.campaign import graph_test_key
-
-    return graph_test_key()
-
-
-def _choices() -> str:
-    from harness.campaign import current_choices
-
-    return current_choices()
 
 
 def _make_test():

@@ -81,10 +81,11 @@ def campaign_paths(paths: str | None, device: str) -> tuple[list, str]:
     return _on_devices(_paths(paths), devices)
 
 
-def open_log(out: str | Path):
+def open_log(out: str | Path, *, shared: bool = False):
+    """The campaign log; shared: for a HypoFuzz worker, beside the others (records.ExampleLog)."""
     from harness.records import ExampleLog, log_path
 
-    return ExampleLog(log_path(out))
+    return ExampleLog(log_path(out), shared=shared)
 
 
 def hypofuzz_command(workers: int, out: Path) -> list[str]:

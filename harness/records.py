@@ -50,10 +50,14 @@ class ExampleLog:
     """Appends records to a JSONL file, one line per record, flushed at once: a process
     killed at any point loses at most the line it was writing (which `read_log` skips)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, shared: bool = False) -> None:
+        """shared: other processes are appending to the log already (the nightly's HypoFuzz
+        workers), so its tail is left alone: a line they are writing is not a torn one, and the
+        first process to open the log cut any torn line already."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _drop_torn_line(self.path)
+        if not shared:
+            _drop_torn_line(self.path)
         # unbuffered, so that each record is one write(2) to a file opened for appending: several
         # processes may append to one log (the nightly's HypoFuzz workers) without mixing lines
         self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 (open for the log's life)
