@@ -85,7 +85,9 @@ class UnknownFailure(AssertionError):
 class _Property:
     """The state of the test in one HypoFuzz worker process."""
 
-    def __init__(self, config: NightlyConfig, database) -> None:
+    def __init__(self, config: NightlyConfig, database, graph_key: bytes) -> None:
+        """graph_key: campaign.graph_test_key(), got outside any test (it makes a @given test,
+        which Hypothesis refuses inside another as nested)."""
         from harness.campaign import CauseDatabase, needs_backward
         from harness.nightly import campaign_paths, open_log
         from harness.replay import shared_failures
@@ -93,7 +95,7 @@ class _Property:
         self.config = config
         self.paths, self.device = campaign_paths(config.paths, config.device)
         self.only_backward = needs_backward(self.paths)
-        self.database = database
+        self.database, self.graph_key = database, graph_key
         # failures saved before (other nights, other machines) are counted, not raised for again: a
         # raise ends HypoFuzz's fuzzing of the test in this process
         self.known = {cause for _, causes in shared_failures(self.database) for cause in causes}
@@ -112,10 +114,8 @@ class _Property:
             GRADCHECK_CAUSE,
             check_example,
             current_choices,
-            graph_test_key,
             has_backward,
             record_causes,
-            reproducer_name,
         )
         from harness.records import now, spec_hash, spec_size
 
@@ -140,7 +140,7 @@ class _Property:
                 self.log.write({"kind": "shrunk", "t": now(), "cause": cause, "result": SHRUNK,
                                 "spec": spec.to_json(), "report": record["report"], "reproducer": reproducer,
                                 "size_before": spec_size(best), "size_after": spec_size(spec)})
-            raise UnknownFailure(f"{cause} (shrinking; reproducer in {self.config.out})")
+            raise self._failure(record, cause)
         # HypoFuzz runs an example that reached new coverage again, to see that it is stable: it is
         # checked again (its coverage must be there) but recorded once (unless it fails anew: flaky)
         if key not in self.checked or causes - self.known:
@@ -155,11 +155,19 @@ class _Property:
         if not new:
             return
         self.known |= new
-        self.harness_database(sorted(new)).save(graph_test_key(), base64.b64decode(current_choices()))
+        self.harness_database(sorted(new)).save(self.graph_key, base64.b64decode(current_choices()))
         # HypoFuzz shrinks for one cause: a path's (whose reproducer is a script) before gradcheck's
         cause = min(new, key=lambda c: (c.startswith(GRADCHECK_CAUSE), c))
         self.shrinking[cause] = spec
-        raise UnknownFailure(f"{record['report']}\n\nreproducer: {os.path.join(self.config.out, reproducer_name(cause))}")
+        raise self._failure(record, cause)
+
+    def _failure(self, record, cause: str) -> UnknownFailure:
+        """What the test raises for `cause` (HypoFuzz keeps its message with the failure)."""
+        from harness.campaign import GRADCHECK_CAUSE, reproducer_name
+
+        where = ("none (a gradcheck cause)" if cause.startswith(GRADCHECK_CAUSE)
+                 else os.path.join(self.config.out, reproducer_name(cause)))
+        return UnknownFailure(f"{record['report']}\n\nreproducer: {where}")
 
     def _write_reproducer(self, spec, record, cause: str) -> str | None:
         """The harness's reproducer of `cause` in the campaign folder (a gradcheck cause has none:
@@ -176,7 +184,7 @@ class _Property:
 
 
 def _make_test():
-    from harness.campaign import _graph_test, drawing
+    from harness.campaign import _graph_test, drawing, graph_test_key
     from harness.nightly import campaign_paths
 
     _trace_function_modules_only()
@@ -184,12 +192,12 @@ def _make_test():
     # HypoFuzz fuzzes a test only when its database is settings().database at collection time
     settings.register_profile("harness-nightly", settings(database=CONFIG.example_database()))
     settings.load_profile("harness-nightly")
-    database = settings().database
+    database, graph_key = settings().database, graph_test_key()
     state: list[_Property] = []  # made on the first example, in the worker process
 
     def body(spec) -> None:
         if not state:
-            state.append(_Property(CONFIG, database))
+            state.append(_Property(CONFIG, database, graph_key))
         state[0].check(spec)
 
     paths, device = campaign_paths(CONFIG.paths, CONFIG.device)

@@ -161,3 +161,55 @@ def test_an_unreachable_redis_is_one_sentence(tmp_path):
 
     with pytest.raises(SystemExit, match=r"no Redis server answers there .* start one \(redis-server --port PORT\)"):
         cli.main(["nightly", "--paths", "eager", "--out", str(tmp_path / "n"), "--database", "redis://127.0.0.1:1/0"])
+
+
+def leaking_spec():
+    """One Function that saves its input: under leak_input, a lifetime failure on eager."""
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+    return GraphSpec(leaves=(LeafSpec(),), functions=(FunctionSpec(
+        args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "sin"),)),), save=("inputs",)),))
+
+
+def test_the_property_raises_for_a_new_cause_only_and_writes_every_causes_reproducer(tmp_path, fault):
+    """In-process (no HypoFuzz): a cause saved in the database before is counted, with its
+    reproducer, and does not raise (a raise ends HypoFuzz's fuzzing in that worker); a new one
+    raises, with its reproducer, and is saved for `fuzz` campaigns to replay first."""
+    from hypothesis import Phase, given, settings, strategies as st
+
+    from harness import paths
+    from harness.campaign import CauseDatabase, check_example, graph_test_key, record_causes
+    from harness.fuzz_target import UnknownFailure, _Property
+    from harness.nightly import NightlyConfig
+    from harness.replay import shared_failures
+
+    fault(FAULT)
+    spec = leaking_spec()
+    (cause,) = record_causes(check_example(spec, [paths.get("eager")], "cpu", True, generate_ms=0.0))
+    assert "lifetime" in cause
+
+    seen_before = tmp_path / "seen-before"
+    config = NightlyConfig(paths="eager", device="cpu", out=str(seen_before), database=str(seen_before / "db"))
+    database = config.example_database()
+    CauseDatabase(database, [cause], unshrunk=True, failures_first=True).save(graph_test_key(), b"saved before")
+    _Property(config, database, graph_test_key()).check(spec)  # no raise
+    (example,) = records(seen_before, "example")
+    assert example["outcomes"]["eager"]["status"] == "failed"
+    (reproducer,) = records(seen_before, "reproducer")
+    assert reproducer["cause"] == cause and Path(reproducer["reproducer"]).exists()
+
+    new = tmp_path / "new"
+    config = NightlyConfig(paths="eager", device="cpu", out=str(new), database=str(new / "db"))
+    database = config.example_database()
+    prop = _Property(config, database, graph_test_key())
+
+    @settings(database=None, phases=[Phase.generate], max_examples=1)
+    @given(st.just(spec))
+    def fuzzed(s):
+        prop.check(s)
+
+    with pytest.raises(UnknownFailure, match="reproducer: .*failure_"):
+        fuzzed()
+    assert [r["cause"] for r in records(new, "reproducer")] == [cause]
+    assert len(records(new, "example")) == 1  # Hypothesis' replay of the failure is a shrinking candidate
+    assert any(cause in causes for _, causes in shared_failures(database))
