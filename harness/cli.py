@@ -211,7 +211,8 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     list(_database(database, out / DATABASE_NAME).fetch(b"reached before the campaign"))  # one sentence if not
     out.mkdir(parents=True, exist_ok=True)
     config = NightlyConfig(paths=",".join(p.name for p in paths if "@" not in p.name), device=args.device,
-                           out=str(out), database=database, lifetimes=not args.no_lifetimes)
+                           out=str(out), database=database, lifetimes=not args.no_lifetimes,
+                           keep_fuzzing=args.keep_fuzzing)
     budget = args.budget - min(REPORT_S, 0.15 * args.budget)
     try:
         with _sigterm_as_ctrl_c():
@@ -596,6 +597,10 @@ def build_parser() -> argparse.ArgumentParser:
     night.add_argument("--device", default="cpu", help=DEVICE_HELP)
     night.add_argument("--json", help="write a machine-readable summary to this file")
     night.add_argument("--no-lifetimes", action="store_true", help="skip the lifetime oracle")
+    night.add_argument("--keep-fuzzing", action="store_true",
+                       help="an unknown failure is recorded with its reproducer (as found) and saved for fuzz "
+                            "campaigns to replay and shrink, but HypoFuzz is not told: it goes on fuzzing "
+                            "(by default it shrinks the failure and fuzzes no more in that worker)")
     night.set_defaults(func=cmd_nightly)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")

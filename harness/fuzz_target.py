@@ -156,6 +156,8 @@ class _Property:
             return
         self.known |= new
         self.harness_database(sorted(new)).save(self.graph_key, base64.b64decode(current_choices()))
+        if self.config.keep_fuzzing:
+            return
         # HypoFuzz shrinks for one cause: a path's (whose reproducer is a script) before gradcheck's
         cause = min(new, key=lambda c: (c.startswith(GRADCHECK_CAUSE), c))
         self.shrinking[cause] = spec

@@ -50,6 +50,10 @@ class NightlyConfig:
     out: str  # the campaign folder
     database: str  # --database, or the folder's own examples-db
     lifetimes: bool = True
+    #: an unknown failure is recorded, its reproducer written and its example saved for `fuzz`
+    #: campaigns to replay and shrink, but not raised: HypoFuzz goes on fuzzing (a raise ends its
+    #: fuzzing of the property in that worker, which shrinks instead)
+    keep_fuzzing: bool = False
 
     def write(self) -> Path:
         file = Path(self.out) / CONFIG_NAME

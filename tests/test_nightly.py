@@ -213,3 +213,28 @@ def test_the_property_raises_for_a_new_cause_only_and_writes_every_causes_reprod
     assert [r["cause"] for r in records(new, "reproducer")] == [cause]
     assert len(records(new, "example")) == 1  # Hypothesis' replay of the failure is a shrinking candidate
     assert any(cause in causes for _, causes in shared_failures(database))
+
+
+def test_keep_fuzzing_records_and_saves_a_new_cause_without_raising(tmp_path, fault):
+    from hypothesis import Phase, given, settings, strategies as st
+
+    from harness.campaign import graph_test_key
+    from harness.fuzz_target import _Property
+    from harness.nightly import NightlyConfig
+    from harness.replay import shared_failures
+
+    fault(FAULT)
+    config = NightlyConfig(paths="eager", device="cpu", out=str(tmp_path), database=str(tmp_path / "db"),
+                           keep_fuzzing=True)
+    database = config.example_database()
+    prop = _Property(config, database, graph_test_key())
+
+    @settings(database=None, phases=[Phase.generate], max_examples=1)
+    @given(st.just(leaking_spec()))
+    def fuzzed(s):
+        prop.check(s)
+
+    fuzzed()  # no raise: HypoFuzz would go on fuzzing
+    (reproducer,) = records(tmp_path, "reproducer")
+    assert Path(reproducer["reproducer"]).exists()
+    assert any(reproducer["cause"] in causes for _, causes in shared_failures(database))
