@@ -5,7 +5,7 @@ and, with --fault, whether each found a seeded fault (harness/selfeval).
 
     python scripts/compare_nightly.py --paths eager,compiled,dynamo --budget 5m --out compare/
     python scripts/compare_nightly.py --paths eager,compiled,dynamo --budget 3m --out compare-fault/ \\
-        --fault aot_backward_miscompiled --no-coverage
+        --fault aot_backward_miscompiled [--keep-fuzzing]
 
 Branches: every spec each run checked is logged (scripts/spec_log/sitecustomize.py) and replayed
 afterwards under coverage.py, one run after the other (HypoFuzz's own tracer leaves coverage.py no
@@ -44,6 +44,8 @@ def run_side_by_side(args) -> dict[str, dict]:
         env["PYTHONPATH"] = os.pathsep.join(site)
         cmd = [sys.executable, "-m", "harness", command, "--paths", args.paths, "--budget", args.budget,
                "--out", str(out), "--workers", "1", "--json", str(args.out / f"{name}.json")]
+        if command == "nightly" and args.keep_fuzzing:
+            cmd.append("--keep-fuzzing")
         print("$", " ".join(cmd), flush=True)
         procs[name] = (subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=open(args.out / f"{name}.out", "w"),
                                         stderr=subprocess.STDOUT), time.perf_counter())
@@ -102,6 +104,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--fault", help="a seeded fault of harness/selfeval, installed in both runs")
     parser.add_argument("--no-coverage", action="store_true", help="skip the coverage replay")
+    parser.add_argument("--keep-fuzzing", action="store_true",
+                        help="nightly --keep-fuzzing: HypoFuzz is not stopped by the first unknown failure")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=False)
     results = run_side_by_side(args)
