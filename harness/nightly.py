@@ -37,6 +37,8 @@ STOP_GRACE_S = 10.0
 #: `hypothesis fuzz`'s exit status once every worker's test has failed (it exits 2 on a usage
 #: error, and with pytest's status when collection fails)
 FOUND_EVERYWHERE = 1
+#: what multiprocessing prints before the traceback of a worker process that raised
+WORKER_DIED = "\nProcess Process-"
 MISSING_HYPOFUZZ = ("nightly runs the property under HypoFuzz, which is not installed in this Python "
                     f"({sys.executable}); install it with pip install -e '.[fuzz]'")
 
@@ -153,9 +155,15 @@ def how_it_ended(status: int | None, output: Path) -> tuple[str, str | None]:
     """(how HypoFuzz ended, in words; an error sentence when it never fuzzed)."""
     if status is None:
         return "stopped at the end of the budget", None
-    if status == FOUND_EVERYWHERE:
+    text = output.read_text(errors="replace")
+    lines = [line for line in text.splitlines() if line.strip()]
+    if status == FOUND_EVERYWHERE and WORKER_DIED not in text:
         return "exited by itself: every worker found a failure (HypoFuzz fuzzes a test until it fails)", None
-    lines = [line for line in output.read_text(errors="replace").splitlines() if line.strip()]
+    if status == FOUND_EVERYWHERE:  # the hub ends once no worker fuzzes, a dead one included
+        after = text.split(WORKER_DIED, 1)[1].splitlines()[1:]  # its traceback: the exception's line
+        died = next((line for line in after if line.strip() and not line.startswith((" ", "Traceback"))), "?")
+        return (f"exited by itself: a worker died ({died})",
+                f"a HypoFuzz worker died ({died}); its traceback is in {output}")
     return (f"exited at once with status {status}",
             f"HypoFuzz stopped without fuzzing (exit status {status}: {lines[-1] if lines else 'no output'}); "
             f"read {output}, fix what it says and run nightly again")

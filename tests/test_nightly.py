@@ -238,3 +238,22 @@ def test_keep_fuzzing_records_and_saves_a_new_cause_without_raising(tmp_path, fa
     (reproducer,) = records(tmp_path, "reproducer")
     assert Path(reproducer["reproducer"]).exists()
     assert any(reproducer["cause"] in causes for _, causes in shared_failures(database))
+
+
+def test_how_hypofuzz_ended_says_when_it_never_fuzzed_or_a_worker_died(tmp_path):
+    from harness.nightly import how_it_ended
+
+    output = tmp_path / "hypofuzz.log"
+    output.write_text("collecting tests... done\nusing 1 process to fuzz 1 test\nProcess Process-2:\n"
+                      "Traceback (most recent call last):\n  File \"hypofuzz.py\", line 352, in run_one\n"
+                      "AttributeError: 'ConjectureResult' object has no attribute 'slice_comments'\n"
+                      "Found a failing input for every test!\n")
+    how, error = how_it_ended(1, output)
+    assert "a worker died (AttributeError: 'ConjectureResult'" in how and str(output) in error
+    output.write_text("collecting tests... done\nusing 1 process to fuzz 1 test\nFound a failing input for every test!\n")
+    assert how_it_ended(1, output) == (how_it_ended(1, output)[0], None)
+    assert "every worker found a failure" in how_it_ended(1, output)[0]
+    output.write_text("Error: No property-based tests were collected. pytest args: ()\n")
+    how, error = how_it_ended(2, output)
+    assert "without fuzzing (exit status 2: Error: No property-based tests were collected" in error
+    assert how_it_ended(None, output) == ("stopped at the end of the budget", None)
