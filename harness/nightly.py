@@ -39,6 +39,8 @@ STOP_GRACE_S = 10.0
 FOUND_EVERYWHERE = 1
 #: what multiprocessing prints before the traceback of a worker process that raised
 WORKER_DIED = "\nProcess Process-"
+#: what a worker dies of when the hub, and the multiprocessing manager with it, is gone
+HUB_GONE = ("ConnectionResetError", "BrokenPipeError", "EOFError", "ConnectionRefusedError")
 MISSING_HYPOFUZZ = ("nightly runs the property under HypoFuzz, which is not installed in this Python "
                     f"({sys.executable}); install it with pip install -e '.[fuzz]'")
 
@@ -157,13 +159,15 @@ def how_it_ended(status: int | None, output: Path) -> tuple[str, str | None]:
         return "stopped at the end of the budget", None
     text = output.read_text(errors="replace")
     lines = [line for line in text.splitlines() if line.strip()]
-    if status == FOUND_EVERYWHERE and WORKER_DIED not in text:
-        return "exited by itself: every worker found a failure (HypoFuzz fuzzes a test until it fails)", None
     if status == FOUND_EVERYWHERE:  # the hub ends once no worker fuzzes, a dead one included
-        after = text.split(WORKER_DIED, 1)[1].splitlines()[1:]  # its traceback: the exception's line
-        died = next((line for line in after if line.strip() and not line.startswith((" ", "Traceback"))), "?")
-        return (f"exited by itself: a worker died ({died})",
-                f"a HypoFuzz worker died ({died}); its traceback is in {output}")
+        died = [next((line for line in after.splitlines()[1:] if line.strip() and not line.startswith((" ", "Traceback"))),
+                     "?") for after in text.split(WORKER_DIED)[1:]]  # each dead worker's exception
+        # the hub's end takes down the manager its idle workers talk to: they die of that, not of a bug
+        died = [d for d in died if not d.startswith(HUB_GONE)]
+        if not died:
+            return "exited by itself: every worker found a failure (HypoFuzz fuzzes a test until it fails)", None
+        return (f"exited by itself: a worker died ({died[0]})",
+                f"a HypoFuzz worker died ({died[0]}); its traceback is in {output}")
     return (f"exited at once with status {status}",
             f"HypoFuzz stopped without fuzzing (exit status {status}: {lines[-1] if lines else 'no output'}); "
             f"read {output}, fix what it says and run nightly again")
