@@ -192,7 +192,7 @@ class Failure:
     reproducer: str | None = None
     paths: set[str] = field(default_factory=set)
     size_before: int = 0  # records.spec_size of the first example that showed it
-    shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved"
+    shrink: str = ""  # "" (not yet), "complete", "time cap", "not reproduced", "not saved", "hypofuzz" (shrunk by the nightly's HypoFuzz)
     replay: str = ""  # replayed first (harness.replay): "still fails", "did not reproduce" or "not saved"
     #: a crash or hang: the choice sequence of the example the worker died on (sent before it
     #: began; base64 text, as records and worker configs carry it), which shrinking saves under
@@ -298,7 +298,8 @@ class CampaignResult:
             self.replay_seconds += record["seconds"]
             self.replay_examples += record["examples"]
         elif kind == "seeded":
-            self.seeded.update({k: record[k] for k in ("seeds", "mutants", "failed", "seconds", "available")})
+            self.seeded.update({k: record.get(k, 0) for k in ("seeds", "mutants", "failed", "seconds", "available",
+                                                              "corpus")})
         elif kind == "shrunk":
             f = self.failures[record["cause"]]
             f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]
@@ -529,6 +530,9 @@ class CampaignResult:
     def seed_note(self) -> str:
         """The seeds from known bugs checked first (harness.seeds), and what that cost."""
         s = self.seeded
+        if s["corpus"]:  # python -m harness nightly: HypoFuzz starts from them
+            return (f"started from known bugs: {s['corpus']} seed(s) for these paths put into HypoFuzz's corpus "
+                    f"(harness/seeds.py)")
         return (f"started from known bugs: {s['seeds']} seed(s) of {s['available']} for these paths and "
                 f"{s['mutants']} mutant(s) of them, {s['failed']} with a failure no known torch issue explains, "
                 f"in {s['seconds']:.1f} s (harness/seeds.py)")
@@ -543,7 +547,8 @@ def shrink_note(f: Failure) -> str:
         return "the smallest example seen; not shrunk: the worker sent no choice sequence"
     return {"complete": "shrunk", "time cap": "shrunk until its time cap",
             "not reproduced": "not shrunk: the saved example no longer fails",
-            "not saved": "not shrunk: no saved example in the database"}.get(f.shrink, "not shrunk: out of budget")
+            "not saved": "not shrunk: no saved example in the database",
+            "hypofuzz": "shrunk by HypoFuzz (python -m harness nightly)"}.get(f.shrink, "not shrunk: out of budget")
 
 
 def signature(outcome: Any) -> str:
@@ -955,7 +960,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
                            drawn=drawing(paths))
-        destination: Path | None = Path(out_dir) / f"{name_prefix}failure_{_slug(failure.signature)}.py"
+        destination: Path | None = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
         if failure.in_child:  # checked here, the example would kill this process
             report = failure.report
             write_reproducer(spec, [p.name for p in failing], device,
@@ -978,7 +983,7 @@ def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_r
     smallest example seen, written as it is (no check, so it costs no budget to speak of)."""
     for f in result.failures.values():
         if f.reproducer is None and f.paths:
-            destination = Path(out_dir) / f"failure_{_slug(f.signature)}.py"
+            destination = Path(out_dir) / reproducer_name(f.signature)
             write_reproducer(f.spec, sorted(f.paths), result.device, f.report, destination,
                              twins=twins_of_cause(f.signature))
             on_record({"kind": "reproducer", "t": now(), "cause": f.signature, "reproducer": str(destination)})
@@ -990,8 +995,10 @@ def to_shrink(result: CampaignResult) -> list[Failure]:
     return [f for f in result.failures.values() if f.shrinkable and not f.shrink]
 
 
-def _slug(cause: str) -> str:
-    return hashlib.sha1(cause.encode()).hexdigest()[:8]
+def reproducer_name(cause: str, prefix: str = "") -> str:
+    """The file name of a cause's reproducer in a campaign folder (one file per cause, whichever
+    engine found it: run_campaign, the workers or the nightly's HypoFuzz property)."""
+    return f"{prefix}failure_{hashlib.sha1(cause.encode()).hexdigest()[:8]}.py"
 
 
 def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
@@ -1053,5 +1060,5 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
 
 
 __all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "TwinCounts", "check_example", "example_record", "fuzz",
-           "record_causes", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink", "twins_of_cause",
+           "record_causes", "reproducer_name", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink", "twins_of_cause",
            "write_unshrunk_reproducers"]

@@ -214,6 +214,48 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_nightly(args: argparse.Namespace) -> int:
+    """The campaign's property under HypoFuzz (harness.nightly) for the budget, then the reports."""
+    started = time.perf_counter() if args.started is None else args.started
+    from harness.nightly import HYPOFUZZ_LOG_NAME, NightlyConfig, campaign_paths, hypofuzz_missing, run_nightly
+    from harness.records import DATABASE_NAME, log_path
+
+    missing = hypofuzz_missing()
+    if missing is not None:
+        raise SystemExit(f"error: {missing}.")
+    if args.workers < 1:
+        raise SystemExit(f"error: --workers {args.workers}: HypoFuzz needs 1 worker process or more.")
+    out = Path(args.out or time.strftime("campaigns/nightly-%Y%m%d-%H%M%S"))
+    if log_path(out).exists():
+        raise SystemExit(f"error: {out} already holds a campaign ({log_path(out)}); choose another --out "
+                         f"(HypoFuzz carries on from the example database, --database, not from a folder).")
+    paths, device = campaign_paths(args.paths, args.device)  # one sentence for a bad path or device
+    database = args.database or str(out / DATABASE_NAME)
+    list(_database(database, out / DATABASE_NAME).fetch(b"reached before the campaign"))  # one sentence if not
+    out.mkdir(parents=True, exist_ok=True)
+    config = NightlyConfig(paths=",".join(p.name for p in paths if "@" not in p.name), device=args.device,
+                           out=str(out), database=database, lifetimes=not args.no_lifetimes,
+                           keep_fuzzing=args.keep_fuzzing, twins=not args.no_twins, seeds=not args.no_seeds)
+    budget = args.budget - min(REPORT_S, 0.15 * args.budget)
+    try:
+        with _sigterm_as_ctrl_c():
+            result, how, error = run_nightly(config, budget_s=budget, workers=args.workers, started=started)
+    except KeyboardInterrupt:
+        from harness.report import load
+
+        result, how, error = load(out), "interrupted", None
+    _report(result, out, args.json)
+    print(f"HypoFuzz {how}; its output: {out / HYPOFUZZ_LOG_NAME}")
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if how == "interrupted":
+        return 130
+    if result.failures:
+        return 1
+    return NOTHING_CHECKED if result.unchecked_paths() else 0
+
+
 def _warmed_up(paths: list, device: str, lifetimes: bool) -> float:
     """campaign.warm_up in this process (first-use imports and compile caches); its seconds."""
     from harness.campaign import warm_up
@@ -570,6 +612,35 @@ def build_parser() -> argparse.ArgumentParser:
     _add_campaign_options(cov, workers=0)
     cov.add_argument("--json", help="write the coverage numbers per module (and the missed branches) to this file")
     cov.set_defaults(func=cmd_coverage, resume=None, cluster=None, shards=None, shard=0)
+
+    night = sub.add_parser("nightly", help="the campaign's property under HypoFuzz, the coverage-guided fuzzer, "
+                                           "for a budget; then the report (docs/nightly.md; needs the fuzz extra)",
+                           description="Runs `hypothesis fuzz` (HypoFuzz) on the campaign's property "
+                                       "(harness/fuzz_target.py), guided by the branches it reaches in torch's "
+                                       "modules that handle custom Functions, until the budget is spent; then "
+                                       "writes the report. The folder is a campaign's: examples.jsonl, reproducers, "
+                                       "report.md/html (`report DIR` rebuilds them); HypoFuzz's output goes to "
+                                       "DIR/hypofuzz.log. Exit status as fuzz's.")
+    night.add_argument("--paths", help="comma-separated paths (default: all available here, as fuzz)")
+    night.add_argument("--budget", type=parse_duration, default=600.0,
+                       help="wall time for everything, e.g. 10m, 8h (default 10m); the reports keep "
+                            f"min({REPORT_S:g} s, 15%%) of it, replaying the saved failures at most 15%%")
+    night.add_argument("--out", help="campaign folder, new or empty (default: a new campaigns/nightly-<date>-<time>/)")
+    night.add_argument("--database", help="Hypothesis example database, HypoFuzz's too: a folder, or "
+                                          "redis://host:port shared by every machine of the night (needs the "
+                                          "cluster extra), or github:OWNER/REPO[/ARTIFACT] (default: DIR/examples-db)")
+    night.add_argument("--workers", type=int, default=1, help="HypoFuzz worker processes (default 1)")
+    night.add_argument("--device", default="cpu", help=DEVICE_HELP)
+    night.add_argument("--json", help="write a machine-readable summary to this file")
+    night.add_argument("--no-lifetimes", action="store_true", help="skip the lifetime oracle")
+    night.add_argument("--keep-fuzzing", action="store_true",
+                       help="an unknown failure is recorded with its reproducer (as found) and saved for fuzz "
+                            "campaigns to replay and shrink, but HypoFuzz is not told: it goes on fuzzing "
+                            "(by default it shrinks the failure and fuzzes no more in that worker)")
+    night.add_argument("--no-twins", action="store_true", help="skip the twin-form oracle (docs/twins.md)")
+    night.add_argument("--no-seeds", action="store_true",
+                       help="do not put the known torch issues' seeds into HypoFuzz's corpus first (docs/seeds.md)")
+    night.set_defaults(func=cmd_nightly)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
     rep.add_argument("folder", metavar="DIR")

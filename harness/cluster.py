@@ -65,6 +65,9 @@ def example_database(location: str | None, local: str | Path | None = None) -> A
         return RedisExampleDatabase(client, key_prefix=REDIS_PREFIX)
     from hypothesis.database import DirectoryBasedExampleDatabase
 
+    if "://" in location:  # a URL of another scheme would silently become a folder of that name
+        raise ClusterError(f"--database {location} is not a redis:// or rediss:// URL; give redis://host:port, "
+                           f"github:OWNER/REPO[/ARTIFACT] or a folder")
     if location.startswith("github:"):
         from hypothesis.database import (
             GitHubArtifactDatabase,

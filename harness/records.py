@@ -50,15 +50,23 @@ class ExampleLog:
     """Appends records to a JSONL file, one line per record, flushed at once: a process
     killed at any point loses at most the line it was writing (which `read_log` skips)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, shared: bool = False) -> None:
+        """shared: other processes are appending to the log already (the nightly's HypoFuzz
+        workers), so its tail is left alone: a line they are writing is not a torn one, and the
+        first process to open the log cut any torn line already."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _drop_torn_line(self.path)
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (open for the log's life)
+        if not shared:
+            _drop_torn_line(self.path)
+        # unbuffered, so that each record is one write(2) to a file opened for appending: several
+        # processes may append to one log (the nightly's HypoFuzz workers) without mixing lines
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 (open for the log's life)
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, sort_keys=True) + "\n")
-        self._file.flush()
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        written = self._file.write(line)
+        while written < len(line):  # a short write (a signal, a full disk): the rest follows
+            written += self._file.write(line[written:])
 
     def close(self) -> None:
         self._file.close()

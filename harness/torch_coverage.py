@@ -106,6 +106,13 @@ def module_files() -> dict[str, FunctionModule]:
     return files
 
 
+def function_module_files() -> frozenset[str]:
+    """The absolute file names of FUNCTION_MODULES in the installed torch, as code objects name
+    them in co_filename (HypoFuzz's coverage collector is told to trace these only:
+    harness/fuzz_target.py)."""
+    return frozenset(module_files())
+
+
 def write_config(folder: Path) -> Path:
     """A coverage.py configuration measuring FUNCTION_MODULES with branch coverage into
     folder/DATA_DIR, in this process and every Python process it starts."""

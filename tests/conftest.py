@@ -121,3 +121,38 @@ def seeded_path():
 
     yield paths.register(_SeededPath())
     paths._REGISTRY.pop(_SeededPath.name)  # other tests select from the registry: it must not stay
+
+
+# --- a real Redis server (tests/test_cluster.py, tests/test_nightly.py) ------------------------
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """A real redis-server of our own on a free port, without persistence; stopped after. (The tests
+    that take it skip without redis-server and the redis client: their `needs_redis`.)"""
+    import socket
+    import subprocess
+    import time
+
+    from harness.cluster import ClusterError, example_database
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(tmp_path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            example_database(url)
+            break
+        except ClusterError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise
+            time.sleep(0.1)
+    yield url
+    server.terminate()
+    server.wait(timeout=30)

@@ -31,33 +31,13 @@ needs_redis = pytest.mark.skipif(
            "pip install -e '.[cluster]'; .ci/run does both)")
 
 
+# redis_url: a real redis-server of our own (tests/conftest.py)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    """A real redis-server of our own on a free port, without persistence; stopped after."""
-    port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no", "--dir", str(tmp_path)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            example_database(url)
-            break
-        except ClusterError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                raise
-            time.sleep(0.1)
-    yield url
-    server.terminate()
-    server.wait(timeout=30)
 
 
 @needs_redis

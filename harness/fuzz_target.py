@@ -1,0 +1,222 @@
+"""The campaign's property as a pytest test, for HypoFuzz (`hypothesis fuzz`); `python -m harness
+nightly` runs it (harness/nightly.py, docs/nightly.md).
+
+HypoFuzz collects this file with pytest and runs the test in its own worker processes, so the
+campaign's settings come from the file that HARNESS_NIGHTLY_CONFIG names (harness.nightly
+.NightlyConfig: paths, device, campaign folder, example database). Without it the test is
+skipped, so collecting this file elsewhere checks nothing by accident.
+
+Each example is drawn by the campaign's own strategy (campaign._graph_test) and checked as a
+campaign checks it (campaign.check_example: every path, known torch issues explaining only their
+mismatches, gradcheck), and its record is appended to the campaign folder's examples.jsonl, so
+`python -m harness report DIR` rebuilds the report from it. A failure whose cause is new (to this
+process and to the failures saved in the shared database before) gets the harness's reproducer in
+the folder, is saved for `harness fuzz` campaigns to replay first (CauseDatabase), and raises, so
+HypoFuzz records it in its database and shrinks it. HypoFuzz fuzzes a test no more once it fails
+in a process, so every later run of the test in that process is a shrinking candidate: a smaller
+one that shows the cause rewrites the reproducer (a "shrunk" record), and none is counted as an
+example.
+
+Coverage: HypoFuzz's guidance counts the branches an example reaches. It would trace every
+Python file but its own and Hypothesis' (the harness and all of torch); here it traces only
+torch's modules that handle custom Functions (harness.torch_coverage.FUNCTION_MODULES), so that
+new behaviour there, and nothing else, makes an example worth keeping, and the line tracer on
+Python 3.11 leaves every other frame alone (it costs a call per line traced).
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import os
+import time
+
+import pytest
+from hypothesis import HealthCheck, reject, settings
+
+from harness.nightly import CONFIG_ENV, NightlyConfig
+
+CONFIG = NightlyConfig.read(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else None
+
+
+def _trace_function_modules_only() -> None:
+    """Make HypoFuzz's coverage collector trace FUNCTION_MODULES only (see the module's docstring)."""
+    import hypofuzz.coverage
+    import hypofuzz.provider
+
+    from harness.torch_coverage import function_module_files
+
+    files = function_module_files()
+    # should_trace decides per line (and, on 3.12+, per branch event); it is read from the module
+    # when called, so replacing it here is enough there
+    hypofuzz.coverage.should_trace = files.__contains__
+    base = hypofuzz.coverage.CoverageCollector
+
+    class FunctionModulesCollector(base):  # type: ignore[misc,valid-type]
+        def trace_pre_312(self, frame, event, arg):
+            # a frame of another file gets no line tracer at all, not one that ignores its lines
+            if event == "call" and frame.f_code.co_filename not in files:
+                return None
+            return super().trace_pre_312(frame, event, arg)
+
+    hypofuzz.provider.CoverageCollector = FunctionModulesCollector
+
+
+#: the "shrunk" result of a cause HypoFuzz shrank (so far: it ends with the budget)
+SHRUNK = "hypofuzz"
+
+
+def _let_hypofuzz_shrink() -> None:
+    """HypoFuzz 25.11.1 reads `slice_comments` of Hypothesis' shrink result after shrinking a
+    failure, which Hypothesis renamed `span_comments` (6.170 has only that): the worker died
+    with an AttributeError before it saved the failure. Give the result the old name back, only
+    in this (HypoFuzz's) process and only while Hypothesis lacks it. (Hypothesis' internals, as
+    HypoFuzz itself uses them; remove once HypoFuzz reads span_comments.)"""
+    from hypothesis.internal.conjecture.data import ConjectureResult
+
+    if not hasattr(ConjectureResult, "slice_comments") and hasattr(ConjectureResult, "span_comments"):
+        ConjectureResult.slice_comments = property(lambda result: result.span_comments)
+
+
+class UnknownFailure(AssertionError):
+    """An example failed with a cause no known torch issue explains (its report and reproducer)."""
+
+
+class _Property:
+    """The state of the test in one HypoFuzz worker process."""
+
+    def __init__(self, config: NightlyConfig, database, graph_key: bytes) -> None:
+        """graph_key: campaign.graph_test_key(), got outside any test (it makes a @given test,
+        which Hypothesis refuses inside another as nested)."""
+        from harness.campaign import CauseDatabase, needs_backward
+        from harness.nightly import campaign_paths, open_log
+        from harness.replay import shared_failures
+
+        self.config = config
+        self.paths, self.device = campaign_paths(config.paths, config.device)
+        self.only_backward = needs_backward(self.paths)
+        self.database, self.graph_key = database, graph_key
+        # failures saved before (other nights, other machines) are counted, not raised for again: a
+        # raise ends HypoFuzz's fuzzing of the test in this process
+        self.known = {cause for _, causes in shared_failures(self.database) for cause in causes}
+        self.harness_database = lambda causes: CauseDatabase(self.database, causes, unshrunk=True,
+                                                             failures_first=True)
+        self.log = open_log(config.out, shared=True)
+        self.worker = f"hypofuzz-{os.getpid()}"
+        self.checked: set[str] = set()  # spec hashes recorded already
+        self.written: set[str] = set()  # causes whose reproducer this process wrote
+        self.shrinking: dict[str, object] = {}  # the cause raised for -> the smallest spec showing it
+        self.last_end = time.perf_counter()
+        self.frozen = False
+
+    def check(self, spec) -> None:
+        from harness.campaign import (
+            GRADCHECK_CAUSE,
+            check_example,
+            current_choices,
+            has_backward,
+            record_causes,
+        )
+        from harness.records import now, spec_hash, spec_size
+
+        if self.only_backward and not has_backward(spec):
+            reject()  # every path would call it unsupported: not an example of this campaign
+        if not self.frozen:  # as campaign.fuzz: the lifetime oracle's gc.collect() then costs ~0.01 ms
+            gc.collect()
+            gc.freeze()
+            self.frozen = True
+        key = spec_hash(spec)
+        record = check_example(spec, self.paths, self.device, self.config.lifetimes,
+                               generate_ms=1000 * (time.perf_counter() - self.last_end), worker=self.worker, key=key,
+                               twins=self.config.twins)
+        self.last_end = time.perf_counter()
+        causes = record_causes(record)
+        if self.shrinking:
+            cause, best = next(iter(self.shrinking.items()))
+            if cause not in causes:
+                return  # not this cause: uninteresting to HypoFuzz's shrinker
+            if spec_size(spec) < spec_size(best):
+                self.shrinking[cause] = spec
+                reproducer = self._write_reproducer(spec, record, cause)
+                self.log.write({"kind": "shrunk", "t": now(), "cause": cause, "result": SHRUNK,
+                                "spec": spec.to_json(), "report": record["report"], "reproducer": reproducer,
+                                "size_before": spec_size(best), "size_after": spec_size(spec)})
+            raise self._failure(record, cause)
+        # HypoFuzz runs an example that reached new coverage again, to see that it is stable: it is
+        # checked again (its coverage must be there) but recorded once (unless it fails anew: flaky)
+        if key not in self.checked or causes - self.known:
+            self.checked.add(key)
+            self.log.write(record)
+        for first in sorted(causes - self.written):  # its reproducer as found (shrinking may rewrite it)
+            self.written.add(first)
+            reproducer = self._write_reproducer(spec, record, first)
+            if reproducer is not None:
+                self.log.write({"kind": "reproducer", "t": now(), "cause": first, "reproducer": reproducer})
+        new = causes - self.known
+        if not new:
+            return
+        self.known |= new
+        self.harness_database(sorted(new)).save(self.graph_key, base64.b64decode(current_choices()))
+        if self.config.keep_fuzzing:
+            return
+        # HypoFuzz shrinks for one cause: a path's (whose reproducer is a script) before gradcheck's
+        cause = min(new, key=lambda c: (c.startswith(GRADCHECK_CAUSE), c))
+        self.shrinking[cause] = spec
+        raise self._failure(record, cause)
+
+    def _failure(self, record, cause: str) -> UnknownFailure:
+        """What the test raises for `cause` (HypoFuzz keeps its message with the failure)."""
+        from harness.campaign import GRADCHECK_CAUSE, reproducer_name
+
+        where = ("none (a gradcheck cause)" if cause.startswith(GRADCHECK_CAUSE)
+                 else os.path.join(self.config.out, reproducer_name(cause)))
+        return UnknownFailure(f"{record['report']}\n\nreproducer: {where}")
+
+    def _write_reproducer(self, spec, record, cause: str) -> str | None:
+        """The harness's reproducer of `cause` in the campaign folder (a gradcheck cause has none:
+        a reproducer script checks paths)."""
+        from harness.campaign import GRADCHECK_CAUSE, reproducer_name
+        from harness.repro import write_reproducer
+
+        if cause.startswith(GRADCHECK_CAUSE):
+            return None
+        failing = sorted(name for name, o in record["outcomes"].items() if o.get("cause") == cause)
+        destination = os.path.join(self.config.out, reproducer_name(cause))
+        write_reproducer(spec, failing, self.device, record["report"], destination)
+        return destination
+
+
+def _make_test():
+    from harness.campaign import _graph_test, drawing, graph_test_key
+    from harness.nightly import campaign_paths
+
+    _trace_function_modules_only()
+    _let_hypofuzz_shrink()
+    # HypoFuzz fuzzes a test only when its database is settings().database at collection time
+    settings.register_profile("harness-nightly", settings(database=CONFIG.example_database()))
+    settings.load_profile("harness-nightly")
+    database, graph_key = settings().database, graph_test_key()
+    state: list[_Property] = []  # made on the first example, in the worker process
+
+    def body(spec) -> None:
+        if not state:
+            state.append(_Property(CONFIG, database, graph_key))
+        state[0].check(spec)
+
+    paths, device = campaign_paths(CONFIG.paths, CONFIG.device)
+    test = _graph_test(body, device, drawing(paths), database=database)
+    # _graph_test suppresses every health check, nested_given too, which HypoFuzz takes to mean
+    # nested @given tests and will not fuzz; the property nests none. (Set on the test, not passed
+    # to _graph_test: its @settings line is part of the database key of every campaign.)
+    used = test._hypothesis_internal_use_settings
+    test._hypothesis_internal_use_settings = settings(
+        used, suppress_health_check=[c for c in used.suppress_health_check if c is not HealthCheck.nested_given])
+    return test
+
+
+if CONFIG is not None:
+    test_campaign_property = _make_test()
+else:
+    @pytest.mark.skip(reason=f"run by `python -m harness nightly` (no ${CONFIG_ENV})")
+    def test_campaign_property() -> None:
+        pass
