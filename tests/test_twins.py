@@ -273,3 +273,15 @@ def test_a_custom_op_twins_side_effects_are_recorded_as_its_functions(code):
     verdict = check(spec, [EAGER], lifetimes=False, twins="api")
     assert verdict.twin.paths["eager"].status == "agree", verdict.report()
     assert verdict.outcomes["eager"].result.values["meta:forward"]["side_effects"] == (0,)
+
+
+@pytest.mark.parametrize("pair", twins.PAIR_NAMES)
+def test_a_custom_op_keeps_the_forms_it_has_no_choice_of(pair):
+    """A custom_op is setup_context with a backward method: the style and backward_method pairs
+    leave it as it is, and every twin of it is a valid spec."""
+    op = with_(ONE_OUTPUT, api="custom_op", style="setup_context")
+    twin = twins.twin_of(op, pair)
+    if pair in ("style", "backward_method", "vmap_rule"):
+        assert twin is None
+    else:
+        assert twin is not None and twin.spec.functions[0].api in ("custom_op", "function")
