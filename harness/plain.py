@@ -643,8 +643,13 @@ def _compiled(source: str, filename: str) -> CodeType:
 
 
 def in_code_style(spec: GraphSpec, code: str) -> GraphSpec:
-    """`spec` with every Function written in one code style."""
-    return dataclasses.replace(spec, functions=tuple(dataclasses.replace(fn, code=code) for fn in spec.functions))
+    """`spec` with every Function written in one code style, but those this module cannot write in
+    the plain style (a hand-written vmap rule, a custom_op's register_vmap), which stay generic."""
+    def styled(fn):
+        if code == "plain" and (fn.vmap_rule == "user" or fn.api == "custom_op" and fn.vmap):
+            return fn
+        return dataclasses.replace(fn, code=code)
+    return dataclasses.replace(spec, functions=tuple(styled(fn) for fn in spec.functions))
 
 
 __all__ = ["GraphForwardSource", "compile_function", "function_source", "graph_forward", "graph_forward_source",

@@ -224,6 +224,10 @@ CASES = {
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     # F0, which no input requiring grad reaches, computes a tensor and then scales a 0-dim float64
     # clone in place (mark_dirty breaks Dynamo's graph): the scaling is lost; F1 reads x1
+    # F0 has the flag and a jvp (no forward AD runs): Dynamo raises at forward; F1 reads x1
+    "dynamo-clear-saved-tensors-with-jvp": ("dynamo", graph(
+        fn(X0, outputs=(SIN0,), save=("inputs",), jvp=True, clear_saved_tensors_on_access=True, code="plain"),
+        fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-zero-dim-float64-input-mutation-lost": ("dynamo", GraphSpec(
         shape=(), dtype="float64", leaves=(LeafSpec(False), LeafSpec()), functions=(
             fn(Arg("x0", clone=True), outputs=(OutputSpec("compute", bias=-1.0), OutputSpec("dirty", slot=0, coeff=-1.5)),

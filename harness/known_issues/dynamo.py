@@ -49,10 +49,11 @@ def _generic(fn: FunctionSpec) -> bool:
 
 def _all_plain(spec: GraphSpec) -> GraphSpec:
     """Every Function written in the plain style (explicit parameters, literal constants),
-    where it can be (a tuple-valued constant output has no plain literal)."""
+    where it can be (a tuple-valued constant output has no plain literal); a hand-written vmap
+    rule, which plain.py does not write, becomes generate_vmap_rule."""
     def plain(n: int, fn: FunctionSpec) -> FunctionSpec:
         try:
-            candidate = dataclasses.replace(fn, code="plain")
+            candidate = dataclasses.replace(fn, code="plain", vmap_rule="generate")
             GraphSpec(shape=spec.shape, dtype=spec.dtype, leaves=spec.leaves,
                       functions=spec.functions[:n] + (candidate,))
         except SpecError:
