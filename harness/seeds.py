@@ -227,10 +227,10 @@ def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, l
         if time.perf_counter() >= until:
             break
         one(entry, decode(value, device, drawn), value, False)
-    for attempt in range(10 * len(seeds)):
-        if time.perf_counter() >= until or not seeds:
-            break
+    attempt = 0
+    while seeds and time.perf_counter() < until:  # mutants, round the seeds, until the seeds' time is spent
         entry, value = seeds[attempt % len(seeds)]
+        attempt += 1
         near = mutant(value, device, drawn, rng)
         if near is not None:
             one(entry, near[0], near[1], True)
