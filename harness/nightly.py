@@ -131,7 +131,7 @@ def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started
     log = open_log(out)
     log.write({"kind": "start", "t": now(), "paths": [p.name for p in paths], "device": device,
                "torch": torch.__version__, "budget_s": budget_s, "lifetimes": config.lifetimes, "resumed": False,
-               "uncharged_s": 0.0, "engine": "hypofuzz"})
+               "uncharged_s": 0.0, "engine": "hypofuzz", "twins": config.twins})
     replay_first([], paths, device, database, config.lifetimes, on_record=log.write, known=set(),
                  until=min(end, time.perf_counter() + REPLAY_SHARE * budget_s), twins=config.twins)
     if config.seeds:  # HypoFuzz's mutator starts from its corpus: a graph per known bug on these paths

@@ -491,6 +491,10 @@ def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_che
     # dynamo AOT's trace of the backward at compile time names CopySlices in the invalid-gradient
     # error, at forward, where eager raises copy_'s size error at backward
     ("dynamo_copyslices_invalid_gradient_at_compile.json", {"dynamo-function-backward-checked-differently"}),
+    # HypoFuzz's shrunk finding (python -m harness nightly, 10 minutes): the flag on a generic Function
+    # given x0 twice, with set_materialize_grads(False), no jvp
+    ("dynamo_clear_saved_tensors_repeated_input.json",
+     {"dynamo-function-class-attribute", "dynamo-clear-saved-tensors-with-jvp"}),
 ])
 def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expected):
     """Specs of the 5-minute eager,dynamo campaign on the traceable generation (kept in
