@@ -285,3 +285,19 @@ def test_a_custom_op_keeps_the_forms_it_has_no_choice_of(pair):
         assert twin is None
     else:
         assert twin is not None and twin.spec.functions[0].api in ("custom_op", "function")
+
+
+def test_a_known_issue_of_the_twins_own_run_is_read_from_the_twins_side():
+    """The 10-minute coverage campaign's twin failure (docs/func_repros): F0 returns a value made of
+    none of its inputs; its vjp twin sends Dynamo to the fallback around it, where AOT materializes
+    the unused gradient of x0's clone as zeros (aot-unused-gradient-materialized-as-zeros) and the
+    traced original leaves x0's gradient None, as eager does. The twin's damage reads "expected None"
+    only with the twin as the path and the original as the reference."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(Path(__file__).resolve().parent.parent / "docs/func_repros"
+                         / "twin_vjp_fallback_aot_unused_gradient_zeros.json"))
+    verdict = check(spec, [paths.get("dynamo")], twins="backward_method")
+    assert verdict.twin.paths["dynamo"].status == "known", verdict.report()
+    assert verdict.twin.paths["dynamo"].known == ("aot-unused-gradient-materialized-as-zeros",)
+    assert not verdict.failed, verdict.report()

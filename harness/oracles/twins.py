@@ -342,10 +342,17 @@ def compare_twins(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: Ru
     the metadata that path must share with eager (harness.oracles.metadata)."""
     label = f"twin {twin.pair.name}"
     # the twin stands where eager stands for a path: the reference side, named by the pair
-    found = _against_eager(without_metadata(mirrored), without_metadata(original), tol, lifetimes=False,
+    return [replace(m, path=original.path, against=label)
+            for m in _differences(spec, original, mirrored, tol, label)]
+
+
+def _differences(spec: GraphSpec, result: RunResult, reference: RunResult, tol: Tolerance | Tolerances,
+                 label: str = "eager") -> list[Mismatch]:
+    """`result` against `reference` (called `label`) as check.py compares a path with eager
+    (lifetimes aside), and the metadata the two must share (harness.oracles.metadata)."""
+    found = _against_eager(without_metadata(reference), without_metadata(result), tol, lifetimes=False,
                            reference=label)
-    found += metadata_mismatches(spec, mirrored, original)
-    return [replace(m, path=original.path, against=label) for m in found]
+    return found + metadata_mismatches(spec, reference, result)
 
 
 def _as_reference(m: Mismatch, reference: str) -> Mismatch:
@@ -361,15 +368,21 @@ def _explained(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunRe
         return TwinPathResult("agree")
     as_eager = [_as_reference(m, "eager") for m in found]
     original_issues = known_issues.hits(spec, original, own + as_eager)
-    twin_side = list(as_eager)
+    # the same differences seen from the twin's side (the original as the reference): a bug of the
+    # twin's run is damage read that way round ("expected None" where the twin has zeros)
+    from_twin = {(m.checkpoint, m.role): _as_reference(m, "eager") for m in _differences(twin.spec, mirrored, original, tol)}
+    twin_side = list(from_twin.values())
     if mirrored.path != "eager":
         twin_side += _against_eager(without_metadata(twin_eager), without_metadata(mirrored), tol, lifetimes=False)
     twin_issues = known_issues.hits(twin.spec, mirrored, twin_side)
     issues = tuple(dict.fromkeys(k.id for k in original_issues + twin_issues))
 
     def explained(m: Mismatch) -> bool:
-        return any(known_issues.explained(s, hit, _as_reference(m, ref))
-                   for s, hit in ((spec, original_issues), (twin.spec, twin_issues)) for ref in ("eager", "math"))
+        seen_from_twin = from_twin.get((m.checkpoint, m.role))
+        return any(known_issues.explained(spec, original_issues, _as_reference(m, ref))
+                   or seen_from_twin is not None
+                   and known_issues.explained(twin.spec, twin_issues, _as_reference(seen_from_twin, ref))
+                   for ref in ("eager", "math"))
     unexplained = [m for m in found if not explained(m)]
     if not unexplained:
         return TwinPathResult("known", ", ".join(issues), found, issues)
