@@ -364,15 +364,21 @@ class _Writer:
         c.add(self.returned(results))
 
     # --- the whole class -----------------------------------------------------------
-    def source(self) -> str:
-        spec = self.spec
+    def preamble(self) -> _Code:
+        """What the source has before the class (or op): the inner Function's source, and the list a
+        forward with a side effect appends to."""
         c = _Code()
         if self.inner is not None:
             c.lines += self.inner.source().splitlines() + ["", ""]
-        if spec.untraceable == "side_effect":
+        if self.spec.untraceable == "side_effect":
             c.add("forward_calls = []  # what each forward appends to: a side effect at module level")
             c.add("")
             c.add("")
+        return c
+
+    def source(self) -> str:
+        spec = self.spec
+        c = self.preamble()
         c.add(f"class {self.name}(torch.autograd.Function):")
         c.depth += 1
         if spec.style == "setup_context" and spec.vmap:
@@ -463,13 +469,7 @@ class _OpWriter(_Writer):
 
     def source(self) -> str:
         spec = self.spec
-        c = _Code()
-        if self.inner is not None:
-            c.lines += self.inner.source().splitlines() + ["", ""]
-        if spec.untraceable == "side_effect":
-            c.add("forward_calls = []  # what each forward appends to: a side effect at module level")
-            c.add("")
-            c.add("")
+        c = self.preamble()
         params = ", ".join(f"{a}: torch.Tensor" for a in self.tensor_args)
         returns = ("torch.Tensor" if len(self.computed) == 1
                    else f"tuple[{', '.join(['torch.Tensor'] * len(self.computed))}]")
