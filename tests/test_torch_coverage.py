@@ -106,3 +106,20 @@ def test_missed_branches_are_grouped_by_function_with_their_file():
                                  "  Function.apply: torch/autograd/function.py:622->627, 627->628",
                                  "  ... and 1 more function(s)"]
     assert "654->exit" in uncovered_text([entry], limit=None)
+
+
+def test_the_side_by_side_script_measures_two_checkouts_at_once(tmp_path):
+    """scripts/coverage_side_by_side.sh as the README shows it, this checkout on both sides (the noise
+    measurement): both campaigns ran, and the table has both columns with a total row."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(["bash", str(root / "scripts/coverage_side_by_side.sh"), str(root), str(root), "eager", "15s",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHON": sys.executable})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert re.search(r"^base \(.*\): torch .* examples \(", done.stdout, re.M), done.stdout[-2000:]
+    assert re.search(r"^cand \(.*\): torch .* examples \(", done.stdout, re.M), done.stdout[-2000:]
+    assert "baseline" in done.stdout and "candidate" in done.stdout
+    total = re.search(r"^all +(\d+)/(\d+) .*\| +(\d+)/(\d+) ", done.stdout, re.M)
+    assert total is not None and int(total[1]) > 0 and int(total[3]) > 0, done.stdout[-2000:]
