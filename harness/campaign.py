@@ -298,8 +298,7 @@ class CampaignResult:
             self.replay_seconds += record["seconds"]
             self.replay_examples += record["examples"]
         elif kind == "seeded":
-            self.seeded.update({k: record.get(k, 0) for k in ("seeds", "mutants", "failed", "seconds", "available",
-                                                              "corpus")})
+            self.seeded.update({k: record[k] for k in ("seeds", "mutants", "failed", "seconds", "available")})
         elif kind == "shrunk":
             f = self.failures[record["cause"]]
             f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]
@@ -530,9 +529,6 @@ class CampaignResult:
     def seed_note(self) -> str:
         """The seeds from known bugs checked first (harness.seeds), and what that cost."""
         s = self.seeded
-        if s["corpus"]:  # python -m harness nightly: HypoFuzz starts from them
-            return (f"started from known bugs: {s['corpus']} seed(s) for these paths put into HypoFuzz's corpus "
-                    f"(harness/seeds.py)")
         return (f"started from known bugs: {s['seeds']} seed(s) of {s['available']} for these paths and "
                 f"{s['mutants']} mutant(s) of them, {s['failed']} with a failure no known torch issue explains, "
                 f"in {s['seconds']:.1f} s (harness/seeds.py)")

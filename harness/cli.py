@@ -639,7 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(by default it shrinks the failure and fuzzes no more in that worker)")
     night.add_argument("--no-twins", action="store_true", help="skip the twin-form oracle (docs/twins.md)")
     night.add_argument("--no-seeds", action="store_true",
-                       help="do not put the known torch issues' seeds into HypoFuzz's corpus first (docs/seeds.md)")
+                       help="do not check the known torch issues' seeds and mutants of them first (docs/seeds.md)")
     night.set_defaults(func=cmd_nightly)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")

@@ -60,7 +60,7 @@ class NightlyConfig:
     keep_fuzzing: bool = False
     #: the twin-form oracle on every example (harness/oracles/twins.py), as fuzz has it by default
     twins: bool = True
-    #: the known bugs' seeds in HypoFuzz's corpus before it starts (harness/seeds.py)
+    #: the known bugs' seeds and their mutants checked before HypoFuzz starts (harness/seeds.py)
     seeds: bool = True
 
     def write(self) -> Path:
@@ -110,10 +110,6 @@ def hypofuzz_command(workers: int, out: Path) -> list[str]:
             str(FUZZ_TARGET), "-c", str(ini), "-p", "no:cacheprovider", "-q"]
 
 
-#: where HypoFuzz keeps a test's corpus: the test's database key and this (hypofuzz/database/database.py)
-HYPOFUZZ_CORPUS_KEY = b".hypofuzz.corpus"
-
-
 def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started: float,
                 env: dict[str, str] | None = None) -> tuple[Any, str, str | None]:
     """Replay the saved failures, run HypoFuzz on the property until `started + budget_s`, stop it:
@@ -134,13 +130,14 @@ def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started
                "uncharged_s": 0.0, "engine": "hypofuzz", "twins": config.twins})
     replay_first([], paths, device, database, config.lifetimes, on_record=log.write, known=set(),
                  until=min(end, time.perf_counter() + REPLAY_SHARE * budget_s), twins=config.twins)
-    if config.seeds:  # HypoFuzz's mutator starts from its corpus: a graph per known bug on these paths
-        from harness.campaign import graph_test_key
-        from harness.seeds import seed_database
+    if config.seeds:  # as fuzz starts: the known bugs' seeds and mutants of them, before HypoFuzz
+        # (HypoFuzz's corpus key is its test's digest with the pytest node id, set in its worker: the
+        # seeds are checked here instead of being put into its corpus)
+        from harness.seeds import check_seeds, seeds_until
 
-        seeded = seed_database(database, paths, key=graph_test_key() + HYPOFUZZ_CORPUS_KEY)
-        log.write({"kind": "seeded", "t": now(), "seconds": 0.0, "available": seeded, "seeds": 0, "mutants": 0,
-                   "failed": 0, "corpus": seeded})
+        known_first: set[str] = set()
+        check_seeds(paths, device, database, config.lifetimes, until=seeds_until(end), on_record=log.write,
+                    known=known_first, twins=config.twins)
     config_file = config.write()
     child_env = dict(os.environ if env is None else env)
     child_env[CONFIG_ENV] = str(config_file.resolve())

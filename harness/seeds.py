@@ -13,9 +13,8 @@ SEED_SHARE of its budget it checks the seeds of entries on its paths, in a rando
 mutants of them: a seed's choice sequence with one to three choices changed, decoded by the
 strategy (a choice that no longer fits becomes the simplest one, as Hypothesis does when it
 replays a changed sequence), so each mutant is a valid graph near a known bug. A mutant that
-fails is saved under its causes like any failing example, and shrunk from there. Under
-HypoFuzz (`python -m harness nightly`) the seeds go into the database as corpus entries
-(`seed_database`), where its own mutator starts from them.
+fails is saved under its causes like any failing example, and shrunk from there.
+`python -m harness nightly` checks them the same way before HypoFuzz starts.
 
 The upstream issues the registry names (`KnownIssue.upstream`) are the reports the entries'
 reproducers were distilled from; the seed of an entry stands for its upstream report too.
@@ -236,15 +235,6 @@ def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, l
             one(entry, near[0], near[1], True)
     on_record({"kind": "seeded", "t": now(), "seconds": round(time.perf_counter() - started, 3),
                "available": len(seeds), **counts})
-
-
-def seed_database(database: ExampleDatabase, paths: list[ExecPath], *, key: bytes | None = None) -> int:
-    """Put the campaign's seeds into `database` under the fuzz test's key (or `key`), as corpus
-    entries an engine that reads its database (HypoFuzz) starts from; returns how many."""
-    seeds = campaign_seeds(paths, drawing(paths))
-    for _, value in seeds:
-        database.save(key or graph_test_key(), value)
-    return len(seeds)
 
 
 def seed_table(seeds: dict[str, dict[str, dict[str, str]]], issues: Iterable[KnownIssue]) -> list[str]:

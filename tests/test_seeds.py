@@ -91,12 +91,6 @@ def test_a_new_cause_met_on_a_seed_is_saved_under_it_for_shrinking():
         assert list(CauseDatabase(database, [cause]).fetch(graph_test_key() + b".secondary"))
 
 
-def test_seed_database_puts_the_seeds_under_the_fuzz_tests_key():
-    database = InMemoryExampleDatabase()
-    n = seeds.seed_database(database, [paths.get("eager")])
-    assert n >= 1 and len(set(database.fetch(graph_test_key()))) >= 1
-
-
 def test_the_seeds_command_prints_which_entries_have_one():
     done = subprocess.run([sys.executable, "-m", "harness", "seeds"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
