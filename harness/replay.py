@@ -135,13 +135,10 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
         if time.perf_counter() >= until:
             left += 1
             continue
-        found = _replay_saved(value, paths, device, lifetimes, drawn, worker, on_example, on_record, twins)
-        if found is not None:
-            examples += 1
-            new = found - known
-            if new:  # saved under them, as the fuzz test saves a new cause's example
-                known |= new
-                CauseDatabase(database, sorted(new), unshrunk=True, failures_first=True).save(graph_test_key(), value)
+        found = check_outside_the_engine(decode(value, device, drawn), value, paths, device, lifetimes,
+                                         database=database, known=known, on_record=on_record, marks={"replayed": True},
+                                         worker=worker, on_example=on_example, twins=twins)
+        examples += found is not None
         for cause in open_causes or sorted(found or ()) or [UNKNOWN_CAUSE]:
             result = STILL_FAILS if found and cause in found else DID_NOT_REPRODUCE
             if results.get(cause) != result:  # another saved example of a cause may show it still
@@ -154,20 +151,29 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
                    "examples": examples, "left": left})
 
 
-def _replay_saved(value: bytes, paths: list[ExecPath], device: str, lifetimes: bool, drawn: Drawing, worker: str,
-                  on_example: Callable[[GraphSpec, str], None] | None, on_record: OnRecord,
-                  twins: bool = False) -> set[str] | None:
-    """Check one saved example of the shared database: the causes it shows (its example record
-    sent), or None when it no longer decodes, is not an example of this campaign or its check raised."""
-    spec = decode(value, device, drawn)
+def check_outside_the_engine(spec: GraphSpec | None, value: bytes, paths: list[ExecPath], device: str,
+                             lifetimes: bool, *, database: ExampleDatabase, known: set[str], on_record: OnRecord,
+                             marks: dict, worker: str = "",
+                             on_example: Callable[[GraphSpec, str], None] | None = None,
+                             twins: bool = False) -> set[str] | None:
+    """Check one example that Hypothesis' engine did not draw (a saved failure replayed, a known
+    bug's seed or its mutant: harness.seeds), `value` its choice sequence: the causes it shows (its
+    example record, with `marks` added, sent), or None when there is no spec, it is not an example
+    of this campaign or its check raised. A cause not in `known` is added to it and the example
+    saved under it, as the fuzz test saves a new cause's example (shrinking starts from it)."""
     if spec is None or (needs_backward(paths) and not has_backward(spec)):
         return None
     if on_example is not None:
         on_example(spec, base64.b64encode(value).decode())
     try:
         record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker, twins=twins)
-    except Exception:  # noqa: BLE001 -- the harness's own error on this example: the failure did not reproduce
+    except Exception:  # noqa: BLE001 -- the harness's own error on this example: fuzzing meets it again
         return None
-    record["replayed"] = True
+    record.update(marks)
     on_record(record)
-    return record_causes(record)
+    found = record_causes(record)
+    new = found - known
+    if new:
+        known |= new
+        CauseDatabase(database, sorted(new), unshrunk=True, failures_first=True).save(graph_test_key(), value)
+    return found

@@ -34,19 +34,7 @@ from hypothesis.database import ExampleDatabase, choices_from_bytes, choices_to_
 from hypothesis.internal.conjecture.data import ConjectureData
 
 from harness import known_issues
-from harness.campaign import (
-    CauseDatabase,
-    Drawing,
-    OnRecord,
-    check_example,
-    current_choices,
-    drawing,
-    graph_strategy,
-    graph_test_key,
-    has_backward,
-    needs_backward,
-    record_causes,
-)
+from harness.campaign import Drawing, OnRecord, current_choices, drawing, graph_strategy
 from harness.known_issues import KnownIssue
 from harness.paths import Path as ExecPath
 from harness.records import now
@@ -193,34 +181,25 @@ def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, l
     """Check the campaign's seeds, then mutants of them, until `until`. Each check is an "example"
     record marked with its seed's entry (and "mutant": true); a new cause is saved under it in
     `database` for shrinking, as the fuzz test saves one. Ends with a "seeded" record."""
-    from harness.replay import decode
+    from harness.replay import check_outside_the_engine, decode
 
     started, rng = time.perf_counter(), rng or random.Random()
     drawn = drawing(paths)
     seeds = campaign_seeds(paths, drawn)
     rng.shuffle(seeds)
-    seen: set[str] = set()
+    seen: set[GraphSpec] = set()
     counts = {"seeds": 0, "mutants": 0, "failed": 0}
 
     def one(entry: str, spec: GraphSpec | None, value: bytes, is_mutant: bool) -> None:
-        if spec is None or (needs_backward(paths) and not has_backward(spec)) or spec.to_json() in seen:
+        if spec is None or spec in seen:  # a mutant that came back to a graph checked already
             return
-        seen.add(spec.to_json())
-        if on_example is not None:
-            on_example(spec, base64.b64encode(value).decode())
-        try:
-            record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker, twins=twins)
-        except Exception:  # noqa: BLE001 -- the harness's own error: fuzzing meets it again and reports it
-            return
-        record["seed"], record["mutant"] = entry, is_mutant
-        on_record(record)
-        counts["mutants" if is_mutant else "seeds"] += 1
-        causes = record_causes(record)
-        counts["failed"] += bool(causes)
-        new = causes - known
-        if new:
-            known.update(new)
-            CauseDatabase(database, sorted(new), unshrunk=True, failures_first=True).save(graph_test_key(), value)
+        seen.add(spec)
+        found = check_outside_the_engine(spec, value, paths, device, lifetimes, database=database, known=known,
+                                         on_record=on_record, marks={"seed": entry, "mutant": is_mutant},
+                                         worker=worker, on_example=on_example, twins=twins)
+        if found is not None:
+            counts["mutants" if is_mutant else "seeds"] += 1
+            counts["failed"] += bool(found)
 
     for entry, value in seeds:
         if time.perf_counter() >= until:
