@@ -32,7 +32,7 @@ from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
 
 
-def _cleared_with_jvp(spec: GraphSpec) -> set[int]:
+def _cleared_on_a_node(spec: GraphSpec) -> set[int]:
     """Functions with clear_saved_tensors_on_access that have a node (an input requires grad, grad
     mode on). Where Dynamo does not trace one (a user jvp: "Unsupported custom jvp"; the same tensor
     passed twice to a forward that calls set_materialize_grads(False), found by HypoFuzz: `nightly`,
@@ -940,13 +940,13 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
         paths=("dynamo:aot_eager",),
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
-        trigger=lambda spec: bool(_cleared_with_jvp(spec)),
+        trigger=lambda spec: bool(_cleared_on_a_node(spec)),
         witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",
                        RuntimeError),
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=lambda spec: dataclasses.replace(spec, functions=tuple(
-            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_with_jvp(spec) else fn
+            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_on_a_node(spec) else fn
             for n, fn in enumerate(spec.functions))),
     ),
 )
