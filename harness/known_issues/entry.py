@@ -30,6 +30,9 @@ Witness = Callable[[GraphSpec, RunResult, list[Mismatch]], bool]
 Damage = Callable[[GraphSpec, Mismatch], bool]
 Workaround = Callable[[GraphSpec], GraphSpec]
 
+#: what an entry's bug does to a user, worst first (the `kind` of a KnownIssue)
+KINDS = ("silent wrong result", "wrong metadata", "crash", "missing error", "leak", "limitation")
+
 
 @dataclass(frozen=True)
 class KnownIssue:
@@ -64,6 +67,8 @@ class KnownIssue:
     #: PyTorch's issues found no report (then an upstream report is still to be filed); None when
     #: nobody has searched yet
     upstream: tuple[str, ...] | None = None
+    #: one of KINDS ("" while an entry is not yet classified)
+    kind: str = ""
 
     def upstream_text(self) -> str:
         """The upstream reference in words, as `known` and docs/bugs.md print it."""
