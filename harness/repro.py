@@ -1,170 +1,589 @@
-"""Write a failure as a standalone Python script that needs nothing but torch.
+"""Write a failure as a standalone script a maintainer reads in a minute.
 
-The script carries the spec as JSON and the source of the harness modules that build
-and judge it (registered under their own names), so it runs anywhere torch runs, with
-no checkout. It exits 1 and prints the mismatches when the failure reproduces, 0 when
-it does not.
+The script a campaign writes imports torch only and embeds nothing of the harness: the
+Functions in the plain style (harness/plain.py), the graph's forward as straight-line code,
+the inputs as literals, the backward (or forward AD) as the spec runs it, and only the one
+comparison that failed: the path's value of one role against eager's (with the harness's
+elementwise error bound as a literal), an exception type at a checkpoint, or one metadata
+fact. It prints expected and observed and exits 1 while it fails, 0 when it does not.
 
-Given the verdict that found the failure, the writer also tries the spec with every
-Function in the plain style (harness/plain.py); when the same paths fail for the same
-reasons, the script runs that spec and carries its Function classes as readable code,
-which is what it runs (handed to the harness through build.PLAIN_CLASSES).
+A written script is run once (harness.reduce.run_script) before it is kept: a script that
+does not fail where the harness saw the failure (a failure that needs a generic Function,
+the lifetime oracle's refcounts, a native path, a twin, a torch.func transform) is replaced
+by a short script that runs the installed harness on the spec, and says why.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from typing import TYPE_CHECKING
+import torch
 
 from harness import plain
 from harness.spec import GraphSpec, SpecError
 
 if TYPE_CHECKING:
-    from harness.check import Verdict
+    from harness.check import PathOutcome, Verdict
+    from harness.oracles.compare import Mismatch
 
-#: modules a reproducer needs, packages before their contents; except harness.known_issues,
-#: whose __init__ imports its family modules, so they come first (each found in sys.modules)
-MODULES = (
-    "harness", "harness.spec", "harness.devices", "harness.dataflow", "harness.plain", "harness.build", "harness.custom_op",
-    "harness.oracles",
-    "harness.oracles.lifetimes", "harness.run", "harness.oracles.compare", "harness.oracles.math",
-    "harness.oracles.bounds", "harness.oracles.metadata", "harness.known_issues.entry",
-    "harness.known_issues.shared", "harness.known_issues.eager", "harness.known_issues.compiled_autograd",
-    "harness.known_issues.dynamo", "harness.known_issues.aot_autograd", "harness.known_issues.func",
-    "harness.known_issues",
-    "harness.paths", "harness.paths.eager", "harness.paths.compiled", "harness.paths.tracing", "harness.paths.dynamo",
-    "harness.paths.func",
-    "harness.paths.on_device", "harness.check", "harness.oracles.twins",
-)
-#: paths that need the compiled extension, so their reproducers use the installed harness
-NATIVE_PATHS = {"owned", "borrowed"}
-PACKAGES = {"harness", "harness.oracles", "harness.paths", "harness.known_issues"}
+#: the line that separates what a reducer may change from the comparison it keeps as written
+CHECK_LINE = "# The comparison that failed (harness reduce keeps it as written):"
+#: how the script says that it failed (the reducer keeps candidates that print the same line)
+FAILS = "FAILS: "
+#: how long one run of a written script may take when it is checked
+RUN_TIMEOUT_S = 120.0
+#: metadata roles a plain script can observe (harness.run._record_output_metadata and friends)
+_META_ROLES = ("alias", "version", "grad_fn", "is_leaf", "stride", "grad_is_none")
 
-_TEMPLATE = '''\
+
+class NotPlain(Exception):
+    """The failure cannot be written as a plain-torch script; the message says why."""
+
+
+@dataclass
+class Written:
+    """A reproducer's text and what it reproduces."""
+
+    text: str
+    plain: bool
+    #: its FAILS line, as the script printed it when checked ("" for a harness script)
+    fails: str = ""
+    #: the comparison keeps its meaning when the code above it changes (reference computed in the
+    #: script), so harness.reduce may delete code
+    reducible: bool = False
+
+
+# --- literals ----------------------------------------------------------------------------------
+
+
+def _number(x: Any, dtype: torch.dtype) -> str:
+    """The shortest literal that gives back the element `x` of `dtype` exactly."""
+    if isinstance(x, bool) or isinstance(x, int):
+        return repr(x)
+    if isinstance(x, complex):
+        return repr(complex(float(_number(x.real, dtype)), float(_number(x.imag, dtype))))
+    if not math.isfinite(x):
+        return "torch.nan" if math.isnan(x) else ("torch.inf" if x > 0 else "-torch.inf")
+    real = torch.empty((), dtype=dtype).real.dtype if dtype.is_complex else dtype
+    for digits in range(1, 18):
+        text = f"{x:.{digits}g}"
+        if torch.tensor(float(text), dtype=real).item() == x:
+            return text if any(c in text for c in ".en") else text + ".0"
+    return repr(x)
+
+
+def _nested(values: Any, dtype: torch.dtype) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join(_nested(v, dtype) for v in values) + "]"
+    return _number(values, dtype)
+
+
+def tensor_literal(t: torch.Tensor, device: str | None = None) -> str:
+    """torch.tensor(...) that makes a contiguous copy of `t`, exactly."""
+    t = t.detach().cpu()
+    where = "" if device in (None, "cpu") else f", device={device!r}"
+    return f"torch.tensor({_nested(t.tolist(), t.dtype)}, dtype={t.dtype}{where})"
+
+
+def bound_literal(bound: torch.Tensor | float) -> str:
+    """The harness's elementwise error bound, each element rounded up to 3 digits."""
+    if not isinstance(bound, torch.Tensor):
+        bound = torch.tensor(float(bound), dtype=torch.float64)
+
+    def up(b: float) -> str:
+        if not math.isfinite(b):
+            return "torch.inf"
+        return "0.0" if b == 0 else f"{b * 1.01:.3g}"
+
+    def nested(v: Any) -> str:
+        return "[" + ", ".join(nested(x) for x in v) + "]" if isinstance(v, list) else up(v)
+    return f"torch.tensor({nested(bound.detach().cpu().double().tolist())}, dtype=torch.float64)"
+
+
+def _leaf_literal(t: torch.Tensor, layout: str, device: str) -> str:
+    """The leaf's values with its layout (harness.build._leaf_tensor), and its requires_grad."""
+    if layout == "transposed" and t.dim() >= 2:
+        made = tensor_literal(t.transpose(-1, -2).contiguous(), device) + ".transpose(-1, -2)"
+    elif layout == "strided" and t.dim() >= 1:
+        made = tensor_literal(t.contiguous(), device) + ".repeat_interleave(2, -1)[..., ::2]"
+    else:
+        made = tensor_literal(t, device)
+    return made + (".requires_grad_()" if t.requires_grad else "")
+
+
+# --- which comparison ------------------------------------------------------------------------------
+
+
+def _role_kind(checkpoint: str, role: str) -> str:
+    """"value" (a tensor), "meta" (a metadata fact), "error", or "other" (hooks, lifetimes, ...)."""
+    if role == "error":
+        return "error"
+    if checkpoint.startswith("meta:"):
+        return "meta" if role.split(":", 1)[0] in _META_ROLES else "other"
+    if checkpoint in ("forward", "backward", "double_backward", "forward_ad"):
+        head = role.split(":", 1)[0]
+        if head in ("out", "grad", "agrad", "grad2", "dgrad", "tangent", "retained"):
+            return "value"
+        if head in ("requires_grad", "const"):
+            return "meta"
+    return "other"
+
+
+def chosen_mismatch(verdict: "Verdict") -> tuple["PathOutcome", "Mismatch"]:
+    """The failed comparison a plain script shows: against eager before against math (eager is
+    computed by the script itself), an error before a value before a metadata fact."""
+    order = {"error": 0, "value": 1, "meta": 2, "other": 3}
+    candidates = [(o, m) for o in verdict.failed for m in o.mismatches]
+    if not candidates:
+        raise NotPlain("the check has no failed comparison to show")
+    return min(candidates, key=lambda om: (om[1].against != "eager", om[1].against != "math",
+                                           order[_role_kind(om[1].checkpoint, om[1].role)]))
+
+
+# --- the script --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Path:
+    """How the script runs the failing path: eager, compiled autograd or torch.compile."""
+
+    name: str
+    family: str  # eager | compiled | dynamo
+    variant: str = ""
+    fullgraph: bool = True
+
+    @staticmethod
+    def parse(name: str, note: str = "") -> "_Path":
+        if "@" in name:
+            raise NotPlain(f"path {name} compares two devices")
+        family, _, variant = name.partition(":")
+        if family == "eager":
+            return _Path(name, "eager")
+        if family == "compiled" and variant:
+            return _Path(name, "compiled", variant)
+        if family == "dynamo" and variant:
+            return _Path(name, "dynamo", variant, "eager fallback" not in note)
+        raise NotPlain(f"path {name} needs the harness (a native extension or a torch.func transform)")
+
+    def forward(self, base: str) -> str:
+        if self.family != "dynamo":
+            return base
+        full = "" if self.fullgraph else ", fullgraph=False"
+        return (f"torch.compile({base}, backend={self.variant!r}{', fullgraph=True' if self.fullgraph else full})"
+                " if compiled else " + base)
+
+    def backward_context(self) -> str | None:
+        if self.family != "compiled":
+            return None
+        compiler = ("lambda gm: gm.forward" if self.variant == "capture"
+                    else f"lambda gm: torch.compile(gm, backend={self.variant!r}, fullgraph=True)")
+        return f"torch._dynamo.compiled_autograd._enable({compiler}) if compiled else torch.enable_grad()"
+
+
+class _Writer:
+    """One plain script for one failed comparison of one spec on one path."""
+
+    def __init__(self, spec: GraphSpec, device: str, path: _Path, mismatch: "Mismatch") -> None:
+        from harness.build import build
+
+        self.spec, self.device, self.path, self.m = spec, device, path, mismatch
+        self.kind = _role_kind(mismatch.checkpoint, mismatch.role)
+        if self.kind == "other":
+            raise NotPlain(f"{mismatch.checkpoint} {mismatch.role} is observed by the harness itself "
+                           f"(lifetimes, hooks or side effects), not by a few lines of torch")
+        if mismatch.against not in ("eager", "math"):
+            raise NotPlain(f"the comparison is against {mismatch.against}, which the harness computes")
+        if any(h.kind != "saved_tensors" and h.kind not in ("tensor", "retain_grad", "pre", "post", "post_accumulate")
+               for h in spec.hooks):
+            raise NotPlain("a hook kind the plain script does not write")
+        if any(fn.untraceable == "side_effect" for fn in spec.functions) and path.family == "dynamo":
+            pass  # the plain class carries its own list; nothing to add
+        self.built = build(spec, device)
+        self.dtype = self.built.dtype
+        self.refs = [r for r in spec.value_refs() if r.startswith("f")]
+        self.lines: list[str] = []
+        self.base = 0  # extra indentation levels (inside run's try block, a dual_level block)
+        self._chosen: list[int] = []
+
+    # --- pieces ---------------------------------------------------------------------------
+    def functions(self) -> str:
+        styled = plain.in_code_style(self.spec, "plain")
+        if any(fn.code != "plain" for fn in styled.functions):
+            raise NotPlain("a Function with a hand-written vmap rule has no plain source")
+        try:
+            sources = [plain.function_source(fn, n, tuple(self.spec.shape), self.dtype, self.device)
+                       for n, fn in enumerate(styled.functions)]
+        except (ValueError, SpecError) as e:
+            raise NotPlain(str(e)) from None
+        return "\n\n".join(s.rstrip("\n") for s in sources)
+
+    def add(self, line: str, depth: int = 1) -> None:
+        self.lines.append("    " * (self.base + depth) + line)
+
+    def leaves(self, with_tangents: bool = False) -> list[str]:
+        """Lines making the leaves; returns the forward's arguments."""
+        made = self.built.make_leaves()
+        args: list[str] = []
+        for i, (leaf, t) in enumerate(zip(self.spec.leaves, made)):
+            self.add(f"x{i} = {_leaf_literal(t, leaf.layout, self.device)}")
+            if leaf.views:  # made once, here: the forward and every check see the same view objects
+                views = [f"x{i}_{j}" for j in range(leaf.views)]
+                self.add(f"{', '.join(views)}{',' if len(views) == 1 else ''} = "
+                         f"{', '.join(f'x{i}[{j}]' for j in range(leaf.views))}")
+                args += views
+            else:
+                args.append(f"x{i}")
+        if with_tangents:
+            tangents = self.built.leaf_tangents(made)
+            for i, t in enumerate(tangents):
+                if t is not None:
+                    self.add(f"x{i} = fwAD.make_dual(x{i}, {tensor_literal(t, self.device)})")
+        return args
+
+    def outputs(self) -> list[str]:
+        """Every Function output, constants too, in the order graph_forward returns them."""
+        return [f"f{n}.{k}" for n, fn in enumerate(self.spec.functions) for k in range(len(fn.outputs))]
+
+    def name(self, ref: str) -> str:
+        """The expression of a value in run(): a leaf, a view of one, or an item of `outputs`."""
+        if ref.startswith("x"):
+            return plain.value_name(ref)
+        return f"outputs[{self.outputs().index(ref)}]"
+
+    def forward(self, args: list[str], depth: int = 1, *, plain_forward: bool = False) -> None:
+        """The forward as the path runs it (plain_forward: as forward AD runs it, eagerly)."""
+        spec = self.spec
+        base = "graph_forward"
+        if not plain_forward:
+            if spec.checkpoint:
+                self.add("def checkpointed(*xs):", depth)
+                self.add("return torch.utils.checkpoint.checkpoint(graph_forward, *xs, use_reentrant=False)", depth + 1)
+                base = "checkpointed"
+            if spec.trace and self.path.family != "dynamo":
+                self.add("def traced(*xs):", depth)
+                self.add(f"return torch.jit.trace({base}, xs, check_trace=False, strict=False)(*xs)", depth + 1)
+                base = "traced"
+            if self.path.family == "dynamo":
+                self.add(f"forward = {self.path.forward(base)}", depth)
+                base = "forward"
+        call = f"outputs = {base}({', '.join(args)})"
+        if any(h.kind == "saved_tensors" for h in spec.hooks) and not plain_forward:
+            self.add("with torch.autograd.graph.saved_tensors_hooks(lambda t: [t.detach()], lambda p: p[0]):", depth)
+            self.add(call, depth + 1)
+        else:
+            self.add(call, depth)
+        if not plain_forward:
+            for ref in spec.mutated_outputs:
+                self.add(f"{self.name(ref)}.mul_(2.0)  # the user's in-place update after the forward", depth)
+
+    def hooks(self, depth: int = 1) -> None:
+        for hook in self.spec.hooks:
+            if hook.kind == "saved_tensors":
+                continue
+            name = self.name(hook.target)
+            if hook.kind == "post_accumulate":
+                self.add(f"x{hook.target[1:]}.register_post_accumulate_grad_hook(lambda p: None)", depth)
+            elif hook.kind == "tensor":
+                self.add(f"if {name}.requires_grad:", depth)
+                self.add(f"{name}.register_hook(lambda g: g * 2)", depth + 1)
+            elif hook.kind == "retain_grad":
+                self.add(f"if {name}.requires_grad:", depth)
+                self.add(f"{name}.retain_grad()", depth + 1)
+            else:
+                method = "register_prehook(lambda gO: None)" if hook.kind == "pre" else "register_hook(lambda gI, gO: None)"
+                self.add(f"if {name}.requires_grad and {name}.grad_fn is not None:", depth)
+                self.add(f"{name}.grad_fn.{method}", depth + 1)
+
+    def loss(self, depth: int = 1) -> None:
+        """harness.run._loss: a weighted sum of the outputs that require grad (None: a constant)."""
+        weights = iter(self.built.weights(len(self.refs)))
+        listed = ", ".join("None" if ref not in self.refs else tensor_literal(next(weights), self.device)
+                           for ref in self.outputs())
+        real = ".real" if self.dtype.is_complex else ""
+        self.add(f"loss = sum((out * weight).sum(){real} for out, weight in zip(outputs, [{listed}]) "
+                 "if weight is not None and out.requires_grad)", depth)
+
+    def backward(self, stop_at: str | None, depth: int = 1) -> None:
+        """The spec's backward mode; stops after the statement that makes `stop_at` (a role)."""
+        spec = self.spec
+        chosen = list(spec.grad_leaves) or [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
+        inputs = "[" + ", ".join(f"x{i}" for i in chosen) + "]"
+        keyword = f", inputs={inputs}" if spec.grad_leaves else ""
+        context = self.path.backward_context()
+        if context is not None:
+            self.add(f"with {context}:", depth)
+            depth += 1
+        mode = spec.backward
+        if mode in ("backward", "retain"):
+            self.add(f"loss.backward({'retain_graph=True' if mode == 'retain' else ''}"
+                     f"{keyword if mode == 'backward' else keyword})".replace("(, ", "("), depth)
+            if mode == "retain" and stop_at is not None and stop_at.startswith("grad:"):
+                self.add(f"{stop_at.split(':')[1]}_first = {stop_at.split(':')[1]}.grad.clone()", depth)
+            if mode == "retain" and (stop_at is None or not stop_at.startswith("grad:")):
+                self.add(f"loss.backward({keyword[2:]})", depth)
+        else:
+            create = ", create_graph=True" if mode == "double" else ""
+            self.add(f"grads = torch.autograd.grad(loss, {inputs}, allow_unused=True{create})", depth)
+            if mode == "double" and (stop_at is None or stop_at.startswith("dgrad:")):
+                weights = self.built.weights(len(chosen), offset=2_000_003)
+                pairs = ", ".join(f"(grads[{j}], {tensor_literal(w, self.device)})" for j, w in enumerate(weights))
+                self.add(f"terms = [(g * w).sum(){'.real' if self.dtype.is_complex else ''} for g, w in "
+                         f"({pairs}{',' if len(weights) == 1 else ''}) if g is not None and g.requires_grad]", depth)
+                self.add(f"second = torch.autograd.grad(sum(terms), {inputs}, allow_unused=True) if terms "
+                         f"else [None] * {len(chosen)}", depth)
+        self._chosen = chosen
+
+    def observed(self) -> str:
+        """The expression of the failing role, where run() returns it."""
+        checkpoint, role = self.m.checkpoint, self.m.role
+        head, _, ref = role.partition(":")
+        if head in ("out", "requires_grad", "const", "tangent", "retained"):
+            name = self.name(ref)
+            return {"out": name, "requires_grad": f"{name}.requires_grad", "const": name,
+                    "tangent": f"fwAD.unpack_dual({name}).tangent", "retained": f"{name}.grad"}[head]
+        if head in ("grad", "grad2"):
+            mode_first = self.spec.backward == "retain" and head == "grad"
+            return f"{ref}_first" if mode_first else f"{ref}.grad"
+        if head == "agrad":
+            return f"grads[{self._chosen.index(int(ref[1:]))}]"
+        if head == "dgrad":
+            return f"second[{self._chosen.index(int(ref[1:]))}]"
+        if head == "grad_is_none":
+            return f"{ref}.grad is None"
+        if head in ("version", "grad_fn", "is_leaf"):
+            name = self.name(ref)
+            return {"version": f"{name}._version", "grad_fn": f"{name}.grad_fn is not None",
+                    "is_leaf": f"{name}.is_leaf"}[head]
+        if head == "alias":
+            return self._alias(ref)
+        if head == "stride":
+            inner = self._value_of(ref)
+            return (f"tuple(s if n > 1 else None for n, s in zip({inner}.shape, {inner}.stride())) "
+                    f"if {inner}.numel() else (None,) * {inner}.dim()")
+        raise NotPlain(f"role {role} has no plain observation")
+
+    def _value_of(self, role: str) -> str:
+        """The tensor a value role names (whose strides `stride:<role>` records)."""
+        head, _, ref = role.partition(":")
+        if head in ("out", "tangent", "retained", "grad", "grad2", "agrad", "dgrad"):
+            saved, self.m = self.m, dataclasses.replace(self.m, role=role)
+            try:
+                return self.observed()
+            finally:
+                self.m = saved
+        raise NotPlain(f"strides of {role} have no plain observation")
+
+    def _alias(self, ref: str) -> str:
+        """harness.run._alias: 'is <ref>', 'view of <ref>' or 'fresh', over the values named before `ref`."""
+        named = [f"x{i}" for i in range(len(self.spec.leaves))]
+        named += [f"x{i}[{j}]" for i, leaf in enumerate(self.spec.leaves) for j in range(leaf.views)]
+        named += self.refs[:self.refs.index(ref)]
+        self.add("named = {}")
+        self.add(f"for name, value in [{', '.join(f'({n!r}, {self.name(n)})' for n in named)}]:")
+        self.add("named.setdefault(value._cdata, name)", 2)
+        out = self.name(ref)
+        return (f"'is ' + named[{out}._cdata] if {out}._cdata in named else 'view of ' + named.get({out}._base._cdata, "
+                f"'an unnamed tensor') if {out}._base is not None else 'fresh'")
+
+
+def _run_function(w: _Writer) -> str:
+    """`def run(compiled):` returning the failing role's value, or for an error comparison
+    "<exception type> at <checkpoint>" / "no error"."""
+    spec, m = w.spec, w.m
+    w.lines = []
+    if w.kind == "error":
+        w.add('step = "forward"')
+        w.add("try:")
+        w.base = 1
+        w.forward(w.leaves())
+        if spec.backward != "none":
+            w.hooks()
+            w.add('step = "backward"')
+            w.loss()
+            w.backward(None)
+        if spec.forward_ad:
+            w.add('step = "forward_ad"')
+            w.add("with fwAD.dual_level():")
+            w.base = 2
+            w.forward(w.leaves(with_tangents=True), plain_forward=True)
+        w.base = 0
+        w.add("except Exception as e:  # what was raised, and where")
+        w.add('return f"{type(e).__name__} at {step}"', 2)
+        w.add('return "no error"')
+        return "def run(compiled):\n" + "\n".join(w.lines)
+    phase = m.checkpoint[len("meta:"):] if m.checkpoint.startswith("meta:") else m.checkpoint
+    if phase == "forward_ad":  # forward AD runs the Functions eagerly on every path (harness.run._forward_ad)
+        w.add("with fwAD.dual_level():")
+        w.base = 1
+        w.forward(w.leaves(with_tangents=True), plain_forward=True)
+        w.add(f"return {w.observed()}")
+        return "def run(compiled):\n" + "\n".join(w.lines)
+    w.forward(w.leaves())
+    if phase != "forward":
+        w.hooks()
+        w.loss()
+        w.backward(m.role.split(":", 1)[1] if m.role.startswith("stride:") else m.role)
+    w.add(f"return {w.observed()}")
+    return "def run(compiled):\n" + "\n".join(w.lines)
+
+
+def _check_part(w: _Writer, expected_literal: str | None, bound: str | None) -> tuple[str, bool]:
+    """The comparison at the end of the script, and whether it is reducible (eager's value is
+    computed by the script)."""
+    m, path = w.m, w.path.name
+    lines = [CHECK_LINE]
+    against_eager = m.against == "eager"
+    if against_eager:
+        lines.append("expected, observed = run(compiled=False), run(compiled=True)")
+    else:
+        lines.append(f"expected = {expected_literal}  # what the math oracle (plain autograd of the same ops) gives")
+        lines.append(f"observed = run(compiled={w.path.family != 'eager'})")
+    reference = "eager" if against_eager else "math"
+    where = f"{m.checkpoint} {m.role}"
+    lines.append(f'print("expected ({reference}):", expected, "\\nobserved ({path}):", observed)')
+    if w.kind == "value":
+        wide = "torch.complex128" if w.dtype.is_complex else "torch.float64"
+        lines.append(f"bound = {bound}  # the harness's elementwise error bound for this value")
+        lines.append("if expected is None or observed is None or expected.shape != observed.shape:")
+        if against_eager:
+            lines.append("    ratio = 0.0 if expected is observed else torch.inf")
+        else:  # the math oracle's zeros stand for a gradient a Function does not return (None)
+            lines.append("    ratio = 0.0 if expected is observed or not (expected if observed is None else observed)"
+                         ".count_nonzero() else torch.inf")
+        lines.append("else:  # how many times its bound the worst element is off (equal values, and nan with nan, agree)")
+        lines.append("    same = (observed == expected) | (observed.isnan() & expected.isnan()) | bound.isinf()")
+        lines.append(f"    error = (observed.to({wide}) - expected.to({wide})).abs() / bound")
+        lines.append("    ratio = error.masked_fill(same, 0).nan_to_num(torch.inf).max().item()")
+        lines.append('print(f"worst error / bound: {ratio:.3g}")')
+        lines.append("if ratio > 1:")
+        lines.append(f'    raise SystemExit("{FAILS}{path} differs from {reference} at {where}")')
+    else:
+        lines.append("if observed != expected:")
+        lines.append(f'    raise SystemExit(f"{FAILS}{path} differs from {reference} at {where}: {{observed!r}}, '
+                     f'{reference}: {{expected!r}}")')
+    return "\n".join(lines) + "\n", against_eager
+
+
+def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", device: str) -> tuple[str, bool]:
+    """(the script's text, whether it is reducible) for one failed comparison."""
+    from harness.check import _error_bounds
+    from harness.oracles.bounds import Tolerances
+    from harness.oracles.math import run_math
+
+    path = _Path.parse(mismatch.path, outcome.result.note if outcome.result is not None else "")
+    w = _Writer(spec, device, path, mismatch)
+    functions = w.functions()
+    forward = plain.graph_forward_source(spec).text.rstrip("\n")
+    run = _run_function(w)
+    expected = bound = None
+    if w.kind == "value":
+        tol = Tolerances(lambda: _error_bounds(w.built))
+        bound = bound_literal(tol.for_role(mismatch.checkpoint, mismatch.role).atol)
+    if mismatch.against == "math":
+        math = run_math(w.built)
+        if w.kind == "error":
+            expected = repr("RuntimeError at backward" if "ran without" in mismatch.detail else "no error")
+        elif w.kind == "value":
+            value = math.tensors.get(mismatch.checkpoint, {}).get(mismatch.role)
+            expected = "None" if value is None else tensor_literal(value, device)
+        else:
+            value = math.values.get(mismatch.checkpoint, {}).get(mismatch.role)
+            expected = repr(value)
+    check, reducible = _check_part(w, expected, bound)
+    imports = "import torch\n" + ("import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "")
+    header = (f'"""{mismatch.path} vs {mismatch.against}: {mismatch.checkpoint} {mismatch.role}: {mismatch.detail}.\n\n'
+              f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
+              'Exit status 1: the failure reproduces; 0: it does not."""\n')
+    text = f"{header}{imports}\n\n{functions}\n\n\n{forward}\n\n\n{run}\n\n\n{check}"
+    return text, reducible
+
+
+# --- the fallback: the installed harness on the spec ---------------------------------------------
+
+_HARNESS_TEMPLATE = '''\
 #!/usr/bin/env python3
-"""Reproducer written by the autograd.Function differential harness.
+"""Reproducer written by the autograd.Function differential harness (torch {torch}).
 
 {summary}
 
-Needs only torch (written with torch {torch}). Run: python {name}
+Why this script uses the harness: {why}
+It needs this project installed (pip install -e .). Run: python {name}
 Exit status 1 means the failure reproduced; 0 means it did not.
 """
 import sys
-import types
 
-import torch
+from harness import check, paths
+from harness.spec import GraphSpec
 
-{functions}
 SPEC = {spec!r}
-PATHS = {paths!r}
-DEVICE = {device!r}
-TWINS = {twins!r}  # the twin-form oracle's pair that this failure is against (harness/oracles/twins.py), or False
-
-_SOURCES = {{
-{sources}
-}}
-
-
-class _OnlyEmbedded:
-    """Refuse any harness module this script does not carry, so it never silently
-    falls back to an installed copy."""
-
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if (name == "harness" or name.startswith("harness.")) and name not in _SOURCES:
-            raise ModuleNotFoundError(f"reproducer does not embed {{name}}")
-        return None
-
-
-def _install_harness() -> None:
-    if not _SOURCES:  # a native path: use the installed harness and its extension
-        return
-    sys.meta_path.insert(0, _OnlyEmbedded)
-    for name, source in _SOURCES.items():
-        module = types.ModuleType(name)
-        module.__file__ = "<reproducer:" + name + ">"
-        if name in {packages!r}:
-            module.__path__ = []
-        sys.modules[name] = module
-        exec(compile(source, module.__file__, "exec"), module.__dict__)
-
-
-def main() -> int:
-    _install_harness()
-    from harness import build, check, paths
-    from harness.spec import GraphSpec
-
-    build.PLAIN_CLASSES.update(PLAIN_CLASSES)
-    spec = GraphSpec.from_json(SPEC)
-    verdict = check.check(spec, [paths.get(name) for name in PATHS], DEVICE, twins=TWINS)
-    for outcome in verdict.outcomes.values():
-        print(f"{{outcome.path}}: {{outcome.status}} {{outcome.reason}}")
-    if verdict.failed:
-        print(verdict.report())
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+verdict = check.check(GraphSpec.from_json(SPEC), [paths.get(name) for name in {paths!r}], {device!r}, twins={twins!r})
+for outcome in verdict.outcomes.values():
+    print(f"{{outcome.path}}: {{outcome.status}} {{outcome.reason}}")
+print(verdict.report())
+sys.exit(1 if verdict.failed else 0)
 '''
+
+
+def harness_script(spec: GraphSpec, paths: list[str], device: str, summary: str, name: str, why: str,
+                   twins: bool | str = False) -> str:
+    return _HARNESS_TEMPLATE.format(torch=torch.__version__, summary=summary.replace('"""', "'''"),
+                                    why=why.replace('"""', "'''"), name=name, spec=spec.to_json(), paths=list(paths),
+                                    device=device, twins=twins)
+
+
+# --- writing ----------------------------------------------------------------------------------------
 
 
 def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: str,
                      destination: str | Path, *, verdict: "Verdict | None" = None,
-                     twins: bool | str = False) -> Path:
-    """Write the script. With `verdict` (the check of `spec` that failed), the plain-style
-    spec is tried and written instead when it fails the same way. twins: the check's twins
-    option (a failure against a twin names its pair: harness.oracles.twins.pair_of_cause)."""
-    import torch
-
-    written = _plain_variant(spec, paths, device, verdict, twins) if verdict is not None else None
-    classes = ""
-    if written is not None:
-        spec, plain_verdict = written
-        summary = (f"{plain_verdict.report()}\n\nThe Functions are written out below, in the plain style; "
-                   "they fail the same way as the generated spec that was found.")
-        shape, dtype = tuple(spec.shape), getattr(torch, spec.dtype)
-        sources = [plain.function_source(fn, n, shape, dtype, device)
-                   for n, fn in enumerate(spec.functions)]
-        names = ", ".join(f"{n}: F{n}" for n in range(len(sources)))
-        classes = "\n\n" + "\n\n".join(sources) + f"\n\nPLAIN_CLASSES = {{{names}}}  # what the harness runs\n"
-    else:
-        classes = "\nPLAIN_CLASSES = {}  # the Functions are generated from SPEC\n"
+                     twins: bool | str = False, until: float | None = None) -> Path:
+    """Write the reproducer of a failure. With `verdict` (the check of `spec` that failed), a
+    plain-torch script of its chosen comparison, kept when running it shows the failure, and then
+    reduced (harness.reduce) until `until` (a time.perf_counter() deadline; None: not reduced);
+    else, or when the plain script does not fail, a script that runs the installed harness.
+    twins: the check's twins option (a failure against a twin)."""
     destination = Path(destination)
-    torch_only = not {p.partition("@")[0] for p in paths} & NATIVE_PATHS  # "owned@cuda" is native too
-    if not torch_only:
-        summary += ("\n\nThis failure involves a native path (owned/borrowed), which needs the compiled "
-                    "extension: run it with this project installed (pip install -e .).")
-    sources = "" if not torch_only else "\n".join(f"    {name!r}: {Path(importlib.import_module(name).__file__).read_text()!r},"
-                        for name in MODULES)
-    text = _TEMPLATE.format(
-        summary=summary.replace('"""', "'''"), torch=torch.__version__, name=destination.name,
-        functions=classes, spec=spec.to_json(), paths=list(paths), device=device, twins=twins,
-        sources=sources, packages=sorted(PACKAGES),
-    )
+    written = None
+    why = "the campaign wrote it without a check of its own (out of budget, or the worker died)"
+    if verdict is not None:
+        try:
+            written = plain_reproducer(verdict, device, until=until)
+        except NotPlain as e:
+            why = str(e)
+    if written is None:
+        text = harness_script(spec, paths, device, summary, destination.name, why, twins)
+    else:
+        text = written.text
     destination.parent.mkdir(parents=True, exist_ok=True)
     destination.write_text(text)
     return destination
 
 
-def _plain_variant(spec: GraphSpec, paths: list[str], device: str, verdict: "Verdict",
-                   twins: bool | str = False) -> "tuple[GraphSpec, Verdict] | None":
-    """The spec with every Function plain, and its verdict, when it fails the same way."""
-    from harness import paths as path_registry
-    from harness.check import check
+def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = None) -> Written:
+    """The plain script of the verdict's chosen comparison, checked by running it (and reduced
+    until `until`). Raises NotPlain with the reason when it cannot be written or does not fail."""
+    from harness import reduce
 
-    try:
-        variant = plain.in_code_style(spec, "plain")
-    except SpecError:  # e.g. a tuple-valued output constant, which plain cannot write
-        return None
-    if not verdict.failed:
-        return None
-    again = check(variant, [path_registry.get(n) for n in paths], device, twins=twins)
-    same = {(o.path, o.reason) for o in again.failed} == {(o.path, o.reason) for o in verdict.failed}
-    return (variant, again) if same else None
+    outcome, mismatch = chosen_mismatch(verdict)
+    spec = outcome.checked_spec or verdict.spec
+    text, reducible = plain_script(spec, outcome, mismatch, device)
+    timeout = RUN_TIMEOUT_S if until is None else max(1.0, min(RUN_TIMEOUT_S, until - time.perf_counter()))
+    code, output = reduce.run_script(text, timeout=timeout)
+    fails = reduce.fails_line(output)
+    if code != 1 or not fails:
+        raise NotPlain(f"the plain-torch script of {mismatch.path} vs {mismatch.against} at {mismatch.checkpoint} "
+                       f"{mismatch.role} did not fail on its own (exit status {code}): the failure needs the harness' "
+                       "generic Functions or its runner")
+    written = Written(text, True, fails, reducible)
+    if reducible and until is not None and until - time.perf_counter() > 2 * timeout:
+        written.text = reduce.reduce_text(text, until=until).text
+    return written
 
 
-__all__ = ["write_reproducer"]
+__all__ = ["CHECK_LINE", "FAILS", "NotPlain", "Written", "chosen_mismatch", "harness_script", "plain_reproducer",
+           "plain_script", "write_reproducer"]

@@ -105,7 +105,7 @@ FAULTS: tuple[Fault, ...] = (
     *(_fault(dynamo_faults, name, DYNAMO_PATHS) for name in (
         "dynamo_saved_tensors_reversed", "dynamo_mark_non_differentiable_dropped",
         "dynamo_needs_input_grad_of_intermediates_false", "dynamo_input_returned_as_is_not_viewed",
-        "dynamo_apply_grad_outputs_swapped")),
+        "dynamo_apply_grad_outputs_swapped", "dynamo_traced_backward_scaled")),
     _fault(dynamo_faults, "ca_tensor_pre_hook_skipped", COMPILED_PATHS),
     _fault(dynamo_faults, "ca_node_post_hook_skipped", COMPILED_PATHS),
     # only the twin-form oracle sees these (eager-only campaigns; docs/twins.md)

@@ -149,6 +149,34 @@ def dynamo_apply_grad_outputs_swapped(p: Patches) -> None:
     _reset_dynamo(p)
 
 
+def _with_first_grad_scaled(backward):
+    """`backward` whose first tensor gradient is SCALE times too large."""
+    from harness.selfeval.compilers import _scale_first
+
+    def scaled(ctx, *grads):
+        return _scale_first(backward(ctx, *grads))
+    return scaled
+
+
+def dynamo_traced_backward_scaled(p: Patches) -> None:
+    """The backward Dynamo traces into a Function's `autograd_function_apply` op returns its
+    first tensor gradient 1.5 times too large (the Function's eager backward, and every
+    Function Dynamo does not trace, are unaffected)."""
+    import types
+
+    from torch._dynamo.variables.builder import SourcelessBuilder
+
+    def make(original):
+        def prepare_fn_vt(self, tx, ctx, method_name, args):
+            fn_vt, fn_args = original(self, tx, ctx, method_name, args)
+            if method_name == "backward" and isinstance(self.bwd_fn, types.FunctionType):
+                fn_vt = SourcelessBuilder.create(tx, _with_first_grad_scaled(self.bwd_fn))
+            return fn_vt, fn_args
+        return prepare_fn_vt
+    p.wrap(_apply_variable(), "prepare_fn_vt", make)
+    _reset_dynamo(p)
+
+
 def _compiler_instance():
     from torch._dynamo.compiled_autograd import AutogradCompilerInstance
 
