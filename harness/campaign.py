@@ -55,8 +55,9 @@ import strategies
 BATCH = 25
 #: the share of a campaign's budget kept for shrinking failures and writing reproducers
 SHRINK_SHARE = 0.15
-#: of each cause's part of the shrinking time, what shrinking may use (the rest writes the reproducer)
-SHRINK_PART = 0.8
+#: of each cause's part of the shrinking time, what Hypothesis' shrinking may use; the rest writes the
+#: reproducer, runs it once and reduces its source (harness.reduce)
+SHRINK_PART = 0.6
 GRADCHECK_CAUSE = "gradcheck"
 
 Record = dict[str, Any]
@@ -952,6 +953,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         share = (until - time.perf_counter()) / (len(todo) - i)  # a fast cause leaves more to the rest
         if share <= 0:
             return
+        cause_until = time.perf_counter() + share
         failing = [p for p in paths if p.name in failure.paths]
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
@@ -968,7 +970,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
             verdict = check(spec, failing, device, lifetimes=lifetimes, twins=twins)
             report = verdict.report()
             write_reproducer(spec, [p.name for p in failing], device, report, destination, verdict=verdict,
-                             twins=twins)
+                             twins=twins, until=cause_until)
         on_record({"kind": "shrunk", "t": now(), "cause": failure.signature, "result": how,
                    "spec": spec.to_json(), "report": report, "reproducer": destination and str(destination),
                    "size_before": failure.size_before, "size_after": spec_size(spec)})

@@ -400,6 +400,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if new else 0
 
 
+def cmd_reduce(args: argparse.Namespace) -> int:
+    """Reduce a plain reproducer's source while it fails the same way (harness/reduce.py)."""
+    import torch  # noqa: F401 -- imported once here, so that each candidate runs in a forked child
+
+    from harness import reduce
+
+    try:
+        reduced = reduce.reduce_file(args.file, budget_s=args.budget, out=args.out)
+    except (ValueError, FileNotFoundError, ModuleNotFoundError) as e:
+        raise SystemExit(f"error: {e}") from None
+    print(f"{args.out or args.file}: {reduced.lines_before} -> {reduced.lines_after} lines, "
+          f"{reduced.candidates} candidates in {reduced.seconds:.1f} s ({reduced.ended})")
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.check import check
     from harness.spec import SpecError, load_spec
@@ -664,6 +679,13 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--checks", help="with module:FunctionName: comma-separated checks (default: all)")
     chk.add_argument("--max-examples", type=int, help="with a Hypothesis strategy: examples to run")
     chk.set_defaults(func=cmd_check)
+
+    red = sub.add_parser("reduce", help="delete statements, arguments and Functions from a plain reproducer "
+                                        "while it still fails the same way (pysource-minimize; docs/reduce.md)")
+    red.add_argument("file", metavar="FILE", help="a plain reproducer a campaign wrote")
+    red.add_argument("--budget", type=parse_duration, default=60.0, help="wall time, e.g. 60s, 5m (default 60s)")
+    red.add_argument("--out", help="write the reduced script here (default: replace FILE)")
+    red.set_defaults(func=cmd_reduce)
 
     known = sub.add_parser("known", help="run every known torch issue's reproducer on this torch "
                                          "(present or fixed), or --rates: how often each is triggered")

@@ -32,7 +32,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.repro import CHECK_LINE, FAILS
+from harness.repro import CHECK_LINE, FAILS, with_note
 
 #: a value candidate must still exceed its bound by min(the original's multiple, MARGIN)
 MARGIN = 100.0
@@ -176,18 +176,23 @@ def _tidy(body: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def reduce_text(text: str, *, until: float, timeout: float | None = None) -> Reduced:
-    """The smallest variant of the script found by `until` that still fails the same way."""
-    import pysource_minimize
+def reduce_text(text: str, *, until: float, timeout: float | None = None,
+                first: tuple[int | None, str] | None = None) -> Reduced:
+    """The smallest variant of the script found by `until` that still fails the same way.
+    first: (exit status, output) of a run of `text` just made (it is not run again)."""
+    try:
+        import pysource_minimize
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("reduction needs pysource-minimize: pip install -e '.[reduce]'") from None
 
     started = time.perf_counter()
     header, body, check = split(text)
-    code, output = run_script(text, timeout=timeout or max(1.0, until - started))
+    code, output = first or run_script(text, timeout=timeout or max(1.0, until - started))
     fails = fails_line(output)
     if code != 1 or not fails:
         raise ValueError(f"the script does not fail (exit status {code}, no {FAILS!r} line): nothing to reduce. "
                          f"Its output ends:\n{output[-1500:]}")
-    first_run = time.perf_counter() - started
+    first_run = time.perf_counter() - started if first is None else 2.0
     ratio = ratio_of(output)
     needed = None if ratio is None else min(ratio, MARGIN)
     per_run = timeout or max(10.0, 3 * first_run)
@@ -221,17 +226,8 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None) -> Red
     before = text.count("\n")
     result = header + ("\n\n" if best[0] != body else "") + reduced_body + ("\n\n" if best[0] != body else "") + check
     if best[0] != body:
-        result = _note_reduction(result, before)
+        result = with_note(result, f"Reduced by {REDUCER} from {before} lines, the comparison kept as written.")
     return Reduced(result, before, result.count("\n"), tried[0], time.perf_counter() - started, ended)
-
-
-def _note_reduction(text: str, before: int) -> str:
-    """Say in the docstring that the code was reduced, and by what."""
-    note = f"Reduced by {REDUCER} from {before} lines, the comparison kept as written."
-    end = text.find('"""', 3)
-    if not text.startswith('"""') or end < 0:
-        return text
-    return text[:end].rstrip("\n") + "\n" + note + "\n" + text[end:]
 
 
 def reduce_file(path: str | Path, *, budget_s: float, out: str | Path | None = None) -> Reduced:

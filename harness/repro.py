@@ -503,6 +503,12 @@ def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", 
     return text, reducible
 
 
+def with_note(text: str, note: str) -> str:
+    """The script with one more line at the end of its docstring."""
+    end = text.find('"""', 3)
+    return text[:end] + "\n" + note + text[end:]
+
+
 # --- the fallback: the installed harness on the spec ---------------------------------------------
 
 _HARNESS_TEMPLATE = '''\
@@ -575,15 +581,21 @@ def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = N
     timeout = RUN_TIMEOUT_S if until is None else max(1.0, min(RUN_TIMEOUT_S, until - time.perf_counter()))
     code, output = reduce.run_script(text, timeout=timeout)
     fails = reduce.fails_line(output)
+    if code is None and until is not None and time.perf_counter() >= until - 0.5:
+        # out of budget before the script finished: written as it is, and it says so
+        return Written(with_note(text, "Not run before it was written (the campaign was out of budget)."), True)
     if code != 1 or not fails:
         raise NotPlain(f"the plain-torch script of {mismatch.path} vs {mismatch.against} at {mismatch.checkpoint} "
                        f"{mismatch.role} did not fail on its own (exit status {code}): the failure needs the harness' "
                        "generic Functions or its runner")
     written = Written(text, True, fails, reducible)
-    if reducible and until is not None and until - time.perf_counter() > 2 * timeout:
-        written.text = reduce.reduce_text(text, until=until).text
+    if reducible and until is not None:
+        try:
+            written.text = reduce.reduce_text(text, until=until, first=(code, output)).text
+        except ModuleNotFoundError as e:  # the reduce extra is not installed
+            written.text = with_note(text, f"Not reduced: {e}.")
     return written
 
 
 __all__ = ["CHECK_LINE", "FAILS", "NotPlain", "Written", "chosen_mismatch", "harness_script", "plain_reproducer",
-           "plain_script", "write_reproducer"]
+           "plain_script", "with_note", "write_reproducer"]
