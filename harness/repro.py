@@ -220,7 +220,7 @@ class _Writer:
                        for n, fn in enumerate(styled.functions)]
         except (ValueError, SpecError) as e:
             raise NotPlain(str(e)) from None
-        return "\n\n".join(s.rstrip("\n") for s in sources)
+        return "\n\n\n".join(s.rstrip("\n") for s in sources)
 
     def add(self, line: str, depth: int = 1) -> None:
         self.lines.append("    " * (self.base + depth) + line)

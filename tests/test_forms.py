@@ -339,7 +339,7 @@ def test_a_plain_custom_op_computes_what_the_generic_one_does():
 
 def test_a_plain_custom_op_reproducer_registers_its_own_ops(tmp_path):
     """A failure that the plain style shows too is written with the ops' source in the script,
-    which registers them itself (build.PLAIN_CLASSES); without the fault it runs clean."""
+    which registers them itself: it fails with the fault and runs clean without it."""
     import subprocess
     import sys
 
@@ -351,9 +351,12 @@ def test_a_plain_custom_op_reproducer_registers_its_own_ops(tmp_path):
         assert verdict.failed
         script = write_reproducer(spec, ["compiled"], "cpu", verdict.report(), tmp_path / "repro.py", verdict=verdict)
     text = script.read_text()
-    assert "PLAIN_CLASSES = {0: F0, 1: F1}" in text and "@torch.library.custom_op('afh::g" in text
+    assert "@torch.library.custom_op('afh::g" in text and "from harness" not in text
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert done.returncode == 0 and "compiled: ok" in done.stdout, done.stdout + done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    faulty = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                            env=selfeval.subprocess_env("compiled_autograd_custom_op_grads_rotated"))
+    assert faulty.returncode == 1 and "FAILS: compiled:capture differs from" in faulty.stderr, faulty.stderr[-2000:]
 
 
 @pytest.mark.parametrize("issue", ["dynamo-function-varargs-forward", "dynamo-function-class-attribute"])
