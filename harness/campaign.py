@@ -48,7 +48,7 @@ from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS
 from harness.paths import Path as ExecPath
 from harness.paths.tracing import EXAMPLE_TRACES
 from harness.records import cause_of, features, now, outcome_record, spec_hash, spec_size
-from harness.repro import write_reproducer
+from harness.repro import write_crash_reproducer, write_gradcheck_reproducer, write_reproducer
 from harness.spec import GraphSpec
 import strategies
 
@@ -958,13 +958,13 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
                            drawn=drawing(paths))
-        destination: Path | None = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
-        if failure.in_child:  # checked here, the example would kill this process
+        destination = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
+        if failure.in_child:  # checked here, the example would kill this process: its script runs in a child
             report = failure.report
-            write_reproducer(spec, [p.name for p in failing], device,
-                             f"The campaign worker ended with {report} on this spec (shrunk).", destination)
-        elif failure.signature.startswith(GRADCHECK_CAUSE):  # a reproducer script checks paths, not gradcheck
-            report, destination = f"gradcheck failed: {gradcheck_verdict(spec, device)[1]}", None
+            write_crash_reproducer(spec, [p.name for p in failing], device, report, destination, until=cause_until)
+        elif failure.signature.startswith(GRADCHECK_CAUSE):
+            report = f"gradcheck failed: {gradcheck_verdict(spec, device)[1]}"
+            write_gradcheck_reproducer(spec, device, report, destination, until=cause_until)
         else:
             twins = twins_of_cause(failure.signature)
             verdict = check(spec, failing, device, lifetimes=lifetimes, twins=twins)

@@ -293,6 +293,17 @@ def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Toleran
     return compare(eager, result, tol)
 
 
+def gradchecked_spec(spec: GraphSpec) -> GraphSpec:
+    """The spec gradcheck_verdict checks: gradcheck runs a backward over every leaf, whatever the
+    spec's backward mode, so the known issues' triggers are judged on the spec as it runs it, and
+    those of the stock apply are stepped around with their workarounds."""
+    as_run = replace(spec, backward="backward" if spec.backward == "none" else spec.backward,
+                     grad_leaves=())
+    hit = [k for k in known_issues.KNOWN_ISSUES
+           if k.affects_path("eager") and k.affects_installed_torch() and k.trigger(as_run)]
+    return known_issues.workaround(as_run, hit)
+
+
 def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = CAMPAIGN_GRADCHECK_ELEMENTS
                       ) -> tuple[str, str]:
     """("ok" | "failed" | "skipped", detail) for a campaign: gradcheck of the example where
@@ -301,14 +312,8 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
     why = gradcheck_reason(spec, max_elements)
     if why is not None:
         return "skipped", why
-    # gradcheck runs a backward over every leaf, whatever the spec's backward mode, so the
-    # triggers are judged on the spec as gradcheck runs it
-    as_run = replace(spec, backward="backward" if spec.backward == "none" else spec.backward,
-                     grad_leaves=())
-    hit = [k for k in known_issues.KNOWN_ISSUES
-           if k.affects_path("eager") and k.affects_installed_torch() and k.trigger(as_run)]
     try:
-        gradcheck_graph(known_issues.workaround(as_run, hit), device)
+        gradcheck_graph(gradchecked_spec(spec), device)
     except GradcheckError as e:
         return "failed", str(e).splitlines()[0]
     except Exception as e:  # noqa: BLE001 -- torch raised inside gradcheck: a finding, never a crash of the campaign
@@ -316,4 +321,4 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
     return "ok", ""
 
 
-__all__ = ["PathOutcome", "Verdict", "check", "gradcheck_verdict"]
+__all__ = ["PathOutcome", "Verdict", "check", "gradcheck_verdict", "gradchecked_spec"]

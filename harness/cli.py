@@ -407,10 +407,11 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     from harness import reduce
 
     try:
-        reduced = reduce.reduce_file(args.file, budget_s=args.budget, out=args.out)
+        reduced = reduce.reduce_file(args.file, budget_s=args.budget, out=args.out, fresh=args.fresh)
     except (ValueError, FileNotFoundError, ModuleNotFoundError) as e:
         raise SystemExit(f"error: {e}") from None
-    print(f"{args.out or args.file}: {reduced.lines_before} -> {reduced.lines_after} lines, "
+    print(f"{args.out or args.file}: {reduced.lines_before} -> {reduced.lines_after} lines "
+          f"({reduced.chars_before} -> {reduced.chars_after} characters), "
           f"{reduced.candidates} candidates in {reduced.seconds:.1f} s ({reduced.ended})")
     return 0
 
@@ -685,6 +686,8 @@ def build_parser() -> argparse.ArgumentParser:
     red.add_argument("file", metavar="FILE", help="a plain reproducer a campaign wrote")
     red.add_argument("--budget", type=parse_duration, default=60.0, help="wall time, e.g. 60s, 5m (default 60s)")
     red.add_argument("--out", help="write the reduced script here (default: replace FILE)")
+    red.add_argument("--fresh", action="store_true", help="run each candidate in a new interpreter instead of a "
+                                                          "child forked from this one (slower: torch is imported each time)")
     red.set_defaults(func=cmd_reduce)
 
     known = sub.add_parser("known", help="run every known torch issue's reproducer on this torch "

@@ -140,6 +140,8 @@ class Reduced:
     text: str
     lines_before: int
     lines_after: int
+    chars_before: int
+    chars_after: int
     candidates: int
     seconds: float
     #: "complete" (the reducer found nothing more to delete), "time cap", or "not reproduced" (the
@@ -177,9 +179,10 @@ def _tidy(body: str) -> str:
 
 
 def reduce_text(text: str, *, until: float, timeout: float | None = None,
-                first: tuple[int | None, str] | None = None) -> Reduced:
+                first: tuple[int | None, str] | None = None, fresh: bool = False) -> Reduced:
     """The smallest variant of the script found by `until` that still fails the same way.
-    first: (exit status, output) of a run of `text` just made (it is not run again)."""
+    first: (exit status, output) of a run of `text` just made (it is not run again); fresh: each
+    candidate in a new interpreter (run_script)."""
     try:
         import pysource_minimize
     except ModuleNotFoundError:
@@ -187,7 +190,7 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
 
     started = time.perf_counter()
     header, body, check = split(text)
-    code, output = first or run_script(text, timeout=timeout or max(1.0, until - started))
+    code, output = first or run_script(text, timeout=timeout or max(1.0, until - started), fresh=fresh)
     fails = fails_line(output)
     if code != 1 or not fails:
         raise ValueError(f"the script does not fail (exit status {code}, no {FAILS!r} line): nothing to reduce. "
@@ -204,7 +207,8 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
         if left <= 1.0:
             raise _TimeUp
         tried[0] += 1
-        code, output = run_script(header + "\n\n" + candidate + "\n\n\n" + check, timeout=min(per_run, left))
+        code, output = run_script(header + "\n\n" + candidate + "\n\n\n" + check, timeout=min(per_run, left),
+                                  fresh=fresh)
         if code != 1 or fails_line(output) != fails:
             if os.environ.get("HARNESS_REDUCE_DEBUG"):
                 print(f"--- candidate rejected: exit {code}\n{output[-800:]}", file=sys.stderr)
@@ -227,13 +231,14 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
     result = header + ("\n\n" if best[0] != body else "") + reduced_body + ("\n\n" if best[0] != body else "") + check
     if best[0] != body:
         result = with_note(result, f"Reduced by {REDUCER} from {before} lines, the comparison kept as written.")
-    return Reduced(result, before, result.count("\n"), tried[0], time.perf_counter() - started, ended)
+    return Reduced(result, before, result.count("\n"), len(text), len(result), tried[0], time.perf_counter() - started,
+                   ended)
 
 
-def reduce_file(path: str | Path, *, budget_s: float, out: str | Path | None = None) -> Reduced:
+def reduce_file(path: str | Path, *, budget_s: float, out: str | Path | None = None, fresh: bool = False) -> Reduced:
     """Reduce the plain reproducer at `path` within `budget_s`; the result replaces it (or goes to `out`)."""
     path = Path(path)
-    reduced = reduce_text(path.read_text(), until=time.perf_counter() + budget_s)
+    reduced = reduce_text(path.read_text(), until=time.perf_counter() + budget_s, fresh=fresh)
     Path(out or path).write_text(reduced.text)
     return reduced
 

@@ -45,19 +45,6 @@ class NotPlain(Exception):
     """The failure cannot be written as a plain-torch script; the message says why."""
 
 
-@dataclass
-class Written:
-    """A reproducer's text and what it reproduces."""
-
-    text: str
-    plain: bool
-    #: its FAILS line, as the script printed it when checked ("" for a harness script)
-    fails: str = ""
-    #: the comparison keeps its meaning when the code above it changes (reference computed in the
-    #: script), so harness.reduce may delete code
-    reducible: bool = False
-
-
 # --- literals ----------------------------------------------------------------------------------
 
 
@@ -509,6 +496,168 @@ def with_note(text: str, note: str) -> str:
     return text[:end] + "\n" + note + text[end:]
 
 
+# --- a crash or hang ---------------------------------------------------------------------------------
+
+
+def crash_script(spec: GraphSpec, path_name: str, device: str, what: str, hang_s: float = 300.0) -> str:
+    """A plain script that runs every phase of `spec` on one path in a child process (torch's
+    multiprocessing, forked) and fails when the child dies or makes no progress for `hang_s`."""
+    from harness.oracles.compare import Mismatch
+
+    path = _Path.parse(path_name)
+    w = _Writer(spec, device, path, Mismatch(path_name, "eager", "forward", "error", what))
+    run = _run_function(w)  # what was raised is returned: only a crash or a hang fails
+    check = "\n".join([
+        CHECK_LINE,
+        "if __name__ == '__main__':",
+        "    child = torch.multiprocessing.get_context('fork').Process(target=run, args=(True,))",
+        "    child.start()",
+        f"    child.join({hang_s:g})",
+        "    if child.is_alive():",
+        "        child.kill()",
+        f"        raise SystemExit('{FAILS}hang: {path_name} made no progress for {hang_s:g} s')",
+        "    if child.exitcode != 0:",
+        f"        raise SystemExit('{FAILS}crash: {path_name} ended with exit code ' + str(child.exitcode))",
+        "    print('ran to the end')",
+    ]) + "\n"
+    header = (f'"""The campaign worker died on this graph on {path_name}: {what}.\n\n'
+              f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
+              'Exit status 1: the failure reproduces; 0: it does not."""\n')
+    imports = "import torch\nimport torch.multiprocessing\n" + (
+        "import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "")
+    return (f"{header}{imports}\n\n{w.functions()}\n\n\n{plain.graph_forward_source(spec).text.rstrip()}\n\n\n"
+            f"{run}\n\n\n{check}")
+
+
+def write_crash_reproducer(spec: GraphSpec, path_names: list[str], device: str, what: str, destination: str | Path,
+                           *, until: float | None = None) -> Path:
+    """The reproducer of a worker's crash or hang: the plain script of the first path whose run dies
+    the same way (checked in a child, reduced until `until`), else the harness script."""
+    destination = Path(destination)
+    text, why = None, "no path's plain script died the same way"
+    for name in path_names:
+        try:
+            text = _checked_and_reduced(crash_script(spec, name, device, what), until, f"the plain script on {name}")
+            break
+        except NotPlain as e:
+            why = str(e)
+    if text is None:
+        text = harness_script(spec, path_names, device, f"The campaign worker ended with {what} on this spec.",
+                              destination.name, why)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.write_text(text)
+    return destination
+
+
+# --- gradcheck ----------------------------------------------------------------------------------------
+
+
+def gradcheck_script(spec: GraphSpec, device: str) -> str:
+    """A plain script of the campaign's float64 gradcheck of `spec` (harness.check.gradcheck_verdict):
+    the Functions in float64 (complex128), the outputs it compares as a function of the leaves it
+    varies, and torch.autograd.gradcheck with the harness's options. Reducible: the reference is
+    finite differences of the script's own forward."""
+    from harness.check import gradchecked_spec
+    from harness.oracles.math import gradcheck_setup
+
+    setup = gradcheck_setup(gradchecked_spec(spec), device)
+    if not setup.refs:
+        raise NotPlain("gradcheck compares no output of this spec")
+    checked = setup.spec
+    styled = plain.in_code_style(checked, "plain")
+    if any(fn.code != "plain" for fn in styled.functions):
+        raise NotPlain("a Function with a hand-written vmap rule has no plain source")
+    dtype = setup.built.dtype
+    functions = "\n\n\n".join(plain.function_source(fn, n, tuple(checked.shape), dtype, device).rstrip("\n")
+                              for n, fn in enumerate(styled.functions))
+    forward = plain.graph_forward_source(checked).text.rstrip("\n")
+    outputs = [f"f{n}.{k}" for n, fn in enumerate(checked.functions) for k in range(len(fn.outputs))]
+    lines = [f"def outputs({', '.join(f'x{i}' for i in setup.varied)}):",
+             "    # the outputs gradcheck compares: those that require grad, fed by no non-differentiable output"]
+    args: list[str] = []
+    for i, (leaf, t) in enumerate(zip(checked.leaves, setup.leaves)):
+        if i not in setup.varied:
+            lines.append(f"    x{i} = {_leaf_literal(t.detach(), leaf.layout, device)}")
+        args += [f"x{i}[{j}]" for j in range(leaf.views)] if leaf.views else [f"x{i}"]
+    lines.append(f"    values = graph_forward({', '.join(args)})")
+    lines.append(f"    return tuple(values[k] for k in {tuple(outputs.index(r) for r in setup.refs)!r})")
+    inputs = ", ".join(_leaf_literal(setup.leaves[i], checked.leaves[i].layout, device) for i in setup.varied)
+    check = "\n".join([
+        CHECK_LINE,
+        f"inputs = ({inputs}{',' if len(setup.varied) == 1 else ''})",
+        "torch.manual_seed(0)  # fast mode's random vectors",
+        "try:",
+        f"    torch.autograd.gradcheck(outputs, inputs, check_forward_ad={setup.forward_ad}, check_backward_ad=True,",
+        "                             check_undefined_grad=False, fast_mode=True)",
+        "except Exception as e:  # what gradcheck says; the FAILS line leaves its numbers out",
+        "    print(e)",
+        "    first = str(e).splitlines()[0] if str(e) else ''",
+        f"    raise SystemExit('{FAILS}gradcheck: ' + type(e).__name__ + ': ' + "
+        "' '.join(w for w in first.split() if not any(c.isdigit() for c in w)))",
+    ]) + "\n"
+    header = ('"""float64 gradcheck of the graph fails: its backward or jvp disagrees with finite differences.\n\n'
+              f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
+              'Exit status 1: the failure reproduces; 0: it does not."""\n')
+    return f"{header}import torch\n\n\n{functions}\n\n\n{forward}\n\n\n" + "\n".join(lines) + f"\n\n\n{check}"
+
+
+def write_gradcheck_reproducer(spec: GraphSpec, device: str, summary: str, destination: str | Path, *,
+                               until: float | None = None) -> Path:
+    """The reproducer of a gradcheck failure: the plain gradcheck script when it fails on its own
+    (then reduced until `until`), else a script that runs the harness's gradcheck of the spec."""
+    destination = Path(destination)
+    try:
+        text = _checked_and_reduced(gradcheck_script(spec, device), until, "the plain gradcheck script")
+    except NotPlain as e:
+        text = _GRADCHECK_TEMPLATE.format(torch=torch.__version__, summary=summary.replace('"""', "'''"),
+                                          why=str(e), name=destination.name, spec=spec.to_json(), device=device)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.write_text(text)
+    return destination
+
+
+def _checked_and_reduced(text: str, until: float | None, what: str) -> str:
+    """`text` once it has failed on its own (NotPlain when it does not), reduced until `until`."""
+    from harness import reduce
+
+    timeout = RUN_TIMEOUT_S if until is None else max(1.0, min(RUN_TIMEOUT_S, until - time.perf_counter()))
+    code, output = reduce.run_script(text, timeout=timeout)
+    if code is None and until is not None and time.perf_counter() >= until - 0.5:
+        # out of budget before the script finished: written as it is, and it says so
+        return with_note(text, "Not run before it was written (the campaign was out of budget).")
+    if code != 1 or not reduce.fails_line(output):
+        raise NotPlain(f"{what} did not fail on its own (exit status {code}): the failure needs the harness' "
+                       "generic Functions or its runner")
+    if until is None:  # (or the comparison's reference is a literal: reduction would change its meaning)
+        return text
+    try:
+        return reduce.reduce_text(text, until=until, first=(code, output)).text
+    except ModuleNotFoundError as e:  # the reduce extra is not installed
+        return with_note(text, f"Not reduced: {e}.")
+
+
+_GRADCHECK_TEMPLATE = '''\
+#!/usr/bin/env python3
+"""Reproducer written by the autograd.Function differential harness (torch {torch}).
+
+{summary}
+
+Why this script uses the harness: {why}
+It needs this project installed (pip install -e .). Run: python {name}
+Exit status 1 means the failure reproduced; 0 means it did not.
+"""
+import sys
+
+from harness.check import gradcheck_verdict
+from harness.spec import GraphSpec
+
+SPEC = {spec!r}
+status, detail = gradcheck_verdict(GraphSpec.from_json(SPEC), {device!r})
+print("gradcheck:", status, detail)
+sys.exit(1 if status == "failed" else 0)
+'''
+
+
 # --- the fallback: the installed harness on the spec ---------------------------------------------
 
 _HARNESS_TEMPLATE = '''\
@@ -561,41 +710,23 @@ def write_reproducer(spec: GraphSpec, paths: list[str], device: str, summary: st
             written = plain_reproducer(verdict, device, until=until)
         except NotPlain as e:
             why = str(e)
-    if written is None:
-        text = harness_script(spec, paths, device, summary, destination.name, why, twins)
-    else:
-        text = written.text
+    text = written if written is not None else harness_script(spec, paths, device, summary, destination.name, why,
+                                                               twins)
     destination.parent.mkdir(parents=True, exist_ok=True)
     destination.write_text(text)
     return destination
 
 
-def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = None) -> Written:
-    """The plain script of the verdict's chosen comparison, checked by running it (and reduced
-    until `until`). Raises NotPlain with the reason when it cannot be written or does not fail."""
-    from harness import reduce
-
+def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = None) -> str:
+    """The plain script of the verdict's chosen comparison, checked by running it (and, where its
+    reference is computed in the script, reduced until `until`). Raises NotPlain with the reason
+    when it cannot be written or does not fail on its own."""
     outcome, mismatch = chosen_mismatch(verdict)
-    spec = outcome.checked_spec or verdict.spec
-    text, reducible = plain_script(spec, outcome, mismatch, device)
-    timeout = RUN_TIMEOUT_S if until is None else max(1.0, min(RUN_TIMEOUT_S, until - time.perf_counter()))
-    code, output = reduce.run_script(text, timeout=timeout)
-    fails = reduce.fails_line(output)
-    if code is None and until is not None and time.perf_counter() >= until - 0.5:
-        # out of budget before the script finished: written as it is, and it says so
-        return Written(with_note(text, "Not run before it was written (the campaign was out of budget)."), True)
-    if code != 1 or not fails:
-        raise NotPlain(f"the plain-torch script of {mismatch.path} vs {mismatch.against} at {mismatch.checkpoint} "
-                       f"{mismatch.role} did not fail on its own (exit status {code}): the failure needs the harness' "
-                       "generic Functions or its runner")
-    written = Written(text, True, fails, reducible)
-    if reducible and until is not None:
-        try:
-            written.text = reduce.reduce_text(text, until=until, first=(code, output)).text
-        except ModuleNotFoundError as e:  # the reduce extra is not installed
-            written.text = with_note(text, f"Not reduced: {e}.")
-    return written
+    text, reducible = plain_script(outcome.checked_spec or verdict.spec, outcome, mismatch, device)
+    return _checked_and_reduced(text, until if reducible else None, f"the plain-torch script of {mismatch.path} vs "
+                                f"{mismatch.against} at {mismatch.checkpoint} {mismatch.role}")
 
 
-__all__ = ["CHECK_LINE", "FAILS", "NotPlain", "Written", "chosen_mismatch", "harness_script", "plain_reproducer",
-           "plain_script", "with_note", "write_reproducer"]
+__all__ = ["CHECK_LINE", "FAILS", "NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
+           "crash_script", "gradcheck_script", "plain_script", "with_note", "write_crash_reproducer",
+           "write_gradcheck_reproducer", "write_reproducer"]

@@ -181,3 +181,43 @@ def test_literals_give_back_the_exact_elements(value, dtype):
 
     t = torch.tensor([[value, value / 3], [value * 7, 0.0]], dtype=dtype)
     assert torch.equal(eval(tensor_literal(t), {"torch": torch}), t)
+
+
+def test_a_gradcheck_failure_is_a_torch_only_gradcheck_script(tmp_path):
+    """The formula fault is in the plain source itself (the sin term's derivative reads zeros): the
+    script fails with it, passes with the right derivative, and imports torch only."""
+    from harness.check import gradcheck_verdict
+    from harness.repro import write_gradcheck_reproducer
+
+    spec = graph(SIN_AND_LINEAR)
+    with selfeval.installed("sin_backward_term_dropped"):
+        status, detail = gradcheck_verdict(spec)
+        assert status == "failed", detail
+        script = write_gradcheck_reproducer(spec, "cpu", detail, tmp_path / "repro.py")
+    text = script.read_text()
+    assert "torch.autograd.gradcheck(outputs, inputs" in text and imports(text) == ["import torch"]
+    assert "gx0 = g0 * 1.0 * torch.zeros_like(a0)" in text, text
+    done = run(script)
+    assert done.returncode == 1 and f"{FAILS}gradcheck: GradcheckError: Jacobian mismatch" in done.stderr, done.stderr
+    script.write_text(text.replace("torch.zeros_like(a0)", "torch.cos(a0)"))
+    fixed = run_without_harness(script)
+    assert fixed.returncode == 0 and "harness not importable" in fixed.stdout, fixed.stdout + fixed.stderr[-2000:]
+
+
+def test_a_crash_script_runs_the_path_in_a_child_and_fails_when_it_dies(tmp_path):
+    """Run to the end it exits 0; with an abort put in the Function's forward (a stand-in for a crash
+    in torch), the child dies and the script says so and exits 1."""
+    from harness.repro import crash_script
+
+    script = tmp_path / "crash.py"
+    text = crash_script(graph(SIN_AND_LINEAR), "eager", "cpu", "crash (signal SIGSEGV)")
+    assert imports(text) == ["import torch", "import torch.multiprocessing"]
+    script.write_text(text)
+    clean = run_without_harness(script)
+    assert clean.returncode == 0 and "ran to the end" in clean.stdout, clean.stdout + clean.stderr[-2000:]
+    forward = "    def forward(ctx, a0, a1):\n"
+    assert forward in text
+    script.write_text(text.replace(forward, forward + "        __import__('os').abort()\n"))
+    died = run(script)
+    assert died.returncode == 1 and f"{FAILS}crash: eager ended with exit code -6" in died.stderr, \
+        died.stdout + died.stderr[-2000:]

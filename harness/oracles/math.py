@@ -117,17 +117,21 @@ def gradcheck_reason(spec: GraphSpec, max_elements: int = GRADCHECK_MAX_ELEMENTS
     return None
 
 
-def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
-    """float64 (complex128 for a complex graph) gradcheck of the whole graph applied by the
-    stock Function.apply.
+@dataclasses.dataclass
+class GradcheckSetup:
+    """What gradcheck_graph checks: the spec in float64 (complex128), its leaves, the leaves it
+    varies (the others stay fixed) and the outputs it compares, and whether forward AD is checked."""
 
-    Checks the generated backward (and jvp when the spec runs forward AD) against finite
-    differences, independently of the math oracle. Raises GradcheckError on failure. For
-    complex inputs and outputs gradcheck differentiates real and imaginary parts apart and
-    checks torch's conjugate Wirtinger gradients itself (torch/autograd/gradcheck.py, the
-    complex branches of _compute_numerical_gradient and the vJ of the analytical side);
-    int64 / bool leaves do not require grad and stay fixed.
-    """
+    spec: GraphSpec
+    built: Any
+    leaves: list
+    varied: list[int]
+    refs: list[str]
+    forward_ad: bool
+
+
+def gradcheck_setup(spec: GraphSpec, device: str = "cpu") -> GradcheckSetup:
+    """See gradcheck_graph."""
     from harness.dataflow import Dataflow
 
     wide = "complex128" if spec.dtype in COMPLEX_DTYPES else "float64"
@@ -147,24 +151,40 @@ def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
     through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | no_grad_refs)
     refs = [r for r in spec64.value_refs()
             if r.startswith("f") and flow.requires_grad[r] and r not in through_nondiff]
-    if not refs:
-        return True
-
-    def fn(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        inputs = list(leaves)
-        for i, x in zip(grad_idx, xs):
-            inputs[i] = x
-        values = forward(built, lambda n, cls, args: cls.apply(*args), inputs)
-        return tuple(values[r] for r in refs)
-
     # forward AD only where gradcheck's tangents are the runs' tangents (harness/run.py gives
     # every leaf one; gradcheck only the inputs it differentiates): so the known-issue
     # triggers, derived for the runs, hold here too
     every_leaf = len(grad_idx) == sum(leaf.dtype is None for leaf in spec.leaves)
+    return GradcheckSetup(spec64, built, leaves, grad_idx, refs, spec.forward_ad and every_leaf)
+
+
+def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
+    """float64 (complex128 for a complex graph) gradcheck of the whole graph applied by the
+    stock Function.apply.
+
+    Checks the generated backward (and jvp when the spec runs forward AD) against finite
+    differences, independently of the math oracle. Raises GradcheckError on failure. For
+    complex inputs and outputs gradcheck differentiates real and imaginary parts apart and
+    checks torch's conjugate Wirtinger gradients itself (torch/autograd/gradcheck.py, the
+    complex branches of _compute_numerical_gradient and the vJ of the analytical side);
+    int64 / bool leaves do not require grad and stay fixed.
+    """
+    setup = gradcheck_setup(spec, device)
+    if not setup.refs:
+        return True
+
+    def fn(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        inputs = list(setup.leaves)
+        for i, x in zip(setup.varied, xs):
+            inputs[i] = x
+        values = forward(setup.built, lambda n, cls, args: cls.apply(*args), inputs)
+        return tuple(values[r] for r in setup.refs)
+
     return torch.autograd.gradcheck(
-        fn, tuple(leaves[i] for i in grad_idx), check_forward_ad=spec.forward_ad and every_leaf,
+        fn, tuple(setup.leaves[i] for i in setup.varied), check_forward_ad=setup.forward_ad,
         check_backward_ad=True, check_undefined_grad=False, fast_mode=True)
 
 
-__all__ = ["EXPECTED_ERRORS", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
+__all__ = ["EXPECTED_ERRORS", "GradcheckSetup", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
+           "gradcheck_setup",
            "gradcheck_reason", "math_applier", "math_applier_for", "run_math"]
