@@ -32,7 +32,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.repro import CHECK_LINE, FAILS, with_note
+from harness.repro import CHECK_LINE, CODE_LINE, FAILS, with_note
 
 #: a value candidate must still exceed its bound by min(the original's multiple, MARGIN)
 MARGIN = 100.0
@@ -150,18 +150,15 @@ class Reduced:
 
 
 def split(text: str) -> tuple[str, str, str]:
-    """(header: docstring and imports, body: what may be reduced, check: CHECK_LINE onwards)."""
-    if CHECK_LINE not in text:
+    """(header: docstring, imports and the data, up to CODE_LINE; body: what may be reduced;
+    check: CHECK_LINE onwards)."""
+    if CHECK_LINE not in text or CODE_LINE not in text:
         raise ValueError(f"this file has no line {CHECK_LINE!r}: it is not a plain reproducer the harness "
                          "wrote (a script that runs the harness cannot be reduced); write it again with "
                          "`python -m harness fuzz` or give a plain one.")
     above, check = text.split(CHECK_LINE, 1)
-    lines = above.splitlines(keepends=True)
-    cut = 0
-    for i, line in enumerate(lines):
-        if line.startswith(("import ", "from ")):
-            cut = i + 1
-    return "".join(lines[:cut]), "".join(lines[cut:]), CHECK_LINE + check
+    header, body = above.split(CODE_LINE, 1)
+    return header + CODE_LINE, body, CHECK_LINE + check
 
 
 def _tidy(body: str) -> str:
@@ -228,9 +225,11 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
         ended = "not reproduced"
     reduced_body = best[0] if best[0] == body else _tidy(best[0])
     before = text.count("\n")
-    result = header + ("\n\n" if best[0] != body else "") + reduced_body + ("\n\n" if best[0] != body else "") + check
+    result = header + ("\n\n\n" if best[0] != body else "") + reduced_body + ("\n\n" if best[0] != body else "") + check
     if best[0] != body:
-        result = with_note(result, f"Reduced by {REDUCER} from {before} lines, the comparison kept as written.")
+        result = with_note(result, f"Reduced by {REDUCER} from {before} lines.")
+    if len(result) >= len(text):  # ast.unparse's spelling and the note cost more than was deleted
+        result = text
     return Reduced(result, before, result.count("\n"), len(text), len(result), tried[0], time.perf_counter() - started,
                    ended)
 

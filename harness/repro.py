@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from harness.check import PathOutcome, Verdict
     from harness.oracles.compare import Mismatch
 
-#: the line that separates what a reducer may change from the comparison it keeps as written
+#: the lines around what a reducer may change: the data before it and the comparison after it stay as written
+DATA_LINE = "# The data (harness reduce keeps it as written):"
+CODE_LINE = "# The code (harness reduce deletes from it what the failure does not need):"
 CHECK_LINE = "# The comparison that failed (harness reduce keeps it as written):"
 #: how the script says that it failed (the reducer keeps candidates that print the same line)
 FAILS = "FAILS: "
@@ -101,6 +103,14 @@ def _leaf_literal(t: torch.Tensor, layout: str, device: str) -> str:
     else:
         made = tensor_literal(t, device)
     return made + (".requires_grad_()" if t.requires_grad else "")
+
+
+def data_section(data: dict[str, str]) -> str:
+    """The data run() reads, kept as written by the reducer (deleting an input element or a weight
+    changes what is computed, never which code runs), and the line after which the reducer works.
+    The code comes top-down: the graph's forward, the run, then the Functions (pysource-minimize
+    works on the second half of a statement list first, and the Functions are where it can delete)."""
+    return "\n" + DATA_LINE + "\n" + "\n".join(data.values()) + "\n\n" + CODE_LINE + "\n"
 
 
 # --- which comparison ------------------------------------------------------------------------------
@@ -195,6 +205,8 @@ class _Writer:
         self.refs = [r for r in spec.value_refs() if r.startswith("f")]
         self.lines: list[str] = []
         self.base = 0  # extra indentation levels (inside run's try block, a dual_level block)
+        #: module-level definitions of the data run() reads (inputs, weights, tangents), by name
+        self.data: dict[str, str] = {}
         self._chosen: list[int] = []
 
     # --- pieces ---------------------------------------------------------------------------
@@ -213,11 +225,24 @@ class _Writer:
         self.lines.append("    " * (self.base + depth) + line)
 
     def leaves(self, with_tangents: bool = False) -> list[str]:
-        """Lines making the leaves; returns the forward's arguments."""
+        """Lines taking the leaves from inputs() (and making them dual with TANGENTS); returns the
+        forward's arguments."""
         made = self.built.make_leaves()
+        names = [f"x{i}" for i in range(len(made))]
+        if names:
+            self.add(f"{', '.join(names)}{',' if len(names) == 1 else ''} = inputs()")
+        self.data["inputs"] = ("def inputs():  # the leaves, made afresh for each run\n    return ["
+                               + ", ".join(_leaf_literal(t, leaf.layout, self.device)
+                                           for leaf, t in zip(self.spec.leaves, made)) + "]")
+        if with_tangents:
+            tangents = self.built.leaf_tangents(made)
+            self.data["tangents"] = "TANGENTS = [" + ", ".join(
+                "None" if t is None else tensor_literal(t, self.device) for t in tangents) + "]"
+            for i, t in enumerate(tangents):
+                if t is not None:
+                    self.add(f"x{i} = fwAD.make_dual(x{i}, TANGENTS[{i}])")
         args: list[str] = []
-        for i, (leaf, t) in enumerate(zip(self.spec.leaves, made)):
-            self.add(f"x{i} = {_leaf_literal(t, leaf.layout, self.device)}")
+        for i, leaf in enumerate(self.spec.leaves):
             if leaf.views:  # made once, here: the forward and every check see the same view objects
                 views = [f"x{i}_{j}" for j in range(leaf.views)]
                 self.add(f"{', '.join(views)}{',' if len(views) == 1 else ''} = "
@@ -225,11 +250,6 @@ class _Writer:
                 args += views
             else:
                 args.append(f"x{i}")
-        if with_tangents:
-            tangents = self.built.leaf_tangents(made)
-            for i, t in enumerate(tangents):
-                if t is not None:
-                    self.add(f"x{i} = fwAD.make_dual(x{i}, {tensor_literal(t, self.device)})")
         return args
 
     def outputs(self) -> list[str]:
@@ -287,12 +307,13 @@ class _Writer:
                 self.add(f"{name}.grad_fn.{method}", depth + 1)
 
     def loss(self, depth: int = 1) -> None:
-        """harness.run._loss: a weighted sum of the outputs that require grad (None: a constant)."""
+        """harness.run._loss: a weighted sum of the outputs that require grad (WEIGHTS: None for a constant)."""
         weights = iter(self.built.weights(len(self.refs)))
-        listed = ", ".join("None" if ref not in self.refs else tensor_literal(next(weights), self.device)
-                           for ref in self.outputs())
+        self.data["weights"] = "WEIGHTS = [" + ", ".join(
+            "None" if ref not in self.refs else tensor_literal(next(weights), self.device)
+            for ref in self.outputs()) + "]  # the loss's, one per output"
         real = ".real" if self.dtype.is_complex else ""
-        self.add(f"loss = sum((out * weight).sum(){real} for out, weight in zip(outputs, [{listed}]) "
+        self.add(f"loss = sum((out * weight).sum(){real} for out, weight in zip(outputs, WEIGHTS) "
                  "if weight is not None and out.requires_grad)", depth)
 
     def backward(self, stop_at: str | None, depth: int = 1) -> None:
@@ -318,9 +339,10 @@ class _Writer:
             self.add(f"grads = torch.autograd.grad(loss, {inputs}, allow_unused=True{create})", depth)
             if mode == "double" and (stop_at is None or stop_at.startswith("dgrad:")):
                 weights = self.built.weights(len(chosen), offset=2_000_003)
-                pairs = ", ".join(f"(grads[{j}], {tensor_literal(w, self.device)})" for j, w in enumerate(weights))
+                self.data["weights2"] = ("WEIGHTS2 = [" + ", ".join(tensor_literal(w, self.device) for w in weights)
+                                         + "]  # the second-order loss's, one per gradient")
                 self.add(f"terms = [(g * w).sum(){'.real' if self.dtype.is_complex else ''} for g, w in "
-                         f"({pairs}{',' if len(weights) == 1 else ''}) if g is not None and g.requires_grad]", depth)
+                         "zip(grads, WEIGHTS2) if g is not None and g.requires_grad]", depth)
                 self.add(f"second = torch.autograd.grad(sum(terms), {inputs}, allow_unused=True) if terms "
                          f"else [None] * {len(chosen)}", depth)
         self._chosen = chosen
@@ -483,10 +505,11 @@ def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", 
             expected = repr(value)
     check, reducible = _check_part(w, expected, bound)
     imports = "import torch\n" + ("import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "")
+    imports += data_section(w.data)
     header = (f'"""{mismatch.path} vs {mismatch.against}: {mismatch.checkpoint} {mismatch.role}: {mismatch.detail}.\n\n'
               f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
               'Exit status 1: the failure reproduces; 0: it does not."""\n')
-    text = f"{header}{imports}\n\n{functions}\n\n\n{forward}\n\n\n{run}\n\n\n{check}"
+    text = f"{header}{imports}\n\n{forward}\n\n\n{run}\n\n\n{functions}\n\n\n{check}"
     return text, reducible
 
 
@@ -524,9 +547,9 @@ def crash_script(spec: GraphSpec, path_name: str, device: str, what: str, hang_s
               f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
               'Exit status 1: the failure reproduces; 0: it does not."""\n')
     imports = "import torch\nimport torch.multiprocessing\n" + (
-        "import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "")
-    return (f"{header}{imports}\n\n{w.functions()}\n\n\n{plain.graph_forward_source(spec).text.rstrip()}\n\n\n"
-            f"{run}\n\n\n{check}")
+        "import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "") + data_section(w.data)
+    return (f"{header}{imports}\n\n{plain.graph_forward_source(spec).text.rstrip()}\n\n\n{run}\n\n\n"
+            f"{w.functions()}\n\n\n{check}")
 
 
 def write_crash_reproducer(spec: GraphSpec, path_names: list[str], device: str, what: str, destination: str | Path,
@@ -575,16 +598,18 @@ def gradcheck_script(spec: GraphSpec, device: str) -> str:
     lines = [f"def outputs({', '.join(f'x{i}' for i in setup.varied)}):",
              "    # the outputs gradcheck compares: those that require grad, fed by no non-differentiable output"]
     args: list[str] = []
-    for i, (leaf, t) in enumerate(zip(checked.leaves, setup.leaves)):
+    for i, leaf in enumerate(checked.leaves):
         if i not in setup.varied:
-            lines.append(f"    x{i} = {_leaf_literal(t.detach(), leaf.layout, device)}")
+            lines.append(f"    x{i} = LEAVES[{i}]")
         args += [f"x{i}[{j}]" for j in range(leaf.views)] if leaf.views else [f"x{i}"]
     lines.append(f"    values = graph_forward({', '.join(args)})")
     lines.append(f"    return tuple(values[k] for k in {tuple(outputs.index(r) for r in setup.refs)!r})")
-    inputs = ", ".join(_leaf_literal(setup.leaves[i], checked.leaves[i].layout, device) for i in setup.varied)
+    data = {"leaves": "LEAVES = [" + ", ".join(_leaf_literal(t.detach().requires_grad_(t.requires_grad), leaf.layout,
+                                                                device)
+                                            for leaf, t in zip(checked.leaves, setup.leaves)) + "]"}
     check = "\n".join([
         CHECK_LINE,
-        f"inputs = ({inputs}{',' if len(setup.varied) == 1 else ''})",
+        f"inputs = ({', '.join(f'LEAVES[{i}]' for i in setup.varied)}{',' if len(setup.varied) == 1 else ''})",
         "torch.manual_seed(0)  # fast mode's random vectors",
         "try:",
         f"    torch.autograd.gradcheck(outputs, inputs, check_forward_ad={setup.forward_ad}, check_backward_ad=True,",
@@ -598,7 +623,8 @@ def gradcheck_script(spec: GraphSpec, device: str) -> str:
     header = ('"""float64 gradcheck of the graph fails: its backward or jvp disagrees with finite differences.\n\n'
               f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
               'Exit status 1: the failure reproduces; 0: it does not."""\n')
-    return f"{header}import torch\n\n\n{functions}\n\n\n{forward}\n\n\n" + "\n".join(lines) + f"\n\n\n{check}"
+    return (f"{header}import torch\n{data_section(data)}\n\n{forward}\n\n\n" + "\n".join(lines)
+            + f"\n\n\n{functions}\n\n\n{check}")
 
 
 def write_gradcheck_reproducer(spec: GraphSpec, device: str, summary: str, destination: str | Path, *,
@@ -727,6 +753,6 @@ def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = N
                                 f"{mismatch.against} at {mismatch.checkpoint} {mismatch.role}")
 
 
-__all__ = ["CHECK_LINE", "FAILS", "NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
+__all__ = ["CHECK_LINE", "CODE_LINE", "DATA_LINE", "FAILS", "NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
            "crash_script", "gradcheck_script", "plain_script", "with_note", "write_crash_reproducer",
            "write_gradcheck_reproducer", "write_reproducer"]

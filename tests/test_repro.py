@@ -17,7 +17,7 @@ import torch
 
 from harness import paths, selfeval
 from harness.check import check
-from harness.repro import CHECK_LINE, FAILS, write_reproducer
+from harness.repro import CHECK_LINE, CODE_LINE, DATA_LINE, FAILS, write_reproducer
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 
 TIMEOUT = 600
@@ -143,17 +143,19 @@ def test_a_failure_of_the_lifetime_oracle_runs_the_harness_and_says_why(tmp_path
 
 
 def test_reduce_deletes_what_the_failure_does_not_need_and_keeps_the_comparison(tmp_path):
-    """Through the CLI, in a process with the fault (as a campaign's worker has it): F1, which the
-    failing gradient of x0 does not need beyond its value, goes, and the comparison stays as written."""
-    script = written(graph(SIN_AND_LINEAR, SQUARE_AND_AS_IS), "eager,dynamo", "dynamo_traced_backward_scaled",
-                     tmp_path)
+    """Through the CLI, in a process with the fault (as a campaign's worker has it): the terms of x1,
+    which the failing gradient of x0 does not need, can go; the data and the comparison stay as written."""
+    terms = (Term(0, "sin"), Term(1, "linear", 2.0), Term(1, "square", -1.5), Term(1, "tanh", 0.5))
+    fn = FunctionSpec(args=(Arg("x0"), Arg("x1")), code="plain", save=("inputs",), outputs=(OutputSpec(terms=terms),))
+    script = written(graph(fn), "eager,dynamo", "dynamo_traced_backward_scaled", tmp_path)
     before = script.read_text()
-    done = subprocess.run([sys.executable, "-m", "harness", "reduce", str(script), "--budget", "90s"],
+    done = subprocess.run([sys.executable, "-m", "harness", "reduce", str(script), "--budget", "150s"],
                           capture_output=True, text=True, env=selfeval.subprocess_env("dynamo_traced_backward_scaled"),
                           timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     after = script.read_text()
     assert after.split(CHECK_LINE)[1] == before.split(CHECK_LINE)[1]
+    assert after.split(CODE_LINE)[0].split(DATA_LINE)[1] == before.split(CODE_LINE)[0].split(DATA_LINE)[1]
     assert len(after) < len(before) and "Reduced by pysource-minimize" in after, done.stdout
     assert run(script, "dynamo_traced_backward_scaled").returncode == 1
     assert run(script).returncode == 0
