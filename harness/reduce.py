@@ -225,7 +225,7 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
         ended = "not reproduced"
     reduced_body = best[0] if best[0] == body else _tidy(best[0])
     before = text.count("\n")
-    result = header + ("\n\n\n" if best[0] != body else "") + reduced_body + ("\n\n" if best[0] != body else "") + check
+    result = header + ("\n\n" if best[0] != body else "") + reduced_body + ("\n\n" if best[0] != body else "") + check
     if best[0] != body:
         result = with_note(result, f"Reduced by {REDUCER} from {before} lines.")
     if len(result) >= len(text):  # ast.unparse's spelling and the note cost more than was deleted

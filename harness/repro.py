@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from harness.oracles.compare import Mismatch
 
 #: the lines around what a reducer may change: the data before it and the comparison after it stay as written
-DATA_LINE = "# The data (harness reduce keeps it as written):"
-CODE_LINE = "# The code (harness reduce deletes from it what the failure does not need):"
+CODE_LINE = "# Above, the data; below, the code (harness reduce deletes from it what the failure does not need):"
 CHECK_LINE = "# The comparison that failed (harness reduce keeps it as written):"
 #: how the script says that it failed (the reducer keeps candidates that print the same line)
 FAILS = "FAILS: "
@@ -105,12 +104,17 @@ def _leaf_literal(t: torch.Tensor, layout: str, device: str) -> str:
     return made + (".requires_grad_()" if t.requires_grad else "")
 
 
+def _docstring(what: str) -> str:
+    return (f'"""{what}\nWritten by the autograd.Function harness (torch {torch.__version__}); it needs torch only. '
+            'Exit status 1 while it fails, 0 when not."""\n')
+
+
 def data_section(data: dict[str, str]) -> str:
     """The data run() reads, kept as written by the reducer (deleting an input element or a weight
     changes what is computed, never which code runs), and the line after which the reducer works.
     The code comes top-down: the graph's forward, the run, then the Functions (pysource-minimize
     works on the second half of a statement list first, and the Functions are where it can delete)."""
-    return "\n" + DATA_LINE + "\n" + "\n".join(data.values()) + "\n\n" + CODE_LINE + "\n"
+    return "\n" + "\n".join(data.values()) + "\n\n" + CODE_LINE + "\n"
 
 
 # --- which comparison ------------------------------------------------------------------------------
@@ -276,8 +280,7 @@ class _Writer:
                 self.add(f"return torch.jit.trace({base}, xs, check_trace=False, strict=False)(*xs)", depth + 1)
                 base = "traced"
             if self.path.family == "dynamo":
-                self.add(f"forward = {self.path.forward(base)}", depth)
-                base = "forward"
+                base = f"({self.path.forward(base)})"
         call = f"outputs = {base}({', '.join(args)})"
         if any(h.kind == "saved_tensors" for h in spec.hooks) and not plain_forward:
             self.add("with torch.autograd.graph.saved_tensors_hooks(lambda t: [t.detach()], lambda p: p[0]):", depth)
@@ -464,10 +467,10 @@ def _check_part(w: _Writer, expected_literal: str | None, bound: str | None) -> 
         else:  # the math oracle's zeros stand for a gradient a Function does not return (None)
             lines.append("    ratio = 0.0 if expected is observed or not (expected if observed is None else observed)"
                          ".count_nonzero() else torch.inf")
-        lines.append("else:  # how many times its bound the worst element is off (equal values, and nan with nan, agree)")
-        lines.append("    same = (observed == expected) | (observed.isnan() & expected.isnan()) | bound.isinf()")
+        lines.append("else:  # the worst error as a multiple of its bound (equal values, and nan with nan, agree)")
         lines.append(f"    error = (observed.to({wide}) - expected.to({wide})).abs() / bound")
-        lines.append("    ratio = error.masked_fill(same, 0).nan_to_num(torch.inf).max().item()")
+        lines.append("    ratio = error.masked_fill((observed == expected) | (observed.isnan() & expected.isnan()) "
+                     "| bound.isinf(), 0).nan_to_num(torch.inf).max().item()")
         lines.append('print(f"worst error / bound: {ratio:.3g}")')
         lines.append("if ratio > 1:")
         lines.append(f'    raise SystemExit("{FAILS}{path} differs from {reference} at {where}")')
@@ -506,9 +509,7 @@ def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", 
     check, reducible = _check_part(w, expected, bound)
     imports = "import torch\n" + ("import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "")
     imports += data_section(w.data)
-    header = (f'"""{mismatch.path} vs {mismatch.against}: {mismatch.checkpoint} {mismatch.role}: {mismatch.detail}.\n\n'
-              f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
-              'Exit status 1: the failure reproduces; 0: it does not."""\n')
+    header = _docstring(f"{mismatch.path} vs {mismatch.against}: {mismatch.checkpoint} {mismatch.role}: {mismatch.detail}.")
     text = f"{header}{imports}\n\n{forward}\n\n\n{run}\n\n\n{functions}\n\n\n{check}"
     return text, reducible
 
@@ -543,9 +544,7 @@ def crash_script(spec: GraphSpec, path_name: str, device: str, what: str, hang_s
         f"        raise SystemExit('{FAILS}crash: {path_name} ended with exit code ' + str(child.exitcode))",
         "    print('ran to the end')",
     ]) + "\n"
-    header = (f'"""The campaign worker died on this graph on {path_name}: {what}.\n\n'
-              f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
-              'Exit status 1: the failure reproduces; 0: it does not."""\n')
+    header = _docstring(f"The campaign worker died on this graph on {path_name}: {what}.")
     imports = "import torch\nimport torch.multiprocessing\n" + (
         "import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "") + data_section(w.data)
     return (f"{header}{imports}\n\n{plain.graph_forward_source(spec).text.rstrip()}\n\n\n{run}\n\n\n"
@@ -620,9 +619,7 @@ def gradcheck_script(spec: GraphSpec, device: str) -> str:
         f"    raise SystemExit('{FAILS}gradcheck: ' + type(e).__name__ + ': ' + "
         "' '.join(w for w in first.split() if not any(c.isdigit() for c in w)))",
     ]) + "\n"
-    header = ('"""float64 gradcheck of the graph fails: its backward or jvp disagrees with finite differences.\n\n'
-              f"Written by the autograd.Function harness (torch {torch.__version__}); needs only torch.\n"
-              'Exit status 1: the failure reproduces; 0: it does not."""\n')
+    header = _docstring("float64 gradcheck of the graph fails: its backward or jvp disagrees with finite differences.")
     return (f"{header}import torch\n{data_section(data)}\n\n{forward}\n\n\n" + "\n".join(lines)
             + f"\n\n\n{functions}\n\n\n{check}")
 
@@ -753,6 +750,6 @@ def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = N
                                 f"{mismatch.against} at {mismatch.checkpoint} {mismatch.role}")
 
 
-__all__ = ["CHECK_LINE", "CODE_LINE", "DATA_LINE", "FAILS", "NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
+__all__ = ["CHECK_LINE", "CODE_LINE", "FAILS", "NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
            "crash_script", "gradcheck_script", "plain_script", "with_note", "write_crash_reproducer",
            "write_gradcheck_reproducer", "write_reproducer"]
