@@ -816,16 +816,17 @@ def record_causes(record: Record) -> set[str]:
 
 
 def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
-           *, until: float, drawn: Drawing | None = None) -> tuple[GraphSpec, str]:
+           *, until: float, drawn: Drawing | None = None, seen: dict | None = None) -> tuple[GraphSpec, str]:
     """(the smallest failing spec found, how shrinking ended) for one cause, by Hypothesis'
     shrinker from the example saved when the cause was found, stopped at `until`.
-    drawn: the campaign's graphs() options (its whole path list's `drawing`), else those of `paths`."""
+    drawn: the campaign's graphs() options (its whole path list's `drawing`), else those of `paths`.
+    seen: filled with the verdict of each candidate checked on the paths (see `shows`)."""
     best = [failure.spec]
 
     def same_cause(spec: GraphSpec) -> None:
         if time.perf_counter() > until:
             raise _TimeUp
-        if shows(failure, spec, paths, device, lifetimes, until=until):
+        if shows(failure, spec, paths, device, lifetimes, until=until, seen=seen):
             if _smaller(spec, best[0]):
                 best[0] = spec
             raise _Found
@@ -846,16 +847,19 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
 
 
 def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool, *,
-          until: float | None = None) -> bool:
+          until: float | None = None, seen: dict | None = None) -> bool:
     """Does `spec` show the failure's cause: the paths' check, gradcheck, or (in a child
-    process, which may die) the worker's crash or hang."""
+    process, which may die) the worker's crash or hang. seen: where the paths' verdict is kept, by
+    spec (the reproducer of the shrunk spec is written from it)."""
     if failure.signature.startswith(GRADCHECK_CAUSE):
         return gradcheck_cause(gradcheck_verdict(spec, device)) == failure.signature
     if failure.in_child:
         return _in_child(failure, spec, paths, device, lifetimes, until) == failure.signature
     try:
-        return failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes,
-                                                  twins=twins_of_cause(failure.signature)))
+        verdict = check(spec, paths, device, lifetimes=lifetimes, twins=twins_of_cause(failure.signature))
+        if seen is not None:
+            seen[spec] = verdict
+        return failure.signature in _causes(verdict)
     except Exception:  # noqa: BLE001 -- a candidate whose check raises (the oracle itself, say) shows another problem, not this cause
         return False
 
@@ -955,9 +959,10 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
             return
         cause_until = time.perf_counter() + share
         failing = [p for p in paths if p.name in failure.paths]
+        seen: dict[GraphSpec, Verdict] = {}
         spec, how = shrink(failure, failing, device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
-                           drawn=drawing(paths))
+                           drawn=drawing(paths), seen=seen)
         destination = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
         if failure.in_child:  # checked here, the example would kill this process: its script runs in a child
             report = failure.report
@@ -967,7 +972,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
             write_gradcheck_reproducer(spec, device, report, destination, until=cause_until)
         else:
             twins = twins_of_cause(failure.signature)
-            verdict = check(spec, failing, device, lifetimes=lifetimes, twins=twins)
+            verdict = seen.get(spec) or check(spec, failing, device, lifetimes=lifetimes, twins=twins)
             report = verdict.report()
             write_reproducer(spec, [p.name for p in failing], device, report, destination, verdict=verdict,
                              twins=twins, until=cause_until)
