@@ -402,7 +402,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_reduce(args: argparse.Namespace) -> int:
     """Reduce a plain reproducer's source while it fails the same way (harness/reduce.py)."""
-    import torch  # noqa: F401 -- imported once here, so that each candidate runs in a forked child
+    import torch._dynamo  # noqa: F401 -- imported once here: each candidate runs in a child forked from this process
 
     from harness import reduce
 

@@ -192,10 +192,12 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
     if code != 1 or not fails:
         raise ValueError(f"the script does not fail (exit status {code}, no {FAILS!r} line): nothing to reduce. "
                          f"Its output ends:\n{output[-1500:]}")
-    first_run = time.perf_counter() - started if first is None else 2.0
+    first_run = time.perf_counter() - started if first is None else 10.0
     ratio = ratio_of(output)
     needed = None if ratio is None else min(ratio, MARGIN)
-    per_run = timeout or max(10.0, 3 * first_run)
+    # a candidate may take longer than the first run (a busy machine, a longer path through the
+    # code): only one that runs far past it counts as not failing
+    per_run = timeout or max(60.0, 5 * first_run)
     best = [body]
     tried = [0]
 
