@@ -136,14 +136,16 @@ def _role_kind(checkpoint: str, role: str) -> str:
 
 
 def chosen_mismatch(verdict: "Verdict") -> tuple["PathOutcome", "Mismatch"]:
-    """The failed comparison a plain script shows: against eager before against math (eager is
-    computed by the script itself), an error before a value before a metadata fact."""
+    """The failed comparison a plain script shows: one it can observe, against eager before against
+    math (eager is computed by the script itself), an error before a value before a metadata fact."""
     order = {"error": 0, "value": 1, "meta": 2, "other": 3}
     candidates = [(o, m) for o in verdict.failed for m in o.mismatches]
     if not candidates:
         raise NotPlain("the check has no failed comparison to show")
-    return min(candidates, key=lambda om: (om[1].against != "eager", om[1].against != "math",
-                                           order[_role_kind(om[1].checkpoint, om[1].role)]))
+    def rank(om: tuple["PathOutcome", "Mismatch"]) -> tuple:
+        kind = _role_kind(om[1].checkpoint, om[1].role)
+        return kind == "other", om[1].against != "eager", om[1].against != "math", order[kind]
+    return min(candidates, key=rank)
 
 
 # --- the script --------------------------------------------------------------------------------------
@@ -172,11 +174,11 @@ class _Path:
         raise NotPlain(f"path {name} needs the harness (a native extension or a torch.func transform)")
 
     def forward(self, base: str) -> str:
+        """The forward function the run calls: `base`, compiled on dynamo (fullgraph unless the
+        harness ran it through Dynamo's eager fallback)."""
         if self.family != "dynamo":
             return base
-        full = "" if self.fullgraph else ", fullgraph=False"
-        return (f"torch.compile({base}, backend={self.variant!r}{', fullgraph=True' if self.fullgraph else full})"
-                " if compiled else " + base)
+        return f"torch.compile({base}, backend={self.variant!r}, fullgraph={self.fullgraph}) if compiled else {base}"
 
     def backward_context(self) -> str | None:
         if self.family != "compiled":
@@ -199,11 +201,8 @@ class _Writer:
                            f"(lifetimes, hooks or side effects), not by a few lines of torch")
         if mismatch.against not in ("eager", "math"):
             raise NotPlain(f"the comparison is against {mismatch.against}, which the harness computes")
-        if any(h.kind != "saved_tensors" and h.kind not in ("tensor", "retain_grad", "pre", "post", "post_accumulate")
-               for h in spec.hooks):
-            raise NotPlain("a hook kind the plain script does not write")
-        if any(fn.untraceable == "side_effect" for fn in spec.functions) and path.family == "dynamo":
-            pass  # the plain class carries its own list; nothing to add
+        if self.kind == "error" and mismatch.against == "math" and any(fn.error for fn in spec.functions):
+            raise NotPlain("the spec raises a deliberate error: the one raised differs from it in its message only")
         self.built = build(spec, device)
         self.dtype = self.built.dtype
         self.refs = [r for r in spec.value_refs() if r.startswith("f")]
@@ -324,19 +323,20 @@ class _Writer:
         spec = self.spec
         chosen = list(spec.grad_leaves) or [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
         inputs = "[" + ", ".join(f"x{i}" for i in chosen) + "]"
-        keyword = f", inputs={inputs}" if spec.grad_leaves else ""
         context = self.path.backward_context()
         if context is not None:
             self.add(f"with {context}:", depth)
             depth += 1
         mode = spec.backward
         if mode in ("backward", "retain"):
-            self.add(f"loss.backward({'retain_graph=True' if mode == 'retain' else ''}"
-                     f"{keyword if mode == 'backward' else keyword})".replace("(, ", "("), depth)
+            options = ", ".join((["retain_graph=True"] if mode == "retain" else []) + ([f"inputs={inputs}"]
+                                                                                         if spec.grad_leaves else []))
+            self.add(f"loss.backward({options})", depth)
             if mode == "retain" and stop_at is not None and stop_at.startswith("grad:"):
-                self.add(f"{stop_at.split(':')[1]}_first = {stop_at.split(':')[1]}.grad.clone()", depth)
-            if mode == "retain" and (stop_at is None or not stop_at.startswith("grad:")):
-                self.add(f"loss.backward({keyword[2:]})", depth)
+                leaf = stop_at.split(":")[1]  # its .grad after the first of the two backwards
+                self.add(f"{leaf}_first = None if {leaf}.grad is None else {leaf}.grad.clone()", depth)
+            elif mode == "retain":
+                self.add(f"loss.backward({f'inputs={inputs}' if spec.grad_leaves else ''})", depth)
         else:
             create = ", create_graph=True" if mode == "double" else ""
             self.add(f"grads = torch.autograd.grad(loss, {inputs}, allow_unused=True{create})", depth)
