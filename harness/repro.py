@@ -75,6 +75,8 @@ def tensor_literal(t: torch.Tensor, device: str | None = None) -> str:
     """torch.tensor(...) that makes a contiguous copy of `t`, exactly."""
     t = t.detach().cpu()
     where = "" if device in (None, "cpu") else f", device={device!r}"
+    if t.numel() == 0:  # no elements to write, and a nested list would lose the shape
+        return f"torch.zeros({tuple(t.shape)!r}, dtype={t.dtype}{where})"
     return f"torch.tensor({_nested(t.tolist(), t.dtype)}, dtype={t.dtype}{where})"
 
 
@@ -296,7 +298,8 @@ class _Writer:
                 continue
             name = self.name(hook.target)
             if hook.kind == "post_accumulate":
-                self.add(f"x{hook.target[1:]}.register_post_accumulate_grad_hook(lambda p: None)", depth)
+                self.add(f"if {name}.requires_grad:", depth)
+                self.add(f"{name}.register_post_accumulate_grad_hook(lambda p: None)", depth + 1)
             elif hook.kind == "tensor":
                 self.add(f"if {name}.requires_grad:", depth)
                 self.add(f"{name}.register_hook(lambda g: g * 2)", depth + 1)
@@ -470,7 +473,7 @@ def _check_part(w: _Writer, expected_literal: str | None, bound: str | None) -> 
         lines.append("else:  # the worst error as a multiple of its bound (equal values, and nan with nan, agree)")
         lines.append(f"    error = (observed.to({wide}) - expected.to({wide})).abs() / bound")
         lines.append("    ratio = error.masked_fill((observed == expected) | (observed.isnan() & expected.isnan()) "
-                     "| bound.isinf(), 0).nan_to_num(torch.inf).max().item()")
+                     "| bound.isinf(), 0).nan_to_num(torch.inf).max().item() if error.numel() else 0.0")
         lines.append('print(f"worst error / bound: {ratio:.3g}")')
         lines.append("if ratio > 1:")
         lines.append(f'    raise SystemExit("{FAILS}{path} differs from {reference} at {where}")')
@@ -494,8 +497,11 @@ def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", 
     run = _run_function(w)
     expected = bound = None
     if w.kind == "value":
-        tol = Tolerances(lambda: _error_bounds(w.built))
-        bound = bound_literal(tol.for_role(mismatch.checkpoint, mismatch.role).atol)
+        try:
+            bound = bound_literal(Tolerances(lambda: _error_bounds(w.built)).for_role(mismatch.checkpoint,
+                                                                                      mismatch.role).atol)
+        except KeyError as e:
+            raise NotPlain(str(e)) from None
     if mismatch.against == "math":
         math = run_math(w.built)
         if w.kind == "error":
