@@ -235,9 +235,11 @@ _NATIVE = ("owned", "borrowed")
 
 
 def _family_of(m: Mismatch, outcome: PathOutcome, by_path: dict[str, PathOutcome]) -> str:
-    if outcome.path in _NATIVE:
-        other = by_path.get(_NATIVE[outcome.path == "owned"])
-        if other is not None and other.status == "failed" and _shared(m, outcome, other, "owned"):
+    owned, borrowed = by_path.get("owned"), by_path.get("borrowed")
+    if outcome.path in _NATIVE and owned is not None and borrowed is not None:
+        other = borrowed if outcome is owned else owned
+        # borrowed is compared with owned too: where it differs from owned, the difference is its own
+        if _shows(other, m) and not _differs(borrowed, "owned", m):
             return "native"
     return cause_family(outcome.path)
 
@@ -245,11 +247,18 @@ def _family_of(m: Mismatch, outcome: PathOutcome, by_path: dict[str, PathOutcome
 def _shared(m: Mismatch, outcome: PathOutcome, reference: PathOutcome | None, reference_name: str) -> bool:
     """Whether `reference` shows the difference `m` of `outcome` too, and `outcome` does not
     differ from `reference` there (reference_name: what the comparison with it is called)."""
-    if reference is None or reference.status != "failed":
-        return False
-    where = (m.checkpoint, m.role)
-    return (any((r.against, r.checkpoint, r.role) == (m.against, *where) for r in reference.mismatches)
-            and not any(x.against == reference_name and (x.checkpoint, x.role) == where for x in outcome.mismatches))
+    return _shows(reference, m) and not _differs(outcome, reference_name, m)
+
+
+def _shows(outcome: PathOutcome | None, m: Mismatch) -> bool:
+    """The failed `outcome` has the difference `m`: from the same reference at the same role."""
+    return outcome is not None and outcome.status == "failed" and any(
+        (x.against, x.checkpoint, x.role) == (m.against, m.checkpoint, m.role) for x in outcome.mismatches)
+
+
+def _differs(outcome: PathOutcome, reference_name: str, m: Mismatch) -> bool:
+    """`outcome` differs from `reference_name` at m's checkpoint and role."""
+    return any((x.against, x.checkpoint, x.role) == (reference_name, m.checkpoint, m.role) for x in outcome.mismatches)
 
 
 def _cause(m: Mismatch, family: str) -> str:
