@@ -185,7 +185,7 @@ class TwinCounts:
 class Failure:
     """One cause, grouped across paths and examples, with its smallest reproducer."""
 
-    signature: str  # the cause (records.cause_of), without the paths it was seen on
+    signature: str  # the cause's key (records.Cause: its words, path family and kind of difference)
     spec: GraphSpec  # the smallest failing example seen, or the shrunk one
     report: str
     count: int = 1  # examples that showed it

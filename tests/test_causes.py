@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import paths, selfeval
-from harness.campaign import CampaignResult, Failure, example_record, shows
+from harness.campaign import CampaignResult, Failure, checked_paths, example_record, shows
 from harness.check import PathOutcome, Verdict, check
 from harness.oracles.compare import Mismatch
 from harness.records import Cause, cause_of, causes_of, fingerprint, same_cause
@@ -78,7 +78,8 @@ def test_the_kind_of_difference_tells_a_missing_gradient_from_a_wrong_one():
         "dtype torch.float32, expected torch.float64", "not finite where expected is finite")}
     assert list(kinds.values()) == ["values", "missing tensor", "extra tensor", "shape", "dtype", "non-finite"]
     leak, cycle = (fingerprint(Mismatch("eager", "lifetime rule", "drop_all", "x0", detail)) for detail in (
-        "still alive after every reference was dropped (leak)", "freed only by gc.collect(): held by a reference cycle"))
+        "still alive after every reference was dropped (leak)",
+        "freed only by gc.collect(): held by a reference cycle"))
     assert (leak, cycle) == ("leak", "cycle")
     raised, missing = (fingerprint(Mismatch("dynamo", "eager", "backward", "error", detail)) for detail in (
         "dynamo raised TypeError: x; eager ran without error", "eager raised TypeError: x; dynamo ran without error"))
@@ -147,6 +148,8 @@ def test_shrinking_keeps_to_the_family_of_its_cause(verdicts):
     (cause,) = causes_of(verdicts["compiled"].outcomes.values()).values()
     failure = Failure(cause, SPEC, "", paths={"compiled"})
     both = [paths.get("eager"), paths.get("compiled"), paths.get("dynamo")]
+    # checked again beside eager, which tells a difference eager shares from the path's own
+    assert [p.name for p in checked_paths(failure, both)] == ["eager", "compiled"]
     with selfeval.installed(FAULTS["dynamo"]):
         assert not shows(failure, SPEC, both, "cpu", lifetimes=False)
     with selfeval.installed(FAULTS["compiled"]):

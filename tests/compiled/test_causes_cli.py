@@ -47,3 +47,41 @@ def test_two_faults_with_the_same_symptom_are_two_causes_and_diff_calls_the_seco
     # every Dynamo cause is new, those whose words the compiled campaign showed too (one cause,
     # when causes were their words alone) included
     assert all(f": {cause}" in new for cause in dynamo), done.stdout
+
+
+@pytest.mark.slow
+def test_a_cause_an_older_harness_saved_is_replayed_by_its_words_on_the_new_key():
+    """The shared database holds a failing example under the causes it showed; one an older
+    harness saved holds its words alone. Replayed first, it still fails where its example shows
+    those words (on any family: the database kept no paths), and did not reproduce where not."""
+    import time
+
+    from hypothesis.database import InMemoryExampleDatabase
+
+    from harness import paths
+    from harness.campaign import CampaignResult, CauseDatabase, fuzz
+    from harness.replay import replay_first, shared_failures
+
+    chosen = [paths.get("eager"), paths.get("compiled")]
+    database, found = InMemoryExampleDatabase(), CampaignResult(["eager", "compiled"], "cpu")
+    with selfeval.installed(FAULTS["compiled"]):
+        fuzz(chosen, until=time.perf_counter() + 300, device="cpu", database=database, lifetimes=False,
+             on_record=found.add_record, known=set(), until_failure=True)
+    (value, causes), = shared_failures(database)
+    (cause,) = causes
+    assert Cause.parse(cause).family == "compiled", cause
+    # as an older harness saved it: its words alone
+    words = Cause.parse(cause).words
+    database.delete(CauseDatabase.causes_key(value), cause.encode())
+    database.save(CauseDatabase.causes_key(value), words.encode())
+    assert shared_failures(database) == [(value, [words])]
+
+    def replayed() -> dict[str, str]:
+        seen: list[dict] = []
+        replay_first([], chosen, "cpu", database, False, until=time.perf_counter() + 300, on_record=seen.append,
+                     known=set())
+        return {r["cause"]: r["result"] for r in seen if r["kind"] == "replay"}
+
+    assert replayed() == {words: "did not reproduce"}  # without the fault: as on a fixed torch
+    with selfeval.installed(FAULTS["compiled"]):
+        assert replayed() == {words: "still fails"}
