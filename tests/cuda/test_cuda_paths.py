@@ -109,20 +109,21 @@ def test_the_native_path_keeps_the_callers_stream_and_the_inputs_device(holder):
 
 
 def test_runs_on_cuda_turn_tf32_off_and_restore_it():
+    matmul = torch.backends.cuda.matmul
     seen = []
 
     def applier(n, cls, args):
-        seen.append(torch.backends.cuda.matmul.allow_tf32)
+        seen.append(matmul.fp32_precision)
         return apply_eager(n, cls, args)
 
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = True
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "tf32"
     try:
         run_graph(build(LEAK_SPEC, "cuda"), applier, "eager")
-        assert seen and not any(seen)
-        assert torch.backends.cuda.matmul.allow_tf32
+        assert seen and set(seen) == {"ieee"}
+        assert matmul.fp32_precision == "tf32"
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = before
+        matmul.fp32_precision = before
 
 
 @FEW

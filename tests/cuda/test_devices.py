@@ -65,21 +65,50 @@ def test_bench_says_in_one_sentence_that_cuda_is_not_available(capsys):
     assert capsys.readouterr().err == f"error: {NO_CUDA}\n"
 
 
+def _float32_precisions() -> tuple[str, ...]:
+    """matmul, cuDNN convolution and RNN float32 precision, read through the new API (the one
+    exact_float_math uses: reading the legacy one may raise once both were used)."""
+    cudnn = torch.backends.cudnn
+    return (torch.backends.cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+
+
 def test_exact_float_math_turns_tf32_and_reduced_precision_off_on_cuda_and_restores_them():
     matmul = torch.backends.cuda.matmul
-    before = (matmul.allow_tf32, matmul.allow_fp16_reduced_precision_reduction)
+    before = (_float32_precisions(), matmul.allow_fp16_reduced_precision_reduction)
     try:
-        matmul.allow_tf32 = matmul.allow_fp16_reduced_precision_reduction = True
+        matmul.fp32_precision = "tf32"
+        matmul.allow_fp16_reduced_precision_reduction = True
+        outside = _float32_precisions()
         with devices.exact_float_math("cpu"):  # CPU runs touch nothing
-            assert matmul.allow_tf32 and matmul.allow_fp16_reduced_precision_reduction
+            assert _float32_precisions() == outside and matmul.allow_fp16_reduced_precision_reduction
         with devices.exact_float_math("cuda"):
-            assert not matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+            assert _float32_precisions() == ("ieee", "ieee", "ieee")
             assert not matmul.allow_fp16_reduced_precision_reduction
             assert not matmul.allow_bf16_reduced_precision_reduction
-            assert torch.get_float32_matmul_precision() == "highest"
-        assert matmul.allow_tf32 and matmul.allow_fp16_reduced_precision_reduction
+        assert _float32_precisions() == outside and matmul.allow_fp16_reduced_precision_reduction
     finally:
-        matmul.allow_tf32, matmul.allow_fp16_reduced_precision_reduction = before
+        matmul.fp32_precision = before[0][0]
+        matmul.allow_fp16_reduced_precision_reduction = before[1]
+
+
+def test_exact_float_math_leaves_a_users_legacy_tf32_setting_readable():
+    """A user who sets TF32 through the legacy API around a CUDA check (as
+    test_runs_on_cuda_turn_tf32_off_and_restore_it does) must still read it afterwards, and the
+    next check must still run: with a legacy save and restore inside, torch refused every later
+    read ("mix of the legacy and new APIs"), which failed every CUDA test after that one on an
+    H200. Dynamo restores the matmul precision through the new API after each frame it compiles,
+    so a compile runs inside too. Needs no GPU: these are torch's global settings."""
+    matmul = torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    try:
+        for allow in (True, False, True):
+            matmul.allow_tf32 = allow
+            with devices.exact_float_math("cuda"):
+                torch.compile(lambda x: x * 2, backend="eager")(torch.ones(3))
+            assert matmul.allow_tf32 is allow
+        torch.get_float32_matmul_precision()  # raised once the two APIs were mixed
+    finally:
+        matmul.allow_tf32 = before
 
 
 def test_the_error_bounds_cover_cudas_documented_library_accuracy():
