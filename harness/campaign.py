@@ -57,7 +57,7 @@ BATCH = 25
 SHRINK_SHARE = 0.15
 #: of each cause's part of the shrinking time, what Hypothesis' shrinking may use; the rest writes the
 #: reproducer, runs it once and reduces its source (harness.reduce)
-SHRINK_PART = 0.6
+SHRINK_PART = 0.5
 GRADCHECK_CAUSE = "gradcheck"
 
 Record = dict[str, Any]

@@ -228,12 +228,13 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
     reduced_body = best[0] if best[0] == body else _tidy(best[0])
     before = text.count("\n")
     result = header + ("\n\n" if best[0] != body else "") + reduced_body + ("\n\n" if best[0] != body else "") + check
+    seconds = time.perf_counter() - started
     if best[0] != body:
-        result = with_note(result, f"Reduced by {REDUCER} from {before} lines.")
+        result = with_note(result, f"Reduced by {REDUCER} from {before} lines ({tried[0]} candidates, {seconds:.0f} s).")
     if len(result) >= len(text):  # ast.unparse's spelling and the note cost more than was deleted
-        result = text
-    return Reduced(result, before, result.count("\n"), len(text), len(result), tried[0], time.perf_counter() - started,
-                   ended)
+        result = with_note(text, f"Not reduced: {REDUCER} found nothing shorter that fails the same way "
+                                 f"({tried[0]} candidates, {seconds:.0f} s, {ended}).")
+    return Reduced(result, before, result.count("\n"), len(text), len(result), tried[0], seconds, ended)
 
 
 def reduce_file(path: str | Path, *, budget_s: float, out: str | Path | None = None, fresh: bool = False) -> Reduced:

@@ -114,8 +114,9 @@ def _docstring(what: str) -> str:
 def data_section(data: dict[str, str]) -> str:
     """The data run() reads, kept as written by the reducer (deleting an input element or a weight
     changes what is computed, never which code runs), and the line after which the reducer works.
-    The code comes top-down: the graph's forward, the run, then the Functions (pysource-minimize
-    works on the second half of a statement list first, and the Functions are where it can delete)."""
+    The code comes as: the graph's forward, the Functions, then the run (pysource-minimize works on
+    the last statements of a list first: the run's hooks, checkpoint and saved-tensor hooks go first,
+    which also makes every later candidate cheaper)."""
     return "\n" + "\n".join(data.values()) + "\n\n" + CODE_LINE + "\n"
 
 
@@ -273,9 +274,7 @@ class _Writer:
         base = "graph_forward"
         if not plain_forward:
             if spec.checkpoint:
-                self.add("def checkpointed(*xs):", depth)
-                self.add("return torch.utils.checkpoint.checkpoint(graph_forward, *xs, use_reentrant=False)", depth + 1)
-                base = "checkpointed"
+                base = "(lambda *xs: torch.utils.checkpoint.checkpoint(graph_forward, *xs, use_reentrant=False))"
             if spec.trace and self.path.family != "dynamo":
                 self.add("def traced(*xs):", depth)
                 self.add(f"return torch.jit.trace({base}, xs, check_trace=False, strict=False)(*xs)", depth + 1)
@@ -297,15 +296,19 @@ class _Writer:
             if hook.kind == "saved_tensors":
                 continue
             name = self.name(hook.target)
-            if hook.kind == "post_accumulate":
-                self.add(f"if {name}.requires_grad:", depth)
-                self.add(f"{name}.register_post_accumulate_grad_hook(lambda p: None)", depth + 1)
-            elif hook.kind == "tensor":
-                self.add(f"if {name}.requires_grad:", depth)
-                self.add(f"{name}.register_hook(lambda g: g * 2)", depth + 1)
-            elif hook.kind == "retain_grad":
-                self.add(f"if {name}.requires_grad:", depth)
-                self.add(f"{name}.retain_grad()", depth + 1)
+            # (harness.run._install_hooks skips a value that does not require grad: known here for a
+            # leaf, decided at run time for a Function's output)
+            leaf = hook.target.startswith("x")
+            if leaf and not self.spec.leaves[int(hook.target[1:].split("[")[0])].requires_grad:
+                continue
+            if hook.kind in ("post_accumulate", "tensor", "retain_grad"):
+                call = {"post_accumulate": "register_post_accumulate_grad_hook(lambda p: None)",
+                        "tensor": "register_hook(lambda g: g * 2)", "retain_grad": "retain_grad()"}[hook.kind]
+                if leaf:
+                    self.add(f"{name}.{call}", depth)
+                else:
+                    self.add(f"if {name}.requires_grad:", depth)
+                    self.add(f"{name}.{call}", depth + 1)
             else:
                 method = "register_prehook(lambda gO: None)" if hook.kind == "pre" else "register_hook(lambda gI, gO: None)"
                 self.add(f"if {name}.requires_grad and {name}.grad_fn is not None:", depth)
@@ -516,7 +519,7 @@ def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", 
     imports = "import torch\n" + ("import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "")
     imports += data_section(w.data)
     header = _docstring(f"{mismatch.path} vs {mismatch.against}: {mismatch.checkpoint} {mismatch.role}: {mismatch.detail}.")
-    text = f"{header}{imports}\n\n{forward}\n\n\n{run}\n\n\n{functions}\n\n\n{check}"
+    text = f"{header}{imports}\n\n{forward}\n\n\n{functions}\n\n\n{run}\n\n\n{check}"
     return text, reducible
 
 
@@ -553,8 +556,8 @@ def crash_script(spec: GraphSpec, path_name: str, device: str, what: str, hang_s
     header = _docstring(f"The campaign worker died on this graph on {path_name}: {what}.")
     imports = "import torch\nimport torch.multiprocessing\n" + (
         "import torch.autograd.forward_ad as fwAD\n" if "fwAD." in run else "") + data_section(w.data)
-    return (f"{header}{imports}\n\n{plain.graph_forward_source(spec).text.rstrip()}\n\n\n{run}\n\n\n"
-            f"{w.functions()}\n\n\n{check}")
+    return (f"{header}{imports}\n\n{plain.graph_forward_source(spec).text.rstrip()}\n\n\n{w.functions()}\n\n\n"
+            f"{run}\n\n\n{check}")
 
 
 def write_crash_reproducer(spec: GraphSpec, path_names: list[str], device: str, what: str, destination: str | Path,
@@ -626,8 +629,8 @@ def gradcheck_script(spec: GraphSpec, device: str) -> str:
         "' '.join(w for w in first.split() if not any(c.isdigit() for c in w)))",
     ]) + "\n"
     header = _docstring("float64 gradcheck of the graph fails: its backward or jvp disagrees with finite differences.")
-    return (f"{header}import torch\n{data_section(data)}\n\n{forward}\n\n\n" + "\n".join(lines)
-            + f"\n\n\n{functions}\n\n\n{check}")
+    return (f"{header}import torch\n{data_section(data)}\n\n{forward}\n\n\n{functions}\n\n\n" + "\n".join(lines)
+            + f"\n\n\n{check}")
 
 
 def write_gradcheck_reproducer(spec: GraphSpec, device: str, summary: str, destination: str | Path, *,
