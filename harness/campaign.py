@@ -53,8 +53,9 @@ from harness.spec import GraphSpec
 import strategies
 
 BATCH = 25
-#: the share of a campaign's budget kept for shrinking failures and writing reproducers
-SHRINK_SHARE = 0.15
+#: the share of a campaign's budget kept for shrinking failures and writing reproducers (Hypothesis'
+#: shrinking, then the script run once and reduced at the source level: what a maintainer reads)
+SHRINK_SHARE = 0.25
 #: of each cause's part of the shrinking time, what Hypothesis' shrinking may use; the rest writes the
 #: reproducer, runs it once and reduces its source (harness.reduce)
 SHRINK_PART = 0.5

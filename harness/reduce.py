@@ -200,12 +200,19 @@ def reduce_text(text: str, *, until: float, timeout: float | None = None,
     per_run = timeout or max(60.0, 5 * first_run)
     best = [body]
     tried = [0]
+    answers: dict[str, bool] = {}  # the reducer asks again about a candidate it saw (its own checks)
 
     def same_failure(candidate: str) -> bool:
+        if candidate in answers:
+            return answers[candidate]
         left = until - time.perf_counter()
         if left <= 1.0:
             raise _TimeUp
         tried[0] += 1
+        answers[candidate] = interesting(candidate, left)
+        return answers[candidate]
+
+    def interesting(candidate: str, left: float) -> bool:
         code, output = run_script(header + "\n\n" + candidate + "\n\n\n" + check, timeout=min(per_run, left),
                                   fresh=fresh)
         if code != 1 or fails_line(output) != fails:

@@ -25,7 +25,7 @@ def fuzz(tmp_path, fault, *extra, budget="25s"):
     ("hang_wide", ("--hang-timeout", "3s"), "hang (no progress for 3 s)"),
 ])
 def test_a_crash_or_hang_is_isolated_and_the_campaign_goes_on(tmp_path, fault, extra, symptom):
-    # a crash is shrunk too, each candidate in a forked child: 15% of the budget, after start-up.
+    # a crash is shrunk too, each candidate in a forked child: 25% of the budget, after start-up.
     # Without the seeds (harness/seeds.py): a crash on a seed, shrunk already, has nothing to shrink
     done, summary = fuzz(tmp_path, fault, *extra, "--no-seeds", budget="45s" if fault == "crash_wide" else "25s")
     assert done.returncode == 1, done.stderr  # an unknown failure
