@@ -79,7 +79,8 @@ class Uncompared:
                                                                                 self.overflowed)):
             if +counts:
                 roles = ", ".join(f"{role} {n}" for role, n in counts.most_common())
-                parts.append(f"{sum(counts.values())} elements {what} ({roles})")
+                total = sum(counts.values())
+                parts.append(f"{total} element{'' if total == 1 else 's'} {what} ({roles})")
         return "; ".join(parts)
 
 
