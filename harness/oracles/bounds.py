@@ -159,7 +159,12 @@ def error_bounds(built: BuiltGraph) -> Tolerances:
 def _bound(model: _Model, key: tuple[str, str], slices: torch.Tensor) -> Tolerance:
     """The Tolerance of one role from its slices (1 + sites, *shape)."""
     plain = slices[0]
-    spread = (slices[1:] - plain).abs().sum(0) / ETA if len(slices) > 1 else torch.zeros_like(plain.real)
+    spread = (slices[1:] - plain).abs() / ETA  # |dr/dq| E_q, in roundings
+    if model.phases == 2:
+        # a complex error d at a site moves r by A d + B conj(d) (r need not be holomorphic in it):
+        # at most (|A| + |B|) |d| <= sqrt(|A + B|^2 + |A - B|^2) |d|, the real and imaginary slices
+        spread = spread.view(len(spread) // 2, 2, *spread.shape[1:]).pow(2).sum(1).sqrt()
+    spread = spread.sum(0)
     value = plain.abs()
     absolute = model.tau * (1 + (model.second_order_sites if key[0] == "double_backward" else 0))
     bound = 2 * (model.eps * (spread + value) + absolute)
@@ -192,6 +197,7 @@ class _Model:
     slices: int  # 1 + the sites' slices
     contributions: Counter  # gradient contributions summed into each value
     second_order_sites: int
+    phases: int  # slices per site: 2 for a complex dtype (a real and an imaginary error)
 
     @classmethod
     def of(cls, spec: GraphSpec, dtype: torch.dtype) -> _Model:
@@ -208,7 +214,7 @@ class _Model:
                     used += phases
                     second += kind.startswith("second")
         return cls(spec, rounding_bound(dtype), library_roundings(dtype), underflow(dtype),
-                   torch.finfo(dtype).max, sites, used, contributions, second)
+                   torch.finfo(dtype).max, sites, used, contributions, second, phases)
 
 
 def _output_sites(out: OutputSpec, double: bool, passed_on: int) -> list[tuple[str, int]]:
@@ -346,7 +352,7 @@ class _Perturber:
                     errors.append(self.slices.select(q, ETA * phase * self._value_error(out, y, read)))
                 elif kind == "pass":
                     passed = passed if passed is not None else self._sliced(y).view_as(self._sliced(y))
-                    hooks.append((passed, self._pass_error(out, ref, passed, q, phase)))
+                    errors += self._pass_errors(out, ref, passed, q, phase, hooks)
                 else:
                     v = read[mine.terms[t].slot] if term is not None else self._sliced(y)
                     errors += self._term_errors(kind, term, out, ref, v, q, phase, hooks)
@@ -455,14 +461,23 @@ class _Perturber:
             return g + torch.where(overflow, torch.full_like(error, torch.inf), error)
         return hook
 
-    def _pass_error(self, out: OutputSpec, ref: str, passed: torch.Tensor, q: int, phase: complex) -> Callable:
-        """An input returned as is or a view passes g on exactly, a dirty output times its coeff:
-        the adds of the sum it goes into, and the dirty product."""
+    def _pass_errors(self, out: OutputSpec, ref: str, passed: torch.Tensor, q: int, phase: complex,
+                     hooks: list) -> list[torch.Tensor]:
+        """An input returned as is or a view passes g and the tangent on exactly, a dirty output
+        times its coeff: the adds of the sum its gradient goes into, and the dirty product (in
+        the gradient, and in the tangent by an exact zero whose backward a hook cuts)."""
         own = 1 if out.kind == "dirty" else 0
         sums = self.model.contributions[ref] - 1
         ones = torch.ones_like(passed.detach())
-        return self._first_backward(self.slices.select(q, ETA * phase * (own + sums) * ones), own + sums,
-                                    ((sums + 1) * ones.real, torch.full_like(ones.real, abs(out.coeff))), q)
+        hooks.append((passed, self._first_backward(self.slices.select(q, ETA * phase * (own + sums) * ones),
+                                                   own + sums, ((sums + 1) * ones.real,
+                                                                torch.full_like(ones.real, abs(out.coeff))), q)))
+        if not own:
+            return []
+        jvp = (passed - passed.detach()) * self.slices.select(q, ETA * phase * own * ones)
+        if jvp.requires_grad:
+            jvp.register_hook(_zero_gradient)
+        return [jvp]
 
 
 @dataclasses.dataclass(frozen=True)
