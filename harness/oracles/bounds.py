@@ -21,26 +21,34 @@ at most m - 1 roundings (backward stability of recursive summation, Higham 4.2),
 summation's error is charged to its terms. Underflow: each rounding may add UNDERFLOW(dtype)
 absolutely (gradual underflow of float16 results; flush-to-zero of float32 elsewhere).
 
-Sites, per Function output (rounding counts in eps; f the op, x its input, c the coefficient):
-  value: y = bias + sum_t c_t f_t(x_t), each term after (its op, times c, m adds)
-         (`_FORWARD` + m) |c_t f_t(x)|, the bias m |bias|; a dirty output 1 |y|.
-  term (one per term, first backward and forward AD): g c f'(x) is charged
-         (`_PRODUCTS` + its sum's adds) |g c f'(x)| plus the error of f'(x) itself (1 - tanh^2
-         reads a rounded tanh: an absolute (2 lib + 1) tanh^2 that no relative count covers).
-  pass (an input returned as is, a view, a dirty output): the adds of its gradient's sum.
+Sites, per Function output (rounding counts in eps; f the op, x its input, c the coefficient,
+g the gradient reaching the output, m its number of terms, N the gradient contributions summed
+into x; `_Perturber` says how each is carried):
+  value: y = bias + sum_t c_t f_t(x_t): each term (its op, times c, m adds) (`_FORWARD` + m)
+         |c_t f_t(x)|, the bias m |bias|; a dirty output 1 |y|.
+  derivative (sin, tanh): f'(x) itself rounded (cos as a library call; 1 - tanh^2 once, after
+         squaring a rounded tanh: an absolute (2 library + 1) tanh^2 that no relative count
+         covers). One error of a value that the gradient, the tangent and a second backward read.
+  product: the first backward's g c f'(x), (`_PRODUCTS` + N - 1) |g c f'(x)|, as a value; the
+         tangent's c f'(x) dx, (`_PRODUCTS` + m) |c f'(x) dx|.
+  pass (an input returned as is or a view, a dirty output): the N - 1 adds of its gradient's
+         sum, and the dirty product (gradient and tangent).
   second_g, second_c (under double backward): the second backward's products along the
-         gradient path (what multiplies g) and along the curvature path (g c f''(x), f''
-         itself rounded), as relative counts plus tanh's absolute f'' error.
+         gradient path (what multiplies g: c f'(x)) and along the curvature path (g c f''(x),
+         f'' itself rounded), 2 `_PRODUCTS` + N + 1 relative, plus tanh's absolute f'' error;
+         each path's products share one error (no overflow test there).
 Each site is its own slice of one float64 rerun of the math oracle (`_perturbed`): every input
 has a leading dimension of 1 + sites (after the view index of a leaf with views), slice 0 is the
-plain float64 rerun and slice q adds ETA E_q at site q alone (at a value site to the output; at
-the others through `_Rounding`, an autograd.Function whose forward is an exact zero and whose
-backward and jvp return the site's error). So |r_q - r_0| / ETA is |dr/dq| E_q, signs and
-cancellation included (a tanh's gradient follows 1 - tanh^2 at the example's x, not a
-majorant). A complex site takes two slices, a real and an imaginary error, since |dr/dq| may
-depend on the error's direction.
+plain float64 rerun and slice q carries ETA E_q (in roundings, so that float64's own are not lost
+below its resolution) at site q alone. Plain autograd carries them (a custom Function would run
+through the very apply under test): a constant added to an output, exact zeros whose derivatives
+are the error ((v - v) w on a view v of x of the term's own), and tensor hooks on those views
+that add an error to the gradient they see. So |r_q - r_0| / ETA is |dr/dq| E_q, signs and
+cancellation included (a tanh's gradient follows 1 - tanh^2 at the example's x, not a bound of
+it over an interval). A complex site takes two slices, a real and an imaginary error: r moves by
+A d + B conj(d), at most sqrt(|A + B|^2 + |A - B|^2) |d|.
 
-Bound per element: 2 (sum_q |r_q - r_0| / ETA + eps |r_0| + UNDERFLOW): twice, because both
+Bound per element: 2 (eps (sum_q |r_q - r_0| / ETA + |r_0|) + underflow): twice, because both
 sides of a comparison round; eps |r_0| for the role's own last rounding (a retained second
 backward adds to .grad). The neglected second-order terms are O(eps^2) relative to the value.
 Where it exceeds UNCHECKED_SHARE of |r_0| a 1.5x error could pass: the element is still compared
@@ -54,13 +62,13 @@ element depending on it has bound OVERFLOW and is not compared, and comparisons 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from typing import Any, Callable, Sequence
 
 import torch
 
 from harness.build import Applier, BuiltGraph, math_apply, oracle_functions
+from harness.dataflow import Dataflow, differentiable
 from harness.oracles.compare import Tolerance
 from harness.oracles.math import OracleError, math_applier_for
 from harness.run import RunResult, run_graph
@@ -186,6 +194,10 @@ class _Model:
     library: float  # roundings of sin, cos, tanh
     tau: float  # underflow per rounding
 
+    def adds(self, ref: str) -> int:
+        """The adds of the sum of the gradient contributions into `ref`: each summand's share."""
+        return max(self.contributions[ref] - 1, 0)
+
     @property
     def tau_units(self) -> float:
         """tau in eps: the rerun's slices carry errors in roundings, so that float64's are not
@@ -238,15 +250,18 @@ def _output_sites(out: OutputSpec, double: bool, passed_on: int) -> list[tuple[s
 
 def _contributions(spec: GraphSpec) -> Counter:
     """Gradient contributions summed into each value: a term or a passed-on output reading it,
-    and the loss for Function outputs."""
+    of an output that requires grad (the others send none), and the loss for such outputs."""
+    requires_grad = Dataflow(spec).requires_grad
     found: Counter = Counter()
-    for fn in spec.functions:
-        for out in fn.outputs:
+    for n, fn in enumerate(spec.functions):
+        for k, out in enumerate(fn.outputs):
+            if not (differentiable(fn, k) and requires_grad.get(f"f{n}.{k}", False)):
+                continue
             if out.kind == "compute":
                 found.update(fn.args[t.slot].ref for t in out.terms)
-            elif out.kind in ("input", "view", "dirty"):
+            else:
                 found[fn.args[out.slot].ref] += 1
-    found.update(r for r in spec.value_refs() if r.startswith("f"))
+    found.update(r for r in spec.value_refs() if r.startswith("f") and requires_grad[r])
     return found
 
 
@@ -411,7 +426,7 @@ class _Perturber:
             own, absolute = self._derivative_error(op, held)
             return [zero * select(q, ETA * phase * coeff * (own * d + torch.sgn(d) * absolute))]
         if kind == "product":
-            sums = model.contributions[ref] - 1
+            sums = model.adds(ref)
             rounds = _PRODUCTS[op] + sums
             magnitude = max(sums + 1, 1) * torch.ones_like(held.real), (coeff * d).abs()
             hooks.append((v, self._first_backward(select(q, ETA * phase * rounds * torch.ones_like(held)),
@@ -467,7 +482,7 @@ class _Perturber:
         times its coeff: the adds of the sum its gradient goes into, and the dirty product (in
         the gradient, and in the tangent by an exact zero whose backward a hook cuts)."""
         own = 1 if out.kind == "dirty" else 0
-        sums = self.model.contributions[ref] - 1
+        sums = self.model.adds(ref)
         ones = torch.ones_like(passed.detach())
         hooks.append((passed, self._first_backward(self.slices.select(q, ETA * phase * (own + sums) * ones),
                                                    own + sums, ((sums + 1) * ones.real,
