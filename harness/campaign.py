@@ -84,6 +84,12 @@ class PathCounts:
     traces: collections.Counter = field(default_factory=collections.Counter)
     traces_with_backward: collections.Counter = field(default_factory=collections.Counter)
     partly: int = 0
+    #: elements that differed and were not judged (records.outcome_record's "unchecked": within
+    #: a bound too wide to catch a 1.5x error; "overflowed": may overflow, not compared), and
+    #: the examples with any
+    unchecked: int = 0
+    overflowed: int = 0
+    uncompared_examples: int = 0
 
     @property
     def checked(self) -> int:
@@ -109,12 +115,18 @@ class PathCounts:
             self.stopped += 1
         self.known.update(known)
         self.past_known += bool(known) and status in ("ok", "failed")
+        unchecked, overflowed = outcome.get("unchecked", {}), outcome.get("overflowed", {})
+        self.unchecked += sum(unchecked.values())
+        self.overflowed += sum(overflowed.values())
+        self.uncompared_examples += bool(unchecked or overflowed)
 
     def as_json(self, examples: int) -> dict[str, Any]:
         return {"checked": self.checked, "checked_share": round(self.checked / examples, 4) if examples else 0.0,
                 "ok": self.ok, "partly": self.partly, "failed": self.failed, "stopped_by_known": self.stopped,
                 "checked_past_known": self.past_known, "unsupported": dict(self.unsupported),
                 "known": dict(self.known),
+                "unchecked_elements": self.unchecked, "overflowed_elements": self.overflowed,
+                "uncompared_examples": self.uncompared_examples,
                 **({"trace": {**self.traces, "with_backward": dict(self.traces_with_backward)}}
                    if self.traces else {})}
 
@@ -124,7 +136,15 @@ class PathCounts:
         with_backward = traces.pop("with_backward", {})
         return cls(data["ok"], data["failed"], data["stopped_by_known"], data["checked_past_known"],
                    collections.Counter(data["unsupported"]), collections.Counter(data["known"]),
-                   collections.Counter(traces), collections.Counter(with_backward), data.get("partly", 0))
+                   collections.Counter(traces), collections.Counter(with_backward), data.get("partly", 0),
+                   data.get("unchecked_elements", 0), data.get("overflowed_elements", 0),
+                   data.get("uncompared_examples", 0))
+
+    def uncompared_line(self) -> str:
+        """The elements that differed and were not judged, in words."""
+        return (f"not judged, in {self.uncompared_examples} examples: {self.unchecked} elements unchecked at this "
+                f"precision (a bound too wide to catch a 1.5x error), {self.overflowed} that may overflow "
+                f"(not compared)")
 
     def trace_lines(self) -> list[str]:
         """How Dynamo ran the Functions (harness.paths.tracing), in words with shares."""
@@ -475,6 +495,8 @@ class CampaignResult:
                 lines.append(f"{'':<{w}}   checked past a known issue on its workaround: {c.past_known}")
             if c.partly:
                 lines.append(f"{'':<{w}}   partly checked (a known issue without a workaround): {c.partly}")
+            if c.uncompared_examples:
+                lines.append(f"{'':<{w}}   {c.uncompared_line()}")
             lines += [f"{'':<{w}}   {line}" for line in c.trace_lines()]
             if name.startswith("compiled") and self.with_backward:  # it can only check a backward
                 lines.append(f"{'':<{w}}   checked {100 * c.checked / self.with_backward:.0f}% of the "

@@ -24,7 +24,7 @@ from harness import paths as path_registry
 from harness.build import build
 from harness.dataflow import version_error_expected
 from harness.oracles.bounds import Tolerances, error_bounds
-from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
+from harness.oracles.compare import EXACT, Mismatch, Tolerance, Uncompared, compare
 from harness.oracles.lifetimes import LIFE, PROBE, rule_violations, without_lifetimes
 from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, completed, error_is_expected, gradcheck_graph,
                                   gradcheck_reason, run_math)
@@ -64,6 +64,8 @@ class PathOutcome:
     #: the spec whose check gave `status`: the example itself, or the workaround variant
     #: checked past the known issues
     checked_spec: GraphSpec | None = None
+    #: elements that differ and were not judged (unchecked at this precision, may overflow)
+    uncompared: Uncompared = field(default_factory=Uncompared)
 
     @property
     def checked(self) -> bool:
@@ -88,6 +90,9 @@ class Verdict:
         for o in self.failed:
             lines.append(f"[{o.path}] {o.reason}")
             lines += [f"    {m}" for m in o.mismatches]
+        for o in self.outcomes.values():
+            if o.uncompared:
+                lines.append(f"[{o.path}] {o.uncompared.describe()}")
         for o in self.outcomes.values():
             if o.known and o.status != "failed":
                 past = {"ok": " (the rest checked on its workaround: ok)",
@@ -124,7 +129,9 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
     own_mismatches: dict[str, list[Mismatch]] = {}  # each path's, for the twin's known-issue witnesses
     with _stage("compare"):
         # eager judged by the math oracle: once, for eager's own outcome and its known issues
-        eager_vs_math = _against_math(spec, without_metadata(math), without_metadata(eager), tol)
+        eager_uncompared = Uncompared()
+        eager_vs_math = _against_math(spec, without_metadata(math), without_metadata(eager), tol,
+                                      uncompared=eager_uncompared)
         eager_issues = (known_issues.hits(spec, eager, eager_vs_math)
                         if eager_vs_math and any(p.name != "eager" for p in paths) else [])
         for path in paths:
@@ -138,8 +145,9 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
             seen = getattr(path, "observed", lambda spec, reference: reference)
             math_seen, eager_seen = seen(spec, math), seen(spec, eager)
             runs_backward = getattr(path, "runs_backward", lambda spec: True)(spec)
+            uncompared = eager_uncompared if path.name == "eager" else Uncompared()
             vs_math = (eager_vs_math if path.name == "eager" else
-                       _against_math(spec, no_meta(math_seen), no_meta(result), tol, runs_backward))
+                       _against_math(spec, no_meta(math_seen), no_meta(result), tol, runs_backward, uncompared))
             mismatches = vs_math + _lifetime_rules(spec, result) + metadata_mismatches(spec, math_seen, result)
             if path.name != "eager":
                 # roles eager never reached (it raised in a phase the path does not run), and
@@ -148,7 +156,8 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 unreached = getattr(path, "unreached", lambda spec, reference: set())(spec, eager)
                 mismatches += [m for m in _against_eager(no_meta(eager_seen), _without_roles(no_meta(result), unreached),
                                                          EXACT if path.exact_vs_eager else tol,
-                                                         lifetimes=path_registry.lifetimes_vs_eager_on(path, spec))
+                                                         lifetimes=path_registry.lifetimes_vs_eager_on(path, spec),
+                                                         uncompared=uncompared)
                                if not known_issues.explained(spec, eager_issues, m)]
                 mismatches += metadata_mismatches(spec, eager_seen, result)
             owned = results.get("owned")
@@ -156,6 +165,8 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 mismatches += _owned_vs_borrowed(owned, result)
             own_mismatches[path.name] = mismatches
             outcomes[path.name] = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
+            if outcomes[path.name].checked_spec is spec:  # (a workaround variant's are its own)
+                outcomes[path.name].uncompared = uncompared
     twin = None
     if twins:
         from harness.oracles import twins as twin_oracle  # (it compares as this module does: imports it)
@@ -199,7 +210,8 @@ def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mism
     if not past.checked:  # the variant could not be checked either: nothing past the bug was seen
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
     reason = past.reason if past.status in ("ok", "partly") else f"with {', '.join(known)} worked around: {past.reason}"
-    return PathOutcome(path.name, past.status, reason, past.mismatches, past.result, known, past.checked_spec)
+    return PathOutcome(path.name, past.status, reason, past.mismatches, past.result, known, past.checked_spec,
+                       past.uncompared)
 
 
 def _summary_of(mismatches: list[Mismatch]) -> str:
@@ -211,9 +223,10 @@ def _summary(m: Mismatch) -> str:
 
 
 def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tolerances,
-                  runs_backward: bool = True) -> list[Mismatch]:
+                  runs_backward: bool = True, uncompared: Uncompared | None = None) -> list[Mismatch]:
     """runs_backward=False: the path computes no gradient by a backward (func.jvp, func.jacfwd,
-    func.vmap), so torch's version-counter error is not expected of it."""
+    func.vmap), so torch's version-counter error is not expected of it. uncompared: where the
+    elements not judged are counted."""
     if result.status == "error" and not error_is_expected(spec, result):
         return [Mismatch(result.path, "math", result.error_checkpoint, "error",
                          f"raised {result.describe_error()}")]
@@ -222,8 +235,8 @@ def _against_math(spec: GraphSpec, math: RunResult, result: RunResult, tol: Tole
                          "ran without torch's version-counter error, but a saved tensor was modified in place")]
     if result.status == "error":  # the deliberate error: what ran before it must still agree
         return compare(_without_hooks(completed(math_like(math, result))), _without_hooks(completed(result)),
-                       tol, none_is_zero=True)
-    return compare(_without_hooks(math), _without_hooks(result), tol, none_is_zero=True)
+                       tol, none_is_zero=True, uncompared=uncompared)
+    return compare(_without_hooks(math), _without_hooks(result), tol, none_is_zero=True, uncompared=uncompared)
 
 
 def math_like(math: RunResult, result: RunResult) -> RunResult:
@@ -272,10 +285,12 @@ def _owned_vs_borrowed(owned: RunResult, borrowed: RunResult) -> list[Mismatch]:
 
 
 def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Tolerances, *,
-                   lifetimes: bool = True, reference: str = "eager") -> list[Mismatch]:
+                   lifetimes: bool = True, reference: str = "eager",
+                   uncompared: Uncompared | None = None) -> list[Mismatch]:
     """lifetimes=False: a path whose checkpoints cannot match eager's (docs/compiled.md) is
     held to the expected-lifetime rules only. reference: what `eager` is called in the
-    mismatches (the twin oracle compares a path with its own twin the same way)."""
+    mismatches (the twin oracle compares a path with its own twin the same way). uncompared:
+    where the elements not judged are counted."""
     eager, result = _without_probes(eager), _without_probes(result)
     if not lifetimes:
         eager, result = (replace(r, values=without_lifetimes(r.values, keep_life=False))
@@ -285,12 +300,12 @@ def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Toleran
             if eager.error_checkpoint != result.error_checkpoint or type(eager.error) is not type(result.error):
                 return [Mismatch(result.path, reference, result.error_checkpoint, "error",
                                  f"raised {result.describe_error()}; {reference} raised {eager.describe_error()}")]
-            return compare(completed(eager), completed(result), tol)
+            return compare(completed(eager), completed(result), tol, uncompared=uncompared)
         who, what = (result, f"{reference} ran without error") if result.status == "error" else (
             eager, f"{result.path} ran without error")
         return [Mismatch(result.path, reference, who.error_checkpoint, "error",
                          f"{reference if who is eager else who.path} raised {who.describe_error()}; {what}")]
-    return compare(eager, result, tol)
+    return compare(eager, result, tol, uncompared=uncompared)
 
 
 def gradchecked_spec(spec: GraphSpec) -> GraphSpec:

@@ -344,6 +344,11 @@ def outcome_record(outcome: PathOutcome, cause: str | None = None) -> dict[str, 
         record["known"] = list(outcome.known)
     if outcome.status == "failed":
         record["cause"] = cause or cause_of(outcome)
+    # elements that differ and were not judged, per "checkpoint role" (harness.oracles.compare.Uncompared)
+    if +outcome.uncompared.unchecked:
+        record["unchecked"] = dict(outcome.uncompared.unchecked)
+    if +outcome.uncompared.overflowed:
+        record["overflowed"] = dict(outcome.uncompared.overflowed)
     if outcome.result is not None and outcome.result.trace:  # how Dynamo ran it (harness.paths.tracing)
         record["trace"] = outcome.result.trace["example"]
     return record

@@ -222,6 +222,9 @@ def _sections(r: CampaignResult) -> list[_Section]:
         _Section("How Dynamo ran the Functions (traced into autograd_function_apply, or not)", ["path", ""],
                  _trace_rows(r)),
         _Section("Unsupported reasons", ["path", "reason", "examples"], _unsupported_rows(r)),
+        _Section("Elements not judged at the graph's precision", ["path", ""],
+                 [[name, c.uncompared_line()] for name in r.paths
+                  if (c := r.counts.get(name, PathCounts())).uncompared_examples]),
         _Section("Known torch issues (counted apart from failures)", ["path", "issue", "examples"], _known_rows(r)),
     ] + ([_Section("Saved failures replayed first", ["cause", "result"],
                    [[cause, result] for cause, result in r.replays.items()], note=r.replay_note())]

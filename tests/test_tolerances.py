@@ -131,31 +131,45 @@ def test_bounds_follow_dtype_and_ops():
 
 
 @pytest.mark.parametrize("dtype, unit_roundoff", [
-    ("float16", 2.0 ** -11), ("bfloat16", 2.0 ** -8), ("float32", 2.0 ** -24), ("complex64", 2.0 ** -24)])
-def test_bounds_scale_with_the_unit_roundoff(dtype, unit_roundoff):
-    """Relative to its twin value A, a graph's bound grows from float64's (complex128's) by the
-    ratio of unit roundoffs, and a complex graph's is COMPLEX_PRODUCT_FACTOR times a real one's
-    (a complex product rounds to ~2.83 u)."""
-    from harness.oracles.bounds import COMPLEX_PRODUCT_FACTOR, _twin
+    ("float16", 2.0 ** -11), ("bfloat16", 2.0 ** -8), ("float32", 2.0 ** -24), ("complex64", 2.0 ** -24),
+    ("float64", 2.0 ** -53), ("complex128", 2.0 ** -53)])
+def test_the_bound_of_one_rounded_sum(dtype, unit_roundoff):
+    """y = 1.5 x + 0.5 rounds twice (the product, the sum: each summand perturbed by one add), to
+    eps = u (COMPLEX_PRODUCT_FACTOR u for a complex dtype, whose error has two directions); each
+    side of a comparison may be off by that plus the value's own last rounding and the underflow:
+    the bound is exactly twice that."""
+    from harness.oracles.bounds import COMPLEX_PRODUCT_FACTOR, rounding_bound, underflow
     from harness.oracles.bounds import unit_roundoff as u_of
 
-    assert u_of(getattr(torch, dtype)) == unit_roundoff
-    # bias 2: A >= 2, so the underflow term (k tiny, 3e-4 in float16) stays below 1% of the bound
-    spec = GraphSpec(shape=(3,), leaves=(LeafSpec(True),), functions=(FunctionSpec(
-        args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),), bias=2.0),),
-        save=("inputs",)),))
-    wide = "complex128" if dtype.startswith("complex") else "float64"
+    torch_dtype = getattr(torch, dtype)
+    assert u_of(torch_dtype) == unit_roundoff
+    eps = rounding_bound(torch_dtype)
+    assert eps == unit_roundoff * (COMPLEX_PRODUCT_FACTOR if torch_dtype.is_complex else 1)
+    spec = GraphSpec(shape=(3,), dtype=dtype, leaves=(LeafSpec(True),), functions=(FunctionSpec(
+        args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "linear", 1.5),), bias=0.5),)),))
+    built = build(spec)
+    x = built.make_leaves()[0].detach().to(torch.complex128 if torch_dtype.is_complex else torch.float64)
+    tau = underflow(torch_dtype)
+    own = 2 * (1.5 * x).abs() + 0.5 + 2 * tau / eps
+    directions = 2 ** 0.5 if torch_dtype.is_complex else 1
+    expected = 2 * (eps * (directions * own + (1.5 * x + 0.5).abs()) + tau)
+    bound = error_bounds(built).for_role("forward", "out:f0.0").atol
+    assert torch.allclose(bound, expected, rtol=1e-6, atol=0), (bound, expected)
 
-    def relative_bound(d: str) -> torch.Tensor:
-        built = build(dataclasses.replace(spec, dtype=d))
-        twin = _twin(built)["forward", "out:f0.0"][0]  # A at eta = 0
-        return error_bounds(built).for_role("forward", "out:f0.0").atol / twin
 
-    ratio = relative_bound(dtype) / relative_bound(wide)
-    assert torch.allclose(ratio, torch.full_like(ratio, unit_roundoff / 2.0 ** -53), rtol=0.02)
-    if dtype.startswith("complex"):
-        ratio = relative_bound("complex128") / relative_bound("float64")
-        assert torch.allclose(ratio, torch.full_like(ratio, COMPLEX_PRODUCT_FACTOR), rtol=0.02)
+@pytest.mark.parametrize("dtype, library", [("float16", 1 + 8 * 2.0 ** -13), ("bfloat16", 1 + 8 * 2.0 ** -16),
+                                            ("float32", 8), ("float64", 8)])
+def test_half_types_compute_sin_cos_and_tanh_in_float32(dtype, library):
+    """torch rounds a float16 / bfloat16 sin, cos or tanh once, from float32 (LIBRARY_ULPS ulps of
+    float32 there); float32 and float64 ones are LIBRARY_ULPS ulps of their own (2 u each)."""
+    from harness.oracles.bounds import LIBRARY_ULPS, library_roundings
+
+    assert LIBRARY_ULPS == 4
+    assert library_roundings(getattr(torch, dtype)) == pytest.approx(library)
+    if dtype in ("float16", "bfloat16"):
+        x = torch.linspace(-4, 4, 10001, dtype=torch.float32).to(getattr(torch, dtype))
+        for op in (torch.sin, torch.cos, torch.tanh):
+            assert torch.equal(op(x), op(x.float()).to(x.dtype)), op
 
 
 # --- no false positives -------------------------------------------------------------------------

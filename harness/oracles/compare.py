@@ -6,13 +6,18 @@ returned after the first mismatch).
 Two paths that run the same forward/backward code must agree bit-for-bit (`EXACT`).
 Against the math oracle, or between paths that compile differently, results differ by
 rounding only: `harness.oracles.bounds.error_bounds` gives each role its own elementwise
-bound (`Tolerances`), from that tensor's own summands and op count.
+bound (`Tolerances`), from that tensor's own sensitivity to every rounding. Elements whose
+bound is too wide to tell a 1.5x error from rounding (`Tolerance.wide`) are still compared and
+counted `unchecked at this precision`; elements that may overflow on one side only (an
+infinite bound) are not compared and are counted too (`Uncompared`). Tensors of different
+dtypes are a difference of their own, and their values are still compared, after promotion.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -42,24 +47,56 @@ class Mismatch:
 class Tolerance:
     """|a - e| <= atol + rtol * |e|, per element; exact means bit-identical.
 
-    atol may be a tensor of the compared shape: a bound per element."""
+    atol may be a tensor of the compared shape: a bound per element. wide (bool, that shape):
+    the elements whose bound is too wide to catch a 1.5x error (bounds.UNCHECKED_SHARE)."""
 
     exact: bool = True
     rtol: float = 0.0
     atol: float | torch.Tensor = 0.0
+    wide: torch.Tensor | None = None
+
+
+@dataclass
+class Uncompared:
+    """Elements that differ between the two sides and that a comparison could not judge, per
+    "checkpoint role": `unchecked` (within a bound too wide to catch a 1.5x error: "unchecked at
+    this precision") and `overflowed` (may overflow on one side only: not compared)."""
+
+    unchecked: Counter = field(default_factory=Counter)
+    overflowed: Counter = field(default_factory=Counter)
+
+    def add(self, other: Uncompared) -> None:
+        self.unchecked.update(other.unchecked)
+        self.overflowed.update(other.overflowed)
+
+    def __bool__(self) -> bool:
+        return bool(+self.unchecked or +self.overflowed)
+
+    def describe(self) -> str:
+        """One line: the counts, largest first, in words."""
+        parts = []
+        for what, counts in (("unchecked at this precision", self.unchecked), ("may overflow, not compared",
+                                                                                self.overflowed)):
+            if +counts:
+                roles = ", ".join(f"{role} {n}" for role, n in counts.most_common())
+                total = sum(counts.values())
+                parts.append(f"{total} element{'' if total == 1 else 's'} {what} ({roles})")
+        return "; ".join(parts)
 
 
 EXACT = Tolerance()
 
 
 def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances, *,
-            none_is_zero: bool = False) -> list[Mismatch]:
+            none_is_zero: bool = False, uncompared: Uncompared | None = None) -> list[Mismatch]:
     """Every difference between two results that both ran to completion.
 
     tol: one Tolerance for every role (EXACT), or Tolerances with a bound per role.
 
     none_is_zero: a missing gradient (None) equals an all-zero one; used against the
     math oracle, whose graph differs in structure, never between paths.
+
+    uncompared: where the elements that differ and could not be judged are counted.
     """
     out: list[Mismatch] = []
 
@@ -69,15 +106,19 @@ def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances,
     for checkpoint in sorted(set(expected.tensors) | set(actual.tensors)):
         e_roles = expected.tensors.get(checkpoint, {})
         a_roles = actual.tensors.get(checkpoint, {})
-        details: dict[str, tuple | None] = {}
+        details: dict[str, list[tuple]] = {}
         elementwise: list[tuple[str, torch.Tensor, torch.Tensor]] = []
         for role in sorted(set(e_roles) | set(a_roles)):
             if role not in e_roles or role not in a_roles:
-                details[role] = ("present on one side only",)
+                details[role] = [("present on one side only",)]
                 continue
             e, a = e_roles[role], a_roles[role]
-            details[role] = _structural_difference(e, a, none_is_zero)
-            if details[role] is None and e is not None and a is not None:
+            structural = _structural_difference(e, a, none_is_zero)
+            details[role] = [] if structural is None else [structural]
+            if structural is None and e is not None and a is not None:
+                if e.dtype != a.dtype:  # a difference of its own, and the values are still compared
+                    details[role].append((f"dtype {a.dtype}, expected {e.dtype}",))
+                    e, a = _promoted(e, a)
                 elementwise.append((role, e, a))
         # bit-identical pairs agree under every tolerance: the bounds are asked for (and, lazily
         # given, computed) only where some pair differs
@@ -86,9 +127,14 @@ def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances,
                         for role, e, a in elementwise]
             if not _all_within(with_tol):
                 for role, e, a, role_tol in with_tol:
-                    details[role] = _tensor_difference(e, a, role_tol)
-        for role, detail in details.items():
-            if detail is not None:
+                    difference = _tensor_difference(e, a, role_tol)
+                    if difference is not None:
+                        details[role].append(difference)
+            if uncompared is not None:
+                for role, e, a, role_tol in with_tol:
+                    _count_uncompared(f"{checkpoint} {role}", e, a, role_tol, uncompared)
+        for role, found in details.items():
+            for detail in found:
                 miss(checkpoint, role, *detail)
     for checkpoint in sorted(set(expected.values) | set(actual.values)):
         e_vals = expected.values.get(checkpoint, {})
@@ -110,8 +156,9 @@ def _same_value(e: Any, a: Any) -> bool:
 
 def _structural_difference(e: torch.Tensor | None, a: torch.Tensor | None, none_is_zero: bool
                            ) -> tuple[str] | None:
-    """What differs besides the elements: a missing tensor (unless none_is_zero and the present
-    one is all zeros), the shape, the dtype."""
+    """What differs besides the elements and stops their comparison: a missing tensor (unless
+    none_is_zero and the present one is all zeros), the shape. (A dtype difference does not
+    stop it: compare reports it and compares the values promoted.)"""
     if e is None or a is None:
         if e is None and a is None:
             return None
@@ -121,9 +168,33 @@ def _structural_difference(e: torch.Tensor | None, a: torch.Tensor | None, none_
         return ("expected None" if e is None else "got None, expected a tensor",)
     if e.shape != a.shape:
         return (f"shape {tuple(a.shape)}, expected {tuple(e.shape)}",)
-    if e.dtype != a.dtype:
-        return (f"dtype {a.dtype}, expected {e.dtype}",)
     return None
+
+
+def _promoted(e: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both in the dtype torch promotes the pair to (float32 and float64: float64)."""
+    common = torch.promote_types(e.dtype, a.dtype)
+    return e.to(common), a.to(common)
+
+
+def _count_uncompared(key: str, e: torch.Tensor, a: torch.Tensor, tol: Tolerance, into: Uncompared) -> None:
+    """Count the elements that differ and were not judged: within a wide bound (unchecked at this
+    precision) or under an infinite one (may overflow: not compared)."""
+    if tol.exact or not isinstance(tol.atol, torch.Tensor):
+        return
+    e, a = e.detach().cpu(), a.detach().cpu()
+    atol = tol.atol.expand(e.shape)
+    differ = ~_same_non_finite(e, a)
+    overflowed = differ & ~torch.isfinite(atol)
+    if tol.wide is not None:
+        common = torch.complex128 if e.is_complex() else torch.float64
+        within = (a.to(common) - e.to(common)).abs() <= atol  # (outside it: a mismatch, reported)
+        into.unchecked[key] += int((tol.wide.expand(e.shape) & differ & within).sum())
+    into.overflowed[key] += int(overflowed.sum())
+    if not into.unchecked[key]:
+        del into.unchecked[key]
+    if not into.overflowed[key]:
+        del into.overflowed[key]
 
 
 def _all_within(pairs: list[tuple[str, torch.Tensor, torch.Tensor, Tolerance]]) -> bool:
@@ -208,4 +279,4 @@ def _errors(e: torch.Tensor, a: torch.Tensor) -> tuple[float, float]:
     return float(diff.max()), float(rel.max())
 
 
-__all__ = ["EXACT", "Mismatch", "Tolerance", "compare"]
+__all__ = ["EXACT", "Mismatch", "Tolerance", "Uncompared", "compare"]

@@ -85,6 +85,7 @@ FAULTS: tuple[Fault, ...] = (
     Fault("square_derivative_halved", "formulas", "the derivative table has x for x*x instead of 2x "
           "(backward and jvp)", ("eager",), formulas.square_derivative_halved),
     _fault(autograd, "jvp_tangent_scaled"),
+    _fault(autograd, "every_grad_scaled"),
     # what hooks saw is compared across paths, not with the math oracle (whose graph has
     # other nodes): the native paths' own nodes are the reference here
     _fault(autograd, "node_hooks_not_called", NATIVE_PATHS),

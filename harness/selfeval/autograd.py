@@ -33,6 +33,19 @@ class _NoHandle:
         pass
 
 
+def every_grad_scaled(p: Patches) -> None:
+    """Every gradient a custom Function's backward returns reaches the engine 1.5 times too
+    large (what dtype sensitivity is measured with: harness.oracles.bounds)."""
+    def make(original):
+        def apply(self, *grads):
+            result = original(self, *grads)
+            if isinstance(result, tuple):
+                return tuple(r * SCALE if isinstance(r, torch.Tensor) else r for r in result)
+            return result * SCALE if isinstance(result, torch.Tensor) else result
+        return apply
+    p.wrap(BackwardCFunction, "apply", make)
+
+
 def node_hooks_not_called(p: Patches) -> None:
     """Pre- and post-hooks registered on a custom Function's node are dropped."""
     p.set(BackwardCFunction, "register_hook", lambda self, fn: _NoHandle())
