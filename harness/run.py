@@ -51,6 +51,9 @@ class RunResult:
     trace: dict[str, Any] | None = None
     tensors: dict[str, dict[str, torch.Tensor | None]] = field(default_factory=dict)
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: what holds each tensor the lifetime oracle found alive once every reference was dropped
+    #: (role -> harness.oracles.holders' name for it; compared with nothing)
+    holders: dict[str, str] = field(default_factory=dict)
 
     def put(self, checkpoint: str, role: str, value: Any) -> None:
         if value is None or isinstance(value, torch.Tensor):

@@ -20,13 +20,15 @@ from harness.known_issues.shared import (
     _functions_replaced,
     _gradient_record_of,
     _invalid_backward_runs,
+    _held_by,
     _ref_of,
-    _released,
+    _released_late_held_by,
     _returned_as_tuples,
     _second_order_damage,
     _second_order_differs,
     _without_errors,
 )
+from harness.oracles import holders
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
@@ -440,16 +442,6 @@ def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
         OutputSpec("compute", bias=0.5) if o.kind == "const" else o for o in fn.outputs)) if n in functions else fn)
 
 
-def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
-    """What a cycle holding a tensor shows: its use count stays up once the outputs are
-    dropped, and it dies only under gc.collect()."""
-    return (m.checkpoint == "drop_all" and m.detail.startswith("freed only by gc.collect()")
-            or m.checkpoint == "drop_outputs" and m.detail.startswith("use count"))
-#: the same error, raised by the path itself (a Mismatch's detail), with the Function's number
-_PATH_RAISED_DOCUMENTED_BACKWARD_ERROR = re.compile(
-    r"^raised RuntimeError at backward: " + _DOCUMENTED_BACKWARD_ERROR.pattern.replace(r"\w+Backward", r"F(\d+)Backward"))
-
-
 def _invalid_backward_traced(spec: GraphSpec) -> bool:
     """A Function that returns too few or wrongly shaped gradients on purpose, which Dynamo traces
     (it has a node and does not break the graph itself): Dynamo traces its backward while it
@@ -556,6 +548,10 @@ def _lost_mutations_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
 def _shape_one(spec: GraphSpec) -> GraphSpec:
     """The same graph on shape (1,): the tensors are no longer 0-dim."""
     return dataclasses.replace(spec, shape=(1,))
+
+
+#: the holders of dynamo-trace-state-cycle's cycles (harness/oracles/holders.py)
+_TRACE_STATE = (holders.DYNAMO_CTX, holders.ABANDONED_TRACE)
 
 
 ENTRIES: tuple[KnownIssue, ...] = (
@@ -851,13 +847,14 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_skipped_frame_tracer_cycle.py",
-        # every dynamo run traces the graph's Functions: a real cycle made under dynamo is masked
-        # too (leaks still fail; eager and native paths judge cycles without this entry)
+        # every dynamo run traces the graph's Functions; the holder is told apart: a cycle is this
+        # bug's only where clearing the references of Dynamo's SideEffects or of the abandoned
+        # trace frees the tensor (harness/oracles/holders.py), so a cycle the graph makes fails
         trigger=lambda spec: bool(spec.functions),
-        witness=lambda spec, result, ms: bool(_released(result, "cycles")) and not _released(result, "leaks"),
-        damage=_freed_only_by_gc,
+        witness=_held_by(*_TRACE_STATE),
+        damage=_released_late_held_by(*_TRACE_STATE),
         damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this "
-                 "keeps up at drop_outputs"),
+                 "keeps up at drop_outputs, of the tensors Dynamo's SideEffects or an abandoned trace hold"),
         workaround=lambda spec: spec,  # no spec avoids Dynamo's own trace state
         any_function=True,
     ),
