@@ -847,14 +847,14 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_skipped_frame_tracer_cycle.py",
-        # every dynamo run traces the graph's Functions; the holder is told apart: a cycle is this
-        # bug's only where clearing the references of Dynamo's SideEffects or of the abandoned
-        # trace frees the tensor (harness/oracles/holders.py), so a cycle the graph makes fails
+        # every dynamo run traces the graph's Functions; a cycle is this bug's only where the
+        # tensor dies once the ctx Dynamo keeps, or the abandoned trace, lets go of it
+        # (harness/oracles/holders.py): a cycle the graph makes itself fails
         trigger=lambda spec: bool(spec.functions),
         witness=_held_by(*_TRACE_STATE),
         damage=_released_late_held_by(*_TRACE_STATE),
         damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this "
-                 "keeps up at drop_outputs, of the tensors Dynamo's SideEffects or an abandoned trace hold"),
+                 "keeps up at drop_outputs, of the tensors that a ctx Dynamo keeps or an abandoned trace holds"),
         workaround=lambda spec: spec,  # no spec avoids Dynamo's own trace state
         any_function=True,
     ),
@@ -945,5 +945,27 @@ ENTRIES: tuple[KnownIssue, ...] = (
         workaround=lambda spec: dataclasses.replace(spec, functions=tuple(
             dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_on_a_node(spec) else fn
             for n, fn in enumerate(spec.functions))),
+    ),
+    KnownIssue(
+        id="dynamo-eager-apply-template-cycle",
+        title=("torch.compile(backend='eager') of a custom Function that saves tensors: the "
+               "autograd_function_apply op Dynamo traces it into runs as is, and keeps the saved values in the "
+               "closure of the ApplyTemplate Function class it makes per call (a class is always in a reference "
+               "cycle), outside autograd's saved variables: they outlive the backward and, once every reference "
+               "is dropped, die only under gc.collect()"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:eager",),  # the AOT backends trace through the op: it never runs
+        reproducer="dynamo_eager_apply_template_cycle.py",
+        upstream=(),
+        kind="leak",
+        # any Function Dynamo traces; the holder is told apart: a cycle is this bug's only where
+        # emptying that closure's saved_values frees the tensor (harness/oracles/holders.py)
+        trigger=lambda spec: bool(spec.functions),
+        witness=_held_by(holders.APPLY_TEMPLATE),
+        damage=_released_late_held_by(holders.APPLY_TEMPLATE),
+        damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this keeps "
+                 "up at drop_outputs, of the tensors those saved values hold"),
+        workaround=lambda spec: spec,  # every traced Function: no spec avoids it
+        any_function=True,
     ),
 )

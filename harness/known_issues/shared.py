@@ -98,8 +98,9 @@ def _version_error_not_raised(result: RunResult, mismatches: list[Mismatch]) -> 
 
 def _held_by(*holders: str) -> Witness:
     """The lifetime oracle found a tensor alive after every reference was dropped, and one of
-    these torch objects held it (harness/oracles/holders.py took it away and the tensor died)."""
-    return lambda spec, result, mismatches: any(h in holders for h in result.holders.values())
+    these torch objects held it (harness/oracles/holders.py: took it away and the tensor died,
+    or saw it reach the tensor)."""
+    return lambda spec, result, mismatches: bool(result.holders.named() & set(holders))
 
 
 def _released_late_held_by(*holders: str) -> Damage:

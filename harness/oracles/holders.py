@@ -1,117 +1,175 @@
 """What holds a tensor that the lifetime oracle finds alive once every reference was dropped.
 
-Torch keeps some tensors on purpose or by known bugs (harness/known_issues/), and a Function
-can keep them itself (a module-level list, a ctx in a reference cycle of its own). A known
-issue explains a leak or a cycle only when the holder it names is the one found here, so the
-holder is found by taking that very holder away and seeing which tensors die, one candidate
-after another (`release`):
+Torch keeps some tensors by known bugs (harness/known_issues/), and a Function can keep them
+itself (in a module-level list, or through a ctx in a reference cycle of its own). A known issue
+explains a leak or a cycle only when the torch object it names is what held the tensor, so
+`release` takes torch's candidate holders away, one after another, and sees which tensors die:
+a tensor dies with the last of its holders, so the one it dies with is named (`Holders.freed_by`),
+and where it survives torch's holders it is the program's (or torch's unnamed) to explain:
 
-  1. A full collection under gc.DEBUG_SAVEALL keeps what a reference cycle held (the
-     unreachable objects) in gc.garbage instead of freeing it. Among those objects, the
-     references of Dynamo's SideEffects are cleared first, then those of an abandoned trace
-     (its InstructionTranslators and OutputGraph), then those of every other Dynamo object,
-     and the garbage is let go after each step: a tensor that dies at a step was held by that
-     holder's cycle (`SIDE_EFFECTS`, `ABANDONED_TRACE`, `OTHER_DYNAMO`). A plain collection
-     frees the rest: a tensor that dies then was held by a cycle of other objects
-     (`OTHER_CYCLE`, e.g. a ctx that refers to itself).
-  2. What is still alive is a leak. The compiled backward graphs' inputs placeholders whose
-     meta['example_value'] is the real list of their first call's inputs (what
-     ca-eager-backend-pins-inputs names) are emptied: a tensor that dies then was held there
-     (`STOLEN_INPUTS`). Whatever survives that has no holder the harness can name.
+  1. A full collection under gc.DEBUG_SAVEALL keeps the unreachable objects (what reference
+     cycles hold) in gc.garbage instead of freeing them. Among them, the references of one kind
+     of torch object after another are cleared, and the garbage let go (which frees only what no
+     other cycle holds): `DYNAMO_CTX` (Dynamo's AutogradFunctionContextVariable and
+     FakeBackwardCFunction, which keep a Function's real ctx), `APPLY_TEMPLATE` (the class
+     autograd_function_apply makes per call, whose closure keeps the saved values),
+     `ABANDONED_TRACE` (an InstructionTranslator or OutputGraph), `OTHER_DYNAMO` (any other
+     Dynamo object).
+  2. The inputs placeholders of compiled backward graphs whose meta['example_value'] is the real
+     list of their first call's inputs are emptied (`STOLEN_INPUTS`, a leak).
+  3. A plain collection frees the rest of the cycles (`OTHER_CYCLE`: a ctx that refers to itself,
+     say); what is still alive is held by something the harness cannot name (`UNKNOWN`).
 
-Only unreachable objects and those stale example values are changed, nothing a program can
-still use; the full collection is what the lifetime oracle runs anyway. It runs once per run,
-and only where something is left alive.
+A tensor two torch objects hold dies with the second one only, so before each is taken away the
+tensors it reaches are noted too (`Holders.seen`: a ctx's autograd graph down to the leaves its
+AccumulateGrad nodes keep; a placeholder's list): a known issue is witnessed by either, and
+explains only what died with its holder.
+
+Only unreachable objects and stale example values are changed, nothing a program can still use,
+and the full collection is what the lifetime oracle ran anyway. It runs once per run, and only
+where something was left alive.
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import torch
 
-#: the holders, as lifetime mismatches name them. A Function's real ctx that a finished trace's
-#: AutogradFunctionContextVariable keeps, in a reference cycle of Dynamo's objects (its SideEffects
-#: reach it through a SideEffectsProxyDict; ca-dynamo-function-ctx-cycle):
+#: The holders, as lifetime mismatches name them. A Function's real ctx that Dynamo keeps (in
+#: the AutogradFunctionContextVariable it traced the backward with, or a FakeBackwardCFunction),
+#: in a reference cycle of Dynamo's objects that a finished trace's SideEffects reach
+#: (ca-dynamo-function-ctx-cycle, dynamo-trace-state-cycle)
 DYNAMO_CTX = "a Function's real ctx, kept by Dynamo's AutogradFunctionContextVariable in a reference cycle"
+#: the saved values that autograd_function_apply keeps in the closure of the Function class it
+#: makes per call (a class is always in a reference cycle; dynamo-eager-apply-template-cycle)
+APPLY_TEMPLATE = "the saved_values of autograd_function_apply's per-call ApplyTemplate class, in a reference cycle"
 #: a cycle of an abandoned trace (a skipped frame's InstructionTranslator; dynamo-trace-state-cycle)
 ABANDONED_TRACE = "Dynamo's abandoned trace (InstructionTranslator, OutputGraph), in a reference cycle"
 #: a cycle through other Dynamo objects (no known issue names them)
 OTHER_DYNAMO = "other Dynamo objects, in a reference cycle"
 #: the inputs placeholder of a compiled backward graph (ca-eager-backend-pins-inputs)
 STOLEN_INPUTS = "the inputs placeholder of a compiled backward graph (its meta['example_value'])"
-#: a cycle no Dynamo object is part of (a ctx that refers to itself, say)
-OTHER_CYCLE = "a reference cycle outside Dynamo"
-#: alive after all of the above: nothing the harness can name holds it
+#: a cycle that none of the above is part of (a ctx that refers to itself, say)
+OTHER_CYCLE = "a reference cycle of no torch object named here"
+#: alive after all of the above
 UNKNOWN = "nothing the harness can name"
 #: the holders that are torch's own objects (the others are the program's, or unknown)
-TORCH_HOLDERS = (DYNAMO_CTX, ABANDONED_TRACE, OTHER_DYNAMO, STOLEN_INPUTS)
-
-#: the classes (or their bases) of the Dynamo objects a trace's holders are made of
-_CTX_TYPES = ("AutogradFunctionContextVariable", "FakeBackwardCFunction")
-_TRACE_TYPES = ("InstructionTranslatorBase", "OutputGraph", "SubgraphTracer")
+TORCH_HOLDERS = (DYNAMO_CTX, APPLY_TEMPLATE, ABANDONED_TRACE, OTHER_DYNAMO, STOLEN_INPUTS)
+#: what `release` counts as a leak (alive without any reference cycle); the rest are cycles
+LEAK_HOLDERS = (STOLEN_INPUTS, UNKNOWN)
 
 
-def release(roles: Iterable[str], alive: Callable[[str], bool]) -> tuple[list[str], list[str], dict[str, str]]:
-    """Free what `roles` (tensors alive after every reference was dropped) are held by, as far as
-    it is a reference cycle or a holder named above: (cycle roles, leaked roles, role -> holder).
+@dataclass
+class Holders:
+    #: role -> the holder whose removal freed the tensor (one of the names above)
+    freed_by: dict[str, str] = field(default_factory=dict)
+    #: role -> the torch holders seen reaching the tensor before they were taken away
+    seen: dict[str, set[str]] = field(default_factory=dict)
 
-    `alive(role)` tells whether a role's tensor is still alive. gc is off meanwhile."""
+    def named(self) -> set[str]:
+        """Every holder found, freeing or seen."""
+        return set(self.freed_by.values()).union(*self.seen.values())
+
+
+def release(roles: Iterable[str], alive: Callable[[str], bool], addresses: dict[str, int]
+            ) -> tuple[list[str], list[str], Holders]:
+    """Free what holds `roles` (tensors alive after every reference was dropped), as far as a
+    holder named above or a reference cycle does: (cycle roles, leaked roles, their holders).
+
+    `alive(role)`: whether the role's tensor is still alive; `addresses`: role -> its TensorImpl's
+    address (Tensor._cdata), by which a holder's tensors are recognised. gc is off meanwhile."""
     roles = list(roles)
-    holders: dict[str, str] = {}
+    found = Holders()
+    by_address = {addresses[r]: r for r in roles if r in addresses}
 
     def died(holder: str) -> None:
-        for role in roles:
-            if role not in holders and not alive(role):
-                holders[role] = holder
+        found.freed_by.update({r: holder for r in roles if r not in found.freed_by and not alive(r)})
+
+    def reached(holder: str, tensors: Iterable[torch.Tensor]) -> None:
+        for address in _reachable_addresses(tensors):
+            if address in by_address:
+                found.seen.setdefault(by_address[address], set()).add(holder)
 
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        # torch's own holders are taken away first: a tensor that something else holds too
-        # (the Function's own list or cycle) survives them, and is not theirs to explain
+        for holder, which, clear in _CYCLE_STEPS:
+            picked = _unreachable_picked(which)
+            if picked:
+                if holder == DYNAMO_CTX:
+                    reached(holder, _ctxs_of(picked))
+                for obj in picked:
+                    clear(obj)
+                del picked, obj  # and the garbage with them: what no other cycle holds dies
+                died(holder)
         stolen = _stolen_input_lists()
+        reached(STOLEN_INPUTS, (t for inputs in stolen for t in inputs))
         for inputs in stolen:
             inputs.clear()
         del stolen
-        died(STOLEN_INPUTS)  # a leak: it died with no collection
-        garbage = _unreachable()
-        for holder, which in _CYCLE_STEPS:
-            if _clear_each(garbage, which):
-                del garbage  # what only the cleared references kept alive dies now
-                died(holder)
-                garbage = _unreachable()
-        del garbage
+        died(STOLEN_INPUTS)
         gc.collect()
         died(OTHER_CYCLE)
-        holders.update({r: UNKNOWN for r in roles if r not in holders})
-        cycles = [r for r in roles if holders[r] not in (STOLEN_INPUTS, UNKNOWN)]
-        leaks = [r for r in roles if holders[r] in (STOLEN_INPUTS, UNKNOWN)]
     finally:
         if was_enabled:
             gc.enable()
-    return cycles, leaks, holders
+    found.freed_by.update({r: UNKNOWN for r in roles if r not in found.freed_by})
+    leaks = [r for r in roles if found.freed_by[r] in LEAK_HOLDERS]
+    return [r for r in roles if r not in leaks], leaks, found
 
 
-def _ctx_holder(obj: object) -> bool:
-    return _named(obj, _CTX_TYPES)
+def _stolen_input_lists() -> list[list]:
+    """The real input lists that compiled backward graphs keep as their inputs placeholder's
+    example value ("steal_arg" placeholders, torch/_dynamo/variables/builder.py)."""
+    found = []
+    for obj in gc.get_objects():
+        if type(obj) is torch.fx.Node and obj.op == "placeholder" and obj.meta.get("steal_arg"):
+            value = obj.meta.get("example_value")
+            if type(value) is list and any(type(t) in (torch.Tensor, torch.nn.Parameter) for t in value):
+                found.append(value)
+    return found
 
 
-def _trace(obj: object) -> bool:
-    return _named(obj, _TRACE_TYPES)
+def _unreachable_picked(which: Callable[[object], bool]) -> list:
+    """The objects a full collection finds unreachable that `which` picks (the rest of them, in
+    cycles or held by those, stay unreachable: the next collection finds them again)."""
+    return [o for o in _unreachable() if which(o)]
 
 
-#: step 1's holders in its order, each with the garbage objects whose references it clears
-_CYCLE_STEPS = ((DYNAMO_CTX, _ctx_holder), (ABANDONED_TRACE, _trace), (OTHER_DYNAMO, lambda o: _from_dynamo(o)))
+def _ctxs_of(holders: list) -> list:
+    """The real ctx objects (autograd nodes) that Dynamo's ctx holders keep."""
+    ctxs = []
+    for holder in holders:
+        for value in vars(holder).values() if type(getattr(holder, "__dict__", None)) is dict else ():
+            if issubclass(type(value), torch.autograd.function.BackwardCFunction):
+                ctxs.append(value)
+    return ctxs
 
 
-def _clear_each(objects: list, which: Callable[[object], bool]) -> bool:
-    """Clear the references of each object `which` picks; whether there was one."""
-    picked = [o for o in objects if which(o)]
-    for obj in picked:
-        _clear(obj)
-    return bool(picked)
+def _reachable_addresses(starts: Iterable) -> set[int]:
+    """TensorImpl addresses of the given tensors and of the leaves their autograd graphs keep
+    (AccumulateGrad nodes' variables), walking from tensors' grad_fn and from nodes."""
+    addresses: set[int] = set()
+    nodes, seen = [], set()
+    for start in starts:
+        if isinstance(start, torch.Tensor):
+            addresses.add(start._cdata)
+            start = start.grad_fn
+        if start is not None:
+            nodes.append(start)
+    while nodes:
+        node = nodes.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            addresses.add(variable._cdata)
+        nodes += [n for n, _ in getattr(node, "next_functions", ()) if n is not None]
+    return addresses
 
 
 def _unreachable() -> list:
@@ -128,18 +186,18 @@ def _unreachable() -> list:
     return found
 
 
-def _named(obj: object, names: tuple[str, ...]) -> bool:
-    return _from_dynamo(obj) and any(cls.__name__ in names for cls in type(obj).__mro__)
-
-
 def _from_dynamo(obj: object) -> bool:
     return (type(obj).__module__ or "").startswith("torch._dynamo.")
+
+
+def _of_dynamo_class(*names: str) -> Callable[[object], bool]:
+    return lambda obj: _from_dynamo(obj) and any(cls.__name__ in names for cls in type(obj).__mro__)
 
 
 def _clear(obj: object) -> None:
     """Drop every reference an (unreachable) object holds in its attributes or as a container."""
     attributes = getattr(obj, "__dict__", None)
-    if isinstance(attributes, dict):
+    if type(attributes) is dict:
         attributes.clear()
     for cls in type(obj).__mro__:
         for slot in getattr(cls, "__slots__", ()):
@@ -153,18 +211,28 @@ def _clear(obj: object) -> None:
             container.clear(obj)
 
 
-def _stolen_input_lists() -> list[list]:
-    """The real input lists that compiled backward graphs' placeholders keep as example values
-    ("steal_arg" placeholders, torch/_dynamo/variables/builder.py)."""
-    found = []
-    for obj in gc.get_objects():
-        if type(obj) is torch.fx.Node and obj.op == "placeholder" and obj.meta.get("steal_arg"):
-            value = obj.meta.get("example_value")
-            if isinstance(value, list) and any(type(t) is torch.Tensor or type(t) is torch.nn.Parameter
-                                               for t in value):
-                found.append(value)
-    return found
+def _apply_template(obj: object) -> bool:
+    """A Function class that autograd_function_apply made (torch/_functorch/autograd_function.py)."""
+    return (issubclass(type(obj), type) and getattr(obj, "__module__", None) == "torch._functorch.autograd_function"
+            and obj.__qualname__.endswith("<locals>.ApplyTemplate"))
 
 
-__all__ = ["ABANDONED_TRACE", "DYNAMO_CTX", "OTHER_CYCLE", "OTHER_DYNAMO", "STOLEN_INPUTS", "TORCH_HOLDERS", "UNKNOWN",
-           "release"]
+def _clear_saved_values(cls: object) -> None:
+    """Empty the `saved_values` closure cell of the class's methods."""
+    for method in vars(cls).values():
+        function = getattr(method, "__func__", method)
+        code, closure = getattr(function, "__code__", None), getattr(function, "__closure__", None)
+        if code is not None and closure and "saved_values" in code.co_freevars:
+            closure[code.co_freevars.index("saved_values")].cell_contents = None
+
+
+#: step 2's holders in its order, each with which unreachable objects it picks and how it clears them
+_CYCLE_STEPS: tuple[tuple[str, Callable[[object], bool], Callable[[object], None]], ...] = (
+    (DYNAMO_CTX, _of_dynamo_class("AutogradFunctionContextVariable", "FakeBackwardCFunction"), _clear),
+    (APPLY_TEMPLATE, _apply_template, _clear_saved_values),
+    (ABANDONED_TRACE, _of_dynamo_class("InstructionTranslatorBase", "OutputGraph", "SubgraphTracer"), _clear),
+    (OTHER_DYNAMO, _from_dynamo, _clear),
+)
+
+__all__ = ["ABANDONED_TRACE", "APPLY_TEMPLATE", "DYNAMO_CTX", "LEAK_HOLDERS", "Holders", "OTHER_CYCLE", "OTHER_DYNAMO",
+           "STOLEN_INPUTS", "TORCH_HOLDERS", "UNKNOWN", "release"]

@@ -68,8 +68,10 @@ class LifetimeTracker:
     probe_records: dict[str, dict[str, tuple]] = field(default_factory=dict)
     cycle_roles: list[str] = field(default_factory=list)
     leaked_roles: list[str] = field(default_factory=list)
-    #: role -> what held it (harness/oracles/holders.py), for the cycle and leaked roles
-    holders: dict[str, str] = field(default_factory=dict)
+    #: role -> its TensorImpl's address while it lives, by which holders recognise it
+    addresses: dict[str, int] = field(default_factory=dict)
+    #: what held the cycle and leaked roles (harness/oracles/holders.py)
+    holders: holder_search.Holders = field(default_factory=holder_search.Holders)
     #: the CUDA device whose allocator is checked, and its bytes in use before the graph was built
     memory_device: torch.device | None = None
     memory_baseline: int = 0
@@ -84,14 +86,18 @@ class LifetimeTracker:
 
     def track(self, role: str, tensor: torch.Tensor) -> None:
         if role not in self.refs:
-            self.refs[role] = torch._C._WeakTensorRef(tensor)
+            self._watch(role, tensor)
+
+    def _watch(self, role: str, tensor: torch.Tensor) -> None:
+        self.refs[role] = torch._C._WeakTensorRef(tensor)
+        self.addresses[role] = tensor._cdata
 
     def observe_saved(self, index: int, tensors: Iterable[torch.Tensor]) -> None:
         """Called by generated Functions with their saved intermediates."""
         for i, t in enumerate(tensors):
             role = f"saved:f{index}.{i}"
             self.saved[role] = index
-            self.refs[role] = torch._C._WeakTensorRef(t)
+            self._watch(role, t)
 
     def alive(self, role: str) -> bool:
         return not self.refs[role].expired()
@@ -101,7 +107,7 @@ class LifetimeTracker:
         refs = self.refs  # (the runner records a few dozen roles at each of its checkpoints)
         for role, t in held.items():
             if role not in refs:
-                refs[role] = torch._C._WeakTensorRef(t)
+                self._watch(role, t)
         # `t` is the runner's own Python object: reading it adds no TensorImpl reference
         self.records[checkpoint] = {role: (not ref.expired(), None if (t := held.get(role)) is None else t._use_count())
                                     for role, ref in refs.items()}  # (alive(role), ...)
@@ -116,7 +122,8 @@ class LifetimeTracker:
         and what holds each is found (once per run, only where something is left)."""
         alive = [r for r in self.refs if self.alive(r)]
         if alive:
-            self.cycle_roles, self.leaked_roles, self.holders = holder_search.release(alive, self.alive)
+            self.cycle_roles, self.leaked_roles, self.holders = holder_search.release(alive, self.alive,
+                                                                                    self.addresses)
 
     def check_memory(self, kept: Iterable[torch.Tensor | None]) -> None:
         """After drop_all, on CUDA: allocator bytes above the baseline beyond what `kept` (the
@@ -142,7 +149,7 @@ class LifetimeTracker:
             result.values.setdefault(PROBE + checkpoint, {}).update(roles)
         result.put(LIFE + "released", "cycles", tuple(self.cycle_roles))
         result.put(LIFE + "released", "leaks", tuple(self.leaked_roles))
-        result.holders.update(self.holders)
+        result.holders = self.holders
         if self.memory_excess is not None:
             result.put(LIFE + "released", "cuda_bytes", self.memory_excess)
 
@@ -215,7 +222,7 @@ def _held(result: Any, *roles: str) -> str:
     """"; holder: H1 | H2", the torch objects found holding `roles` ("" when none is torch's:
     nothing was left alive, or the program itself held it). Where only some roles are held by
     torch's objects, the others' holder is named too: they are not torch's to explain."""
-    holders = [result.holders.get(r, holder_search.UNKNOWN) for r in roles]
+    holders = [result.holders.freed_by.get(r, holder_search.UNKNOWN) for r in roles]
     if not set(holders) & set(holder_search.TORCH_HOLDERS):
         return ""
     return HELD_BY + HOLDER_SEPARATOR.join(sorted(set(holders)))
