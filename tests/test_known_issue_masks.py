@@ -620,5 +620,5 @@ def test_a_function_with_a_ctx_cycle_of_its_own_fails_on_every_mode(mode, cyclin
     leaves are not in the cycle at the end, but their use count is still up once the outputs are
     dropped.)"""
     outcome = _failed_on(mode, EAGER_FIRST)
-    cycles = outcome.result.values["life:released"]["cycles"]
-    assert all(outcome.result.holders.freed_by[r] == holders.OTHER_CYCLE for r in cycles), outcome.result.holders
+    if mode != "compiled:capture":  # x0, behind F0: freed by nothing but a collection (x1 is torch's)
+        assert outcome.result.holders.freed_by["x0"] == holders.OTHER_CYCLE, outcome.result.holders

@@ -83,7 +83,9 @@ def test_a_function_keeping_its_inputs_fails_on_every_mode(mode):
 def test_a_function_with_a_ctx_cycle_of_its_own_fails_on_every_mode(mode):
     record = _lifetimes_on(mode, CtxInACycle)
     assert record.status == "failed", record
-    assert "freed only by gc.collect(): held by a reference cycle" in record.detail, record
+    assert "use count 2, was 1 before the forward" in record.detail, record
+    if mode != "compiled:capture":  # (capture's leaves are out of the cycle at the end, not before)
+        assert "freed only by gc.collect(): held by a reference cycle" in record.detail, record
 
 
 #: where torch itself leaks or cycles what a correct Function saves, and the entry that explains it
