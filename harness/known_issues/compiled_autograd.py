@@ -537,12 +537,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
         reproducer="ca_dynamo_function_ctx_cycle.py",
         trigger=_a_function_backward_runs,
-        # the holder is told apart: a cycle is this bug's only where clearing the references of
-        # Dynamo's SideEffects frees the tensor (harness/oracles/holders.py)
+        # the holder is told apart: a cycle is this bug's only where the tensor dies once Dynamo's
+        # variables let go of the real ctx (harness/oracles/holders.py)
         witness=_held_by(holders.DYNAMO_CTX),
         damage=_released_late_held_by(holders.DYNAMO_CTX),
         damages=("the release checks (drop_outputs use counts, drop_all reference cycles, and their comparison "
-                 "with eager's) of the tensors Dynamo's SideEffects hold; never a leak"),
+                 "with eager's) of the tensors that the real ctx Dynamo keeps holds; never a leak"),
         workaround=lambda spec: spec,  # every custom Function's backward: no spec avoids it
         any_function=True,
     ),

@@ -33,6 +33,8 @@ where something was left alive.
 from __future__ import annotations
 
 import gc
+import types
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -96,23 +98,32 @@ def release(roles: Iterable[str], alive: Callable[[str], bool], addresses: dict[
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        garbage = _unreachable()  # the one full collection, unless something outlives torch's holders
         for holder, which, clear in _CYCLE_STEPS:
-            picked = _unreachable_picked(which)
-            if picked:
-                if holder == DYNAMO_CTX:
-                    reached(holder, _ctxs_of(picked))
-                for obj in picked:
-                    clear(obj)
-                del picked, obj  # and the garbage with them: what no other cycle holds dies
-                died(holder)
-        stolen = _stolen_input_lists()
-        reached(STOLEN_INPUTS, (t for inputs in stolen for t in inputs))
-        for inputs in stolen:
-            inputs.clear()
-        del stolen
-        died(STOLEN_INPUTS)
-        gc.collect()
+            picked = [o for o in garbage if which(o)] if any(alive(r) for r in roles) else []
+            if not picked:
+                continue
+            if holder == DYNAMO_CTX:
+                reached(holder, _ctxs_of(picked))
+            for obj in picked:
+                clear(obj)
+            del picked, obj
+            garbage = _still_held(garbage)  # (the rest is freed now: what only they held dies)
+            died(holder)
+        if any(alive(r) for r in roles):
+            stolen = _stolen_input_lists()
+            reached(STOLEN_INPUTS, (t for inputs in stolen for t in inputs))
+            for inputs in stolen:
+                inputs.clear()
+            del stolen
+            died(STOLEN_INPUTS)
+        for obj in garbage:  # what a plain collection frees: the other cycles
+            _clear(obj)
+        del garbage, obj
         died(OTHER_CYCLE)
+        if any(alive(r) for r in roles):  # (a cycle that clearing cannot break: a class, say)
+            gc.collect()
+            died(OTHER_CYCLE)
     finally:
         if was_enabled:
             gc.enable()
@@ -133,10 +144,58 @@ def _stolen_input_lists() -> list[list]:
     return found
 
 
-def _unreachable_picked(which: Callable[[object], bool]) -> list:
-    """The objects a full collection finds unreachable that `which` picks (the rest of them, in
-    cycles or held by those, stay unreachable: the next collection finds them again)."""
-    return [o for o in _unreachable() if which(o)]
+def _still_held(garbage: list) -> list:
+    """The unreachable objects that letting go of `garbage` leaves alive: those in a reference
+    cycle among them, and what those reach (a full collection's own view: gc.get_referents, by
+    the objects' tp_traverse). Computed here rather than by another full collection."""
+    index = {id(o): i for i, o in enumerate(garbage)}
+    edges = [[index[id(r)] for r in gc.get_referents(o) if id(r) in index] for o in garbage]
+    held = set(_in_cycles(edges))
+    todo = list(held)
+    while todo:
+        for j in edges[todo.pop()]:
+            if j not in held:
+                held.add(j)
+                todo.append(j)
+    return [o for i, o in enumerate(garbage) if i in held]
+
+
+def _in_cycles(edges: list[list[int]]) -> list[int]:
+    """The nodes on a cycle of this graph (Tarjan's strongly connected components, iterative):
+    those of a component of two or more, and those with an edge to themselves."""
+    order, low, on_stack, stack, found = {}, {}, set(), [], []
+    for root in range(len(edges)):
+        if root in order:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                order[node] = low[node] = len(order)
+                stack.append(node)
+                on_stack.add(node)
+            if i < len(edges[node]):
+                work.append((node, i + 1))
+                nxt = edges[node][i]
+                if nxt not in order:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], order[nxt])
+                continue
+            if low[node] == order[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in edges[node]:
+                    found += component
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return found
 
 
 def _ctxs_of(holders: list) -> list:
@@ -195,11 +254,18 @@ def _of_dynamo_class(*names: str) -> Callable[[object], bool]:
 
 
 def _clear(obj: object) -> None:
-    """Drop every reference an (unreachable) object holds in its attributes or as a container."""
-    attributes = getattr(obj, "__dict__", None)
+    """Drop the references an (unreachable) object holds in its attributes, as a container, or
+    as a cell or a frame. A class (in a cycle with its own __mro__) is left to the collector."""
+    kind = type(obj)
+    if kind in (weakref.ProxyType, weakref.CallableProxyType) or issubclass(kind, type):
+        return
+    try:
+        attributes = object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        attributes = None
     if type(attributes) is dict:
         attributes.clear()
-    for cls in type(obj).__mro__:
+    for cls in kind.__mro__:
         for slot in getattr(cls, "__slots__", ()):
             if slot not in ("__dict__", "__weakref__"):
                 try:
@@ -207,8 +273,18 @@ def _clear(obj: object) -> None:
                 except (AttributeError, TypeError):
                     pass
     for container in (dict, list, set):
-        if isinstance(obj, container):
+        if issubclass(kind, container):
             container.clear(obj)
+    if kind is types.CellType:
+        try:
+            del obj.cell_contents
+        except ValueError:  # (an empty cell)
+            pass
+    elif kind is types.FrameType:
+        try:
+            obj.clear()
+        except RuntimeError:  # (still executing)
+            pass
 
 
 def _apply_template(obj: object) -> bool:

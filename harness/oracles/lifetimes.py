@@ -17,9 +17,10 @@ Expected-lifetime rules, checked on every path (`rule_violations`):
   * they are released by a non-retaining backward (and kept by retain_graph until the last);
   * leaf use counts return to their pre-forward value once outputs and graph are dropped;
   * nothing of the graph is alive after every user reference is dropped, and what dies only
-    under gc.collect() was held by a reference cycle; each such tensor's holder is found then
-    (harness/oracles/holders.py) and named in the violation ("; held by ..."), so that a known
-    torch issue explains only what the torch object it names holds (`held_by`);
+    under gc.collect() was held by a reference cycle; what held each such tensor is found then
+    (harness/oracles/holders.py) and, where it is a torch object, named in the violation
+    ("; holder: ..."), so that a known torch issue explains only what the object it names held
+    (`held_by`);
   * on CUDA, the caching allocator's bytes in use return to their value before the graph was
     built, less what the result itself keeps (recorded tensors share storage with outputs):
     `life:released` "cuda_bytes" is (bytes above that after drop_all, bytes above it after
