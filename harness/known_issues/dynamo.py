@@ -927,7 +927,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="dynamo-clear-saved-tensors-with-jvp",
-        title=("torch.compile (backend aot_eager) of a custom Function with clear_saved_tensors_on_access=True "
+        title=("torch.compile (any backend) of a custom Function with clear_saved_tensors_on_access=True "
                "that Dynamo does not trace (a user jvp; the same tensor passed twice to a forward calling "
                "set_materialize_grads(False)), with an input that "
                "requires grad, raises InternalTorchDynamoError at forward "
@@ -935,7 +935,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "forward AD running; eager runs it, and so does torch.compile without the jvp (Dynamo traces the "
                "Function then) or without the flag"),
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
-        paths=("dynamo:aot_eager",),
+        paths=("dynamo",),  # its reproducer, with backend eager or inductor too, reproduces it
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
         trigger=lambda spec: bool(_cleared_on_a_node(spec)),
         witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",

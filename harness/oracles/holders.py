@@ -83,7 +83,7 @@ def release(roles: Iterable[str], alive: Callable[[str], bool], addresses: dict[
 
     `alive(role)`: whether the role's tensor is still alive; `addresses`: role -> its TensorImpl's
     address (Tensor._cdata), by which a holder's tensors are recognised. gc is off meanwhile."""
-    roles = list(roles)
+    roles = [r for r in roles if alive(r)]
     found = Holders()
     by_address = {addresses[r]: r for r in roles if r in addresses}
 
