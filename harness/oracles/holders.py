@@ -107,7 +107,7 @@ def release(roles: Iterable[str], alive: Callable[[str], bool], addresses: dict[
                 reached(holder, _ctxs_of(picked))
             for obj in picked:
                 clear(obj)
-            del picked, obj
+            del picked, obj  # (picked was not empty)
             garbage = _still_held(garbage)  # (the rest is freed now: what only they held dies)
             died(holder)
         if any(alive(r) for r in roles):
@@ -117,9 +117,8 @@ def release(roles: Iterable[str], alive: Callable[[str], bool], addresses: dict[
                 inputs.clear()
             del stolen
             died(STOLEN_INPUTS)
-        for obj in garbage:  # what a plain collection frees: the other cycles
-            _clear(obj)
-        del garbage, obj
+        _clear_all(garbage)  # what a plain collection frees: the other cycles
+        del garbage
         died(OTHER_CYCLE)
         if any(alive(r) for r in roles):  # (a cycle that clearing cannot break: a class, say)
             gc.collect()
@@ -285,6 +284,11 @@ def _clear(obj: object) -> None:
             obj.clear()
         except RuntimeError:  # (still executing)
             pass
+
+
+def _clear_all(objects: list) -> None:
+    for obj in objects:
+        _clear(obj)
 
 
 def _apply_template(obj: object) -> bool:
