@@ -461,8 +461,8 @@ class CampaignResult:
                  "that steps around a known torch issue; partly (not checked): a known issue without a",
                  "workaround damaged part of the run, left unjudged, and the rest agreed; stopped = a known",
                  "issue ended the check.", "",
-                 f"{'path':<{w}} {'checked':>15} {'ok':>7} {'failed':>7} {'partly':>7} {'stopped':>8} "
-                 f"{'unsupported':>12}"]
+                 (f"{'path':<{w}} {'checked':>15} {'ok':>7} {'failed':>7} {'partly':>7} {'stopped':>8} "
+                  f"{'unsupported':>12}")]
         for name in self.paths:
             c = self.counts.get(name, PathCounts())
             share = f"{c.checked} ({100 * c.checked / self.examples:.0f}%)" if self.examples else "0"

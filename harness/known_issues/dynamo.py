@@ -19,8 +19,8 @@ from harness.known_issues.shared import (
     _breaks_the_graph_itself,
     _functions_replaced,
     _gradient_record_of,
-    _invalid_backward_runs,
     _held_by,
+    _invalid_backward_runs,
     _ref_of,
     _released_late_held_by,
     _returned_as_tuples,
@@ -440,6 +440,11 @@ def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
     no output index shifts, every mark and every other value stays."""
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
         OutputSpec("compute", bias=0.5) if o.kind == "const" else o for o in fn.outputs)) if n in functions else fn)
+
+
+#: the same error, raised by the path itself (a Mismatch's detail), with the Function's number
+_PATH_RAISED_DOCUMENTED_BACKWARD_ERROR = re.compile(
+    r"^raised RuntimeError at backward: " + _DOCUMENTED_BACKWARD_ERROR.pattern.replace(r"\w+Backward", r"F(\d+)Backward"))
 
 
 def _invalid_backward_traced(spec: GraphSpec) -> bool:

@@ -314,5 +314,16 @@ _CYCLE_STEPS: tuple[tuple[str, Callable[[object], bool], Callable[[object], None
     (OTHER_DYNAMO, _from_dynamo, _clear),
 )
 
-__all__ = ["ABANDONED_TRACE", "APPLY_TEMPLATE", "DYNAMO_CTX", "LEAK_HOLDERS", "Holders", "OTHER_CYCLE", "OTHER_DYNAMO",
-           "STOLEN_INPUTS", "TORCH_HOLDERS", "UNKNOWN", "release"]
+__all__ = [
+    "ABANDONED_TRACE",
+    "APPLY_TEMPLATE",
+    "DYNAMO_CTX",
+    "LEAK_HOLDERS",
+    "OTHER_CYCLE",
+    "OTHER_DYNAMO",
+    "STOLEN_INPUTS",
+    "TORCH_HOLDERS",
+    "UNKNOWN",
+    "Holders",
+    "release",
+]
