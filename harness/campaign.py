@@ -70,8 +70,9 @@ class PathCounts:
     """Outcomes of one path. Every example is exactly one of ok, failed, partly (a known torch
     issue without a workaround damaged part of the run, the rest agreed), stopped (a known torch
     issue ended the check and no workaround variant could be checked) or unsupported;
-    `checked` = ok + partly + failed. `known` counts each known torch issue wherever it was hit, also
-    in examples checked past it on the workaround variant (`past_known` of them)."""
+    `checked` = ok + failed: partly is not checked, what the issue damages was left unjudged.
+    `known` counts each known torch issue wherever it was hit, also in examples checked past it on
+    the workaround variant (`past_known` of them)."""
 
     ok: int = 0
     failed: int = 0
@@ -93,7 +94,7 @@ class PathCounts:
 
     @property
     def checked(self) -> int:
-        return self.ok + self.partly + self.failed
+        return self.ok + self.failed
 
     def add(self, outcome: Record, backward: bool = False) -> None:
         """One path's outcome record (records.outcome_record) of an example (`backward`: one
@@ -404,8 +405,8 @@ class CampaignResult:
         if not self.examples:
             looked = "nothing checked: no example ran within the budget; give fuzz a longer --budget"
         elif unchecked:
-            looked = (f"nothing checked on {', '.join(unchecked)}: every example was unsupported or stopped by a "
-                      f"known issue there (above); give fuzz a longer --budget")
+            looked = (f"nothing checked on {', '.join(unchecked)}: every example was unsupported, stopped by a "
+                      f"known issue or only partly checked there (above); give fuzz a longer --budget")
         else:
             return f"{len(self.failures)} distinct failure cause(s)" if self.failures else "no failures"
         return f"{len(self.failures)} distinct failure cause(s); {looked}" if self.failures else f"no failures, but {looked}"
@@ -479,13 +480,15 @@ class CampaignResult:
                  + (f" (and {self.uncharged_s:.1f} s not charged to the budget: the native build, warm-up)"
                     if self.uncharged_s >= 0.05 else ""), "",
                  "checked = ok + failed: compared and judged, on the example or on the workaround variant",
-                 "that steps around a known torch issue, + partly: a known issue without a workaround damaged",
-                 "part of the run (left unjudged), the rest agreed; stopped = a known issue ended the check.", "",
-                 f"{'path':<{w}} {'checked':>15} {'ok':>7} {'failed':>7} {'stopped':>8} {'unsupported':>12}"]
+                 "that steps around a known torch issue; partly (not checked): a known issue without a",
+                 "workaround damaged part of the run, left unjudged, and the rest agreed; stopped = a known",
+                 "issue ended the check.", "",
+                 (f"{'path':<{w}} {'checked':>15} {'ok':>7} {'failed':>7} {'partly':>7} {'stopped':>8} "
+                  f"{'unsupported':>12}")]
         for name in self.paths:
             c = self.counts.get(name, PathCounts())
             share = f"{c.checked} ({100 * c.checked / self.examples:.0f}%)" if self.examples else "0"
-            lines.append(f"{name:<{w}} {share:>15} {c.ok:>7} {c.failed:>7} {c.stopped:>8} "
+            lines.append(f"{name:<{w}} {share:>15} {c.ok:>7} {c.failed:>7} {c.partly:>7} {c.stopped:>8} "
                          f"{sum(c.unsupported.values()):>12}")
             for reason, n in sorted(c.unsupported.items()):
                 lines.append(f"{'':<{w}}   unsupported: {reason} ({n})")
@@ -493,8 +496,6 @@ class CampaignResult:
                 lines.append(f"{'':<{w}}   known torch issue hit: {issue} ({n})")
             if c.past_known:
                 lines.append(f"{'':<{w}}   checked past a known issue on its workaround: {c.past_known}")
-            if c.partly:
-                lines.append(f"{'':<{w}}   partly checked (a known issue without a workaround): {c.partly}")
             if c.uncompared_examples:
                 lines.append(f"{'':<{w}}   {c.uncompared_line()}")
             lines += [f"{'':<{w}}   {line}" for line in c.trace_lines()]

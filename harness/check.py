@@ -25,7 +25,7 @@ from harness.build import build
 from harness.dataflow import version_error_expected
 from harness.oracles.bounds import Tolerances, error_bounds
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, Uncompared, compare
-from harness.oracles.lifetimes import LIFE, PROBE, rule_violations, without_lifetimes
+from harness.oracles.lifetimes import LIFE, PROBE, held_by, rule_violations, with_holders, without_lifetimes
 from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, completed, error_is_expected, gradcheck_graph,
                                   gradcheck_reason, run_math)
 from harness.oracles.metadata import metadata_mismatches, without_metadata
@@ -54,7 +54,8 @@ def _stage(name: str) -> contextlib.AbstractContextManager:
 class PathOutcome:
     path: str
     #: ok | failed | unsupported | known | partly: a known issue without a workaround damaged part of
-    #: the run and the rest agreed; what it damages was not judged, so the path is not "ok"
+    #: the run and the rest agreed; what it damages was not judged, so the path is not "ok", and
+    #: not checked either
     status: str
     reason: str = ""  # unsupported: why; failed: a one-line summary; known: the issue ids
     mismatches: list[Mismatch] = field(default_factory=list)
@@ -69,8 +70,9 @@ class PathOutcome:
 
     @property
     def checked(self) -> bool:
-        """Compared and judged (ok or failed), possibly on the workaround variant."""
-        return self.status in ("ok", "failed", "partly")
+        """Compared and judged (ok or failed), possibly on the workaround variant. Not partly:
+        there what the known issue damages was left unjudged."""
+        return self.status in ("ok", "failed")
 
 
 @dataclass
@@ -154,10 +156,11 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 # roles a known torch issue damages in eager itself, have no eager reference:
                 # the math oracle alone judges them (a path sharing the bug agrees with eager anyway)
                 unreached = getattr(path, "unreached", lambda spec, reference: set())(spec, eager)
-                mismatches += [m for m in _against_eager(no_meta(eager_seen), _without_roles(no_meta(result), unreached),
-                                                         EXACT if path.exact_vs_eager else tol,
-                                                         lifetimes=path_registry.lifetimes_vs_eager_on(path, spec),
-                                                         uncompared=uncompared)
+                vs_eager = _against_eager(no_meta(eager_seen), _without_roles(no_meta(result), unreached),
+                                          EXACT if path.exact_vs_eager else tol,
+                                          lifetimes=path_registry.lifetimes_vs_eager_on(path, spec),
+                                          uncompared=uncompared)
+                mismatches += [m for m in with_holders(result, vs_eager)
                                if not known_issues.explained(spec, eager_issues, m)]
                 mismatches += metadata_mismatches(spec, eager_seen, result)
             owned = results.get("owned")
@@ -201,17 +204,24 @@ def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mism
     if variant == spec and result.status != "error":
         # no spec avoids the bug, but the run completed: every role it did not damage was compared in
         # this very run and agreed, and the roles it damages were not judged: partly checked
-        return PathOutcome(path.name, "partly", f"unchecked: what {', '.join(known)} damages (no workaround)",
-                           [], result, known, spec)
+        return PathOutcome(path.name, "partly", f"unchecked: what {', '.join(known)} damages (no workaround)"
+                           + _holders_text(mismatches), [], result, known, spec)
     if variant == spec or workarounds >= MAX_WORKAROUNDS:
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
     past = check(variant, [path], device, lifetimes=lifetimes, _workarounds=workarounds + 1).outcomes[path.name]
     known += tuple(k for k in past.known if k not in known)
-    if not past.checked:  # the variant could not be checked either: nothing past the bug was seen
+    if not past.checked and past.status != "partly":  # nothing past the bug was seen
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
     reason = past.reason if past.status in ("ok", "partly") else f"with {', '.join(known)} worked around: {past.reason}"
     return PathOutcome(path.name, past.status, reason, past.mismatches, past.result, known, past.checked_spec,
                        past.uncompared)
+
+
+def _holders_text(mismatches: list[Mismatch]) -> str:
+    """The torch objects that held what the lifetime checks found alive, as the release checks
+    named them (harness/oracles/holders.py): the evidence a lifetime entry's witness saw."""
+    found = sorted(set().union(*(held_by(m) for m in mismatches)))
+    return f"; held by {' and '.join(found)}" if found else ""
 
 
 def _summary_of(mismatches: list[Mismatch]) -> str:

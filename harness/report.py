@@ -78,13 +78,12 @@ def _path_rows(r: CampaignResult) -> list[list[str]]:
     for name in r.paths:
         c = r.counts.get(name, PathCounts())
         share = f"{100 * c.checked / r.examples:.0f}%" if r.examples else "-"
-        rows.append([name, f"{c.checked} ({share})", str(c.ok), str(c.partly), str(c.failed), str(c.stopped),
-                     str(c.past_known),
-                     str(sum(c.unsupported.values()))])
+        rows.append([name, f"{c.checked} ({share})", str(c.ok), str(c.failed), str(c.partly), str(c.stopped),
+                     str(c.past_known), str(sum(c.unsupported.values()))])
     return rows
 
 
-PATH_HEADER = ["path", "checked", "ok", "partly", "failed", "stopped by known", "checked past known", "unsupported"]
+PATH_HEADER = ["path", "checked", "ok", "failed", "partly", "stopped by known", "checked past known", "unsupported"]
 
 
 def _coverage_rows(r: CampaignResult) -> list[list[str]]:
@@ -212,7 +211,8 @@ def _sections(r: CampaignResult) -> list[_Section]:
         _Section("Summary", ["", ""], [list(row) for row in _summary_rows(r)]),
         _Section("Outcomes per path", PATH_HEADER, _path_rows(r), "outcomes",
                  "checked = ok + failed, on the example or on the workaround variant past a known torch issue; "
-                 "stopped = a known torch issue ended the check."),
+                 "partly (not checked) = a known torch issue without a workaround damaged part of the run, left "
+                 "unjudged, and the rest agreed; stopped = a known torch issue ended the check."),
         _Section("Throughput", ["", ""], [["examples/s while fuzzing", f"{r.examples_per_second:.1f}"]],
                  "throughput"),
         _Section("Coverage: tensor inputs per Function", ["", ""], _input_rows(r), "inputs"),

@@ -21,6 +21,7 @@ from harness import build as build_module
 from harness import devices, plain
 from harness.build import Applier, BuiltGraph
 from harness.dataflow import Dataflow
+from harness.oracles.holders import Holders
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
 from harness.spec import Arg
 
@@ -51,6 +52,9 @@ class RunResult:
     trace: dict[str, Any] | None = None
     tensors: dict[str, dict[str, torch.Tensor | None]] = field(default_factory=dict)
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: what held the tensors the lifetime oracle found alive once every reference was dropped
+    #: (harness/oracles/holders.py; compared with nothing)
+    holders: Holders = field(default_factory=Holders)
 
     def put(self, checkpoint: str, role: str, value: Any) -> None:
         if value is None or isinstance(value, torch.Tensor):

@@ -13,13 +13,15 @@ from harness.known_issues.shared import (
     SECOND_ORDER_DAMAGES,
     _backward_runs,
     _functions_replaced,
-    _released,
+    _held_by,
+    _released_late_held_by,
     _second_order_damage,
     _second_order_differs,
     _vjp_as_backward,
     _vjp_backward_runs,
     _without_errors,
 )
+from harness.oracles import holders
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import GraphSpec
@@ -344,27 +346,6 @@ def _without_those_tensor_hooks(spec: GraphSpec) -> GraphSpec:
     return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if not (h.kind == "tensor" and h.target in bad)))
 
 
-#: the release checks of the lifetime oracle: after the outputs, then everything, are dropped
-_RELEASE_CHECKPOINTS = ("drop_outputs", "drop_all", "life:drop_outputs", "life:drop_all", "life:released")
-
-
-def _released_late(spec: GraphSpec, m: Mismatch) -> bool:
-    return m.checkpoint in _RELEASE_CHECKPOINTS
-
-
-def _released_late_never_leaked(spec: GraphSpec, m: Mismatch) -> bool:
-    """What a reference cycle damages: the release checks, but never a leak (what gc.collect()
-    does not free is not the cycle's; a Function that keeps its inputs forever must still fail)."""
-    leak = m.detail.endswith("(leak)") or (m.checkpoint == "life:released" and m.role == "leaks")
-    return _released_late(spec, m) and not leak
-
-
-def _leaf_count_above_start(result: RunResult) -> bool:
-    start, dropped = result.values.get("life:start", {}), result.values.get("life:drop_outputs", {})
-    return any(role in dropped and dropped[role][1] is not None and count is not None
-               and dropped[role][1] > count for role, (_, count) in start.items())
-
-
 def _a_function_backward_runs(spec: GraphSpec) -> bool:
     return any(_backward_runs(spec, n) for n in range(len(spec.functions)))
 
@@ -537,9 +518,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("compiled:eager",),
         reproducer="ca_eager_backend_pins_inputs.py",
         trigger=lambda spec: spec.backward != "none",
-        witness=lambda spec, result, ms: bool(_released(result, "leaks")),
-        damage=_released_late,
-        damages="the release checks (drop_outputs, drop_all: leaks, use counts)",
+        # the holder is told apart: a leak is this bug's only where emptying that placeholder's
+        # example value frees the tensor (harness/oracles/holders.py)
+        witness=_held_by(holders.STOLEN_INPUTS),
+        damage=_released_late_held_by(holders.STOLEN_INPUTS),
+        damages=("the release checks (drop_outputs use counts, drop_all leaks, and their comparison with eager's) "
+                 "of the tensors that placeholder holds"),
         workaround=lambda spec: spec,  # the backend is the trigger: no spec avoids it
         any_function=True,
     ),
@@ -553,9 +537,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
         reproducer="ca_dynamo_function_ctx_cycle.py",
         trigger=_a_function_backward_runs,
-        witness=lambda spec, result, ms: bool(_released(result, "cycles")) or _leaf_count_above_start(result),
-        damage=_released_late_never_leaked,
-        damages="the release checks (drop_outputs use counts, drop_all: reference cycles; never a leak)",
+        # the holder is told apart: a cycle is this bug's only where the tensor dies once Dynamo's
+        # variables let go of the real ctx (harness/oracles/holders.py)
+        witness=_held_by(holders.DYNAMO_CTX),
+        damage=_released_late_held_by(holders.DYNAMO_CTX),
+        damages=("the release checks (drop_outputs use counts, drop_all reference cycles, and their comparison "
+                 "with eager's) of the tensors that the real ctx Dynamo keeps holds; never a leak"),
         workaround=lambda spec: spec,  # every custom Function's backward: no spec avoids it
         any_function=True,
     ),

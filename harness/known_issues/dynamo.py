@@ -19,14 +19,16 @@ from harness.known_issues.shared import (
     _breaks_the_graph_itself,
     _functions_replaced,
     _gradient_record_of,
+    _held_by,
     _invalid_backward_runs,
     _ref_of,
-    _released,
+    _released_late_held_by,
     _returned_as_tuples,
     _second_order_damage,
     _second_order_differs,
     _without_errors,
 )
+from harness.oracles import holders
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
@@ -440,11 +442,6 @@ def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
         OutputSpec("compute", bias=0.5) if o.kind == "const" else o for o in fn.outputs)) if n in functions else fn)
 
 
-def _freed_only_by_gc(spec: GraphSpec, m: Mismatch) -> bool:
-    """What a cycle holding a tensor shows: its use count stays up once the outputs are
-    dropped, and it dies only under gc.collect()."""
-    return (m.checkpoint == "drop_all" and m.detail.startswith("freed only by gc.collect()")
-            or m.checkpoint == "drop_outputs" and m.detail.startswith("use count"))
 #: the same error, raised by the path itself (a Mismatch's detail), with the Function's number
 _PATH_RAISED_DOCUMENTED_BACKWARD_ERROR = re.compile(
     r"^raised RuntimeError at backward: " + _DOCUMENTED_BACKWARD_ERROR.pattern.replace(r"\w+Backward", r"F(\d+)Backward"))
@@ -556,6 +553,10 @@ def _lost_mutations_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
 def _shape_one(spec: GraphSpec) -> GraphSpec:
     """The same graph on shape (1,): the tensors are no longer 0-dim."""
     return dataclasses.replace(spec, shape=(1,))
+
+
+#: the holders of dynamo-trace-state-cycle's cycles (harness/oracles/holders.py)
+_TRACE_STATE = (holders.DYNAMO_CTX, holders.ABANDONED_TRACE)
 
 
 ENTRIES: tuple[KnownIssue, ...] = (
@@ -851,13 +852,14 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_skipped_frame_tracer_cycle.py",
-        # every dynamo run traces the graph's Functions: a real cycle made under dynamo is masked
-        # too (leaks still fail; eager and native paths judge cycles without this entry)
+        # every dynamo run traces the graph's Functions; a cycle is this bug's only where the
+        # tensor dies once the ctx Dynamo keeps, or the abandoned trace, lets go of it
+        # (harness/oracles/holders.py): a cycle the graph makes itself fails
         trigger=lambda spec: bool(spec.functions),
-        witness=lambda spec, result, ms: bool(_released(result, "cycles")) and not _released(result, "leaks"),
-        damage=_freed_only_by_gc,
+        witness=_held_by(*_TRACE_STATE),
+        damage=_released_late_held_by(*_TRACE_STATE),
         damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this "
-                 "keeps up at drop_outputs"),
+                 "keeps up at drop_outputs, of the tensors that a ctx Dynamo keeps or an abandoned trace holds"),
         workaround=lambda spec: spec,  # no spec avoids Dynamo's own trace state
         any_function=True,
     ),
@@ -930,7 +932,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="dynamo-clear-saved-tensors-with-jvp",
-        title=("torch.compile (backend aot_eager) of a custom Function with clear_saved_tensors_on_access=True "
+        title=("torch.compile (any backend) of a custom Function with clear_saved_tensors_on_access=True "
                "that Dynamo does not trace (a user jvp; the same tensor passed twice to a forward calling "
                "set_materialize_grads(False)), with an input that "
                "requires grad, raises InternalTorchDynamoError at forward "
@@ -938,7 +940,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "forward AD running; eager runs it, and so does torch.compile without the jvp (Dynamo traces the "
                "Function then) or without the flag"),
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
-        paths=("dynamo:aot_eager",),
+        paths=("dynamo",),  # its reproducer, with backend eager or inductor too, reproduces it
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
         trigger=lambda spec: bool(_cleared_on_a_node(spec)),
         witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",
@@ -948,5 +950,27 @@ ENTRIES: tuple[KnownIssue, ...] = (
         workaround=lambda spec: dataclasses.replace(spec, functions=tuple(
             dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_on_a_node(spec) else fn
             for n, fn in enumerate(spec.functions))),
+    ),
+    KnownIssue(
+        id="dynamo-eager-apply-template-cycle",
+        title=("torch.compile(backend='eager') of a custom Function that saves tensors: the "
+               "autograd_function_apply op Dynamo traces it into runs as is, and keeps the saved values in the "
+               "closure of the ApplyTemplate Function class it makes per call (a class is always in a reference "
+               "cycle), outside autograd's saved variables: they outlive the backward and, once every reference "
+               "is dropped, die only under gc.collect()"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:eager",),  # the AOT backends trace through the op: it never runs
+        reproducer="dynamo_eager_apply_template_cycle.py",
+        upstream=(),
+        kind="leak",
+        # any Function Dynamo traces; the holder is told apart: a cycle is this bug's only where
+        # emptying that closure's saved_values frees the tensor (harness/oracles/holders.py)
+        trigger=lambda spec: bool(spec.functions),
+        witness=_held_by(holders.APPLY_TEMPLATE),
+        damage=_released_late_held_by(holders.APPLY_TEMPLATE),
+        damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this keeps "
+                 "up at drop_outputs, of the tensors those saved values hold"),
+        workaround=lambda spec: spec,  # every traced Function: no spec avoids it
+        any_function=True,
     ),
 )

@@ -7,8 +7,9 @@ import re
 from collections.abc import Callable
 
 from harness.dataflow import Dataflow
-from harness.known_issues.entry import Workaround
+from harness.known_issues.entry import Damage, Witness, Workaround
 from harness.oracles.compare import Mismatch
+from harness.oracles.lifetimes import RELEASE_CHECKPOINTS, held_by
 from harness.run import RunResult
 from harness.spec import FunctionSpec, GraphSpec, OutputSpec, Term
 
@@ -95,8 +96,21 @@ def _version_error_not_raised(result: RunResult, mismatches: list[Mismatch]) -> 
         and m.detail.startswith("ran without torch's version-counter error") for m in mismatches)
 
 
-def _released(result: RunResult, kind: str) -> tuple[str, ...]:
-    return result.values.get("life:released", {}).get(kind, ())
+def _held_by(*holders: str) -> Witness:
+    """The lifetime oracle found a tensor alive after every reference was dropped, and one of
+    these torch objects held it (harness/oracles/holders.py: took it away and the tensor died,
+    or saw it reach the tensor)."""
+    return lambda spec, result, mismatches: bool(result.holders.named() & set(holders))
+
+
+def _released_late_held_by(*holders: str) -> Damage:
+    """A release check (a use count at drop_outputs, a leak or a cycle at drop_all, and their
+    comparison with eager's) whose every tensor these torch objects held: a Function that keeps
+    its own inputs, or puts its ctx in a cycle of its own, is held by something else and fails."""
+    def damage(spec: GraphSpec, m: Mismatch) -> bool:
+        found = held_by(m)
+        return m.checkpoint in RELEASE_CHECKPOINTS and bool(found) and found <= set(holders)
+    return damage
 
 
 def _returned_as_tuples(which: Callable[[GraphSpec], set[int]]) -> Workaround:

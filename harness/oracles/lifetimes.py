@@ -17,7 +17,10 @@ Expected-lifetime rules, checked on every path (`rule_violations`):
   * they are released by a non-retaining backward (and kept by retain_graph until the last);
   * leaf use counts return to their pre-forward value once outputs and graph are dropped;
   * nothing of the graph is alive after every user reference is dropped, and what dies only
-    under gc.collect() was held by a reference cycle;
+    under gc.collect() was held by a reference cycle; what held each such tensor is found then
+    (harness/oracles/holders.py) and, where it is a torch object, named in the violation
+    ("; holder: ..."), so that a known torch issue explains only what the object it names held
+    (`held_by`);
   * on CUDA, the caching allocator's bytes in use return to their value before the graph was
     built, less what the result itself keeps (recorded tensors share storage with outputs):
     `life:released` "cuda_bytes" is (bytes above that after drop_all, bytes above it after
@@ -26,6 +29,7 @@ Expected-lifetime rules, checked on every path (`rule_violations`):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 from dataclasses import dataclass, field
@@ -34,6 +38,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from harness import devices
+from harness.oracles import holders as holder_search
 
 LIFE = "life:"
 PROBE = "probe:"
@@ -64,6 +69,10 @@ class LifetimeTracker:
     probe_records: dict[str, dict[str, tuple]] = field(default_factory=dict)
     cycle_roles: list[str] = field(default_factory=list)
     leaked_roles: list[str] = field(default_factory=list)
+    #: role -> its TensorImpl's address while it lives, by which holders recognise it
+    addresses: dict[str, int] = field(default_factory=dict)
+    #: what held the cycle and leaked roles (harness/oracles/holders.py)
+    holders: holder_search.Holders = field(default_factory=holder_search.Holders)
     #: the CUDA device whose allocator is checked, and its bytes in use before the graph was built
     memory_device: torch.device | None = None
     memory_baseline: int = 0
@@ -78,14 +87,18 @@ class LifetimeTracker:
 
     def track(self, role: str, tensor: torch.Tensor) -> None:
         if role not in self.refs:
-            self.refs[role] = torch._C._WeakTensorRef(tensor)
+            self._watch(role, tensor)
+
+    def _watch(self, role: str, tensor: torch.Tensor) -> None:
+        self.refs[role] = torch._C._WeakTensorRef(tensor)
+        self.addresses[role] = tensor._cdata
 
     def observe_saved(self, index: int, tensors: Iterable[torch.Tensor]) -> None:
         """Called by generated Functions with their saved intermediates."""
         for i, t in enumerate(tensors):
             role = f"saved:f{index}.{i}"
             self.saved[role] = index
-            self.refs[role] = torch._C._WeakTensorRef(t)
+            self._watch(role, t)
 
     def alive(self, role: str) -> bool:
         return not self.refs[role].expired()
@@ -95,7 +108,7 @@ class LifetimeTracker:
         refs = self.refs  # (the runner records a few dozen roles at each of its checkpoints)
         for role, t in held.items():
             if role not in refs:
-                refs[role] = torch._C._WeakTensorRef(t)
+                self._watch(role, t)
         # `t` is the runner's own Python object: reading it adds no TensorImpl reference
         self.records[checkpoint] = {role: (not ref.expired(), None if (t := held.get(role)) is None else t._use_count())
                                     for role, ref in refs.items()}  # (alive(role), ...)
@@ -106,12 +119,12 @@ class LifetimeTracker:
                 self.probe_records[checkpoint] = probe
 
     def check_released(self) -> None:
-        """After every reference is dropped: what is alive is a cycle (if gc frees it) or a leak."""
+        """After every reference is dropped: what is alive is a cycle (if gc frees it) or a leak,
+        and what holds each is found (once per run, only where something is left)."""
         alive = [r for r in self.refs if self.alive(r)]
         if alive:
-            gc.collect()
-            self.leaked_roles = [r for r in alive if self.alive(r)]
-            self.cycle_roles = [r for r in alive if r not in self.leaked_roles]
+            self.cycle_roles, self.leaked_roles, self.holders = holder_search.release(alive, self.alive,
+                                                                                    self.addresses)
 
     def check_memory(self, kept: Iterable[torch.Tensor | None]) -> None:
         """After drop_all, on CUDA: allocator bytes above the baseline beyond what `kept` (the
@@ -137,6 +150,7 @@ class LifetimeTracker:
             result.values.setdefault(PROBE + checkpoint, {}).update(roles)
         result.put(LIFE + "released", "cycles", tuple(self.cycle_roles))
         result.put(LIFE + "released", "leaks", tuple(self.leaked_roles))
+        result.holders = self.holders
         if self.memory_excess is not None:
             result.put(LIFE + "released", "cuda_bytes", self.memory_excess)
 
@@ -159,9 +173,11 @@ def rule_violations(result: Any, backward_mode: str, saved_tensors_hooks: bool =
     out: list[RuleViolation] = []
     released = life.get("released", {})
     for role in released.get("leaks", ()):
-        out.append(RuleViolation("drop_all", role, "still alive after every reference was dropped (leak)"))
+        out.append(RuleViolation("drop_all", role, "still alive after every reference was dropped (leak)"
+                                 + _held(result, role)))
     for role in released.get("cycles", ()):
-        out.append(RuleViolation("drop_all", role, "freed only by gc.collect(): held by a reference cycle"))
+        out.append(RuleViolation("drop_all", role, "freed only by gc.collect(): held by a reference cycle"
+                                 + _held(result, role)))
     before_gc, after_gc = released.get("cuda_bytes", (0, 0))
     if after_gc:
         out.append(RuleViolation("drop_all", "cuda_bytes", f"{after_gc} bytes of CUDA memory above the baseline "
@@ -191,8 +207,46 @@ def rule_violations(result: Any, backward_mode: str, saved_tensors_hooks: bool =
     for role, (_, count) in start.items():
         if role in dropped and dropped[role][1] != count:
             out.append(RuleViolation("drop_outputs", role,
-                                     f"use count {dropped[role][1]}, was {count} before the forward"))
+                                     f"use count {dropped[role][1]}, was {count} before the forward"
+                                     + _held(result, role)))
     return out
+
+
+#: how a lifetime mismatch names the torch objects that held its tensors (separated by HOLDER_SEPARATOR)
+HELD_BY = "; holder: "
+HOLDER_SEPARATOR = " | "
+#: the release checks a holder is named in: the rules' and the comparison with eager's
+RELEASE_CHECKPOINTS = ("drop_outputs", "drop_all", LIFE + "drop_outputs", LIFE + "drop_all", LIFE + "released")
+
+
+def _held(result: Any, *roles: str) -> str:
+    """"; holder: H1 | H2", the torch objects found holding `roles` ("" when none is torch's:
+    nothing was left alive, or the program itself held it). Where only some roles are held by
+    torch's objects, the others' holder is named too: they are not torch's to explain."""
+    holders = [result.holders.freed_by.get(r, holder_search.UNKNOWN) for r in roles]
+    if not set(holders) & set(holder_search.TORCH_HOLDERS):
+        return ""
+    return HELD_BY + HOLDER_SEPARATOR.join(sorted(set(holders)))
+
+
+def with_holders(result: Any, mismatches: list) -> list:
+    """Name the holders in the release-check mismatches of `result` against another run (the
+    comparison with eager at life:drop_outputs, life:drop_all and life:released): a role's own,
+    or for life:released "leaks"/"cycles" those of every role `result` lists there."""
+    def named(m: Any) -> Any:
+        if m.checkpoint not in RELEASE_CHECKPOINTS[2:] or HELD_BY in m.detail:
+            return m
+        roles = result.values.get(LIFE + "released", {}).get(m.role, ()) if m.checkpoint == LIFE + "released" \
+            else (m.role,)
+        held = _held(result, *roles) if roles else ""
+        return dataclasses.replace(m, detail=m.detail + held) if held else m
+    return [named(m) for m in mismatches]
+
+
+def held_by(m: Any) -> frozenset[str]:
+    """The holders a lifetime mismatch names (none when it names none)."""
+    _, named, holders = m.detail.rpartition(HELD_BY)
+    return frozenset(holders.split(HOLDER_SEPARATOR)) if named else frozenset()
 
 
 def _node(role: str) -> int:
@@ -205,4 +259,5 @@ def without_lifetimes(values: dict[str, dict[str, Any]], *, keep_life: bool) -> 
             if not c.startswith(PROBE) and (keep_life or not c.startswith(LIFE))}
 
 
-__all__ = ["LIFE", "PROBE", "LifetimeTracker", "lifetime_probes", "RuleViolation", "rule_violations", "without_lifetimes"]
+__all__ = ["HELD_BY", "LIFE", "PROBE", "RELEASE_CHECKPOINTS", "LifetimeTracker", "RuleViolation", "held_by",
+           "lifetime_probes", "rule_violations", "with_holders", "without_lifetimes"]
