@@ -90,27 +90,51 @@ def test_campaign_gradcheck_steps_around_known_issues_its_own_backward_triggers(
     eager-dirty-view-not-first-input's INTERNAL ASSERT under a raw gradcheck (an audit campaign's
     worker died on it); the campaign's gradcheck checks its workaround instead."""
     from harness.check import gradcheck_verdict
-    from harness.oracles.math import gradcheck_graph
+    from harness.oracles.math import GradcheckRaised, gradcheck_graph
     from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec
 
     spec = GraphSpec(shape=(3,), leaves=(LeafSpec(False), LeafSpec()), backward="none", functions=(
         FunctionSpec(args=(Arg("x0"), Arg("x1", clone=True, view=True)),
                      outputs=(OutputSpec("dirty", slot=1, coeff=2.0),), tuple_output=False),))
-    with pytest.raises(RuntimeError, match="INTERNAL ASSERT"):
+    with pytest.raises(GradcheckRaised, match="INTERNAL ASSERT"):
         gradcheck_graph(spec)
     assert gradcheck_verdict(spec) == ("ok", "")
 
 
 def test_an_error_inside_the_campaign_gradcheck_is_a_failure_not_a_crash(monkeypatch):
+    """torch raising inside gradcheck is a finding about the checked code; the harness failing to
+    prepare the check (building the graph) is the harness's own error, never a finding or a pass."""
+    import torch
+
     from harness import check
+    from harness.oracles import math
     from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 
-    def broken(spec, device="cpu"):
+    def raising(*args, **kwargs):
         raise RuntimeError("an engine error")
-    monkeypatch.setattr(check, "gradcheck_graph", broken)
     spec = GraphSpec(shape=(2,), leaves=(LeafSpec(),), functions=(
         FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),)),), tuple_output=False),))
-    assert check.gradcheck_verdict(spec) == ("failed", "gradcheck raised RuntimeError: an engine error")
+    with monkeypatch.context() as patched:
+        patched.setattr(torch.autograd, "gradcheck", raising)
+        assert check.gradcheck_verdict(spec) == ("failed", "gradcheck raised RuntimeError: an engine error")
+    monkeypatch.setattr(math, "build", raising)
+    with pytest.raises(RuntimeError, match="an engine error"):
+        check.gradcheck_verdict(spec)
+
+
+def test_gradcheck_with_no_differentiable_output_is_skipped_not_ok():
+    """Every output of F0 is marked non-differentiable: nothing reaches gradcheck, so nothing is compared."""
+    from harness.check import gradcheck_verdict
+    from harness.oracles.math import OracleError, gradcheck_graph, gradcheck_reason
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+    spec = GraphSpec(shape=(2,), leaves=(LeafSpec(),), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0, "linear", 2.0),), non_differentiable=True),),
+                     tuple_output=False),))
+    assert gradcheck_reason(spec) == "no differentiable output reaches gradcheck (nothing to compare)"
+    assert gradcheck_verdict(spec) == ("skipped", gradcheck_reason(spec))
+    with pytest.raises(OracleError, match="no differentiable output"):
+        gradcheck_graph(spec)
 
 
 # --- a known crash: not run, the rest checked on its workaround -------------------------------
