@@ -323,8 +323,8 @@ def diff(last: CampaignResult, tonight: CampaignResult) -> tuple[str, int]:
     lines += [f"  x{f.count} on {','.join(sorted(f.paths)) or '-'}: {f.signature}"
               + (f"\n     reproducer: {f.reproducer}" if f.reproducer else "") for f in new] or ["  none"]
     if tonight.harness_errors:  # what the harness could not look at is not known to be fixed
-        lines.append(f"the harness itself failed tonight ({len(tonight.harness_errors)} harness error(s)): nothing "
-                     f"is called fixed; seen last time, not tonight ({len(gone)}):")
+        lines.append(f"the harness itself failed tonight ({len(tonight.harness_errors)} harness error(s)), so whether "
+                     f"these are gone is unknown; seen last time, not tonight ({len(gone)}):")
         lines += [f"  {f.signature}" + (f" (replayed: {tonight.replays[f.signature]})"
                                         if f.signature in tonight.replays else "") for f in gone] or ["  none"]
     else:
