@@ -108,8 +108,8 @@ class Verdict:
                         "partly": " (no workaround: the rest of the run agreed, what it damages is unchecked)",
                         }.get(o.status, "")
                 lines.append(f"[{o.path}] known torch issue {', '.join(own)}{past}")
-            lines += [f"[{o.path}] eager's known torch issue {k} damaged {what} in eager: judged against the math "
-                      f"oracle only there" for k, what in o.eager_known.items()]
+            lines += [f"[{o.path}] eager's known torch issue {k} explained its difference from eager at {what}: "
+                      f"judged against the math oracle alone there" for k, what in o.eager_known.items()]
         unchecked = self.unchecked()
         if unchecked:
             lines.append(nothing_checked_sentence(unchecked))

@@ -187,6 +187,8 @@ def outcome_record(outcome: PathOutcome) -> dict[str, Any]:
         record["reason"] = outcome.reason
     if outcome.known:
         record["known"] = list(outcome.known)
+    if outcome.eager_known:  # eager's own issues, and what they left judged by the math oracle alone
+        record["eager_known"] = dict(outcome.eager_known)
     if outcome.status == "failed":
         record["cause"] = cause_of(outcome)
     if outcome.result is not None and outcome.result.trace:  # how Dynamo ran it (harness.paths.tracing)

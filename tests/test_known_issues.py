@@ -677,3 +677,33 @@ def test_a_dirty_mark_shifted_onto_a_fresh_tensor_is_silent_and_explained(monkey
                         tuple(k for k in KNOWN_ISSUES if k.id != "dynamo-aot-intermediate-alias-skips-backward"))
     outcome = check(spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"]
     assert outcome.status in ("ok", "partly") and "dynamo-mark-dirty-index-shifted" in outcome.known, outcome.reason
+
+
+def test_a_path_difference_that_eagers_own_issue_explains_is_recorded_as_known_on_the_path():
+    """Eager hits fwad-input-as-is-none-tangent (F1 returns as-is F0's non-differentiable output, which
+    has no tangent) and raises at forward_ad; func.jacfwd's own forward AD does not: its difference
+    from eager is eager's damage, so the path is judged against the math oracle alone there. That is
+    recorded on the path (known, with what it explained), never dropped silently."""
+    from harness import paths
+    from harness.check import check
+    from harness.records import outcome_record
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec
+
+    forms = dict(style="setup_context", materialize_grads=False, jvp=True, vmap=True, needs_input_grad="ignore",
+                 unused_grad="none")
+    spec = GraphSpec(shape=(3,), dtype="float32", leaves=(LeafSpec(False),), backward="none", forward_ad=True,
+                     functions=(
+                         FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("input", slot=0),
+                                                                   OutputSpec(non_differentiable=True),
+                                                                   OutputSpec("const", value=0),
+                                                                   OutputSpec("const", value=0)), **forms),
+                         FunctionSpec(args=(Arg("f0.1"), Arg("x0")), outputs=(OutputSpec("input", slot=0),),
+                                      tuple_output=False, **forms)))
+    verdict = check(spec, paths.parse("eager,func.jacfwd"))
+    outcome = verdict.outcomes["func.jacfwd"]
+    assert outcome.status == "ok", verdict.report()
+    assert outcome.eager_known == {"fwad-input-as-is-none-tangent": "forward_ad error"}
+    assert "fwad-input-as-is-none-tangent" in outcome.known
+    assert outcome_record(outcome)["eager_known"] == outcome.eager_known
+    assert ("[func.jacfwd] eager's known torch issue fwad-input-as-is-none-tangent explained its difference from "
+            "eager at forward_ad error: judged against the math oracle alone there") in verdict.report()
