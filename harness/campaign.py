@@ -30,6 +30,7 @@ import os
 import re
 import signal
 import time
+import traceback
 import unittest
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ SHRINK_SHARE = 0.25
 #: reproducer, runs it once and reduces its source (harness.reduce)
 SHRINK_PART = 0.5
 GRADCHECK_CAUSE = "gradcheck"
+#: a saved cause's replay or shrinking where the harness itself failed: its state is unknown
+HARNESS_ERROR = "harness error"
 
 Record = dict[str, Any]
 OnRecord = Callable[[Record], None]
@@ -285,6 +288,8 @@ class CampaignResult:
     #: the twin-form oracle (harness/oracles/twins.py): whether it ran, and its counts per pair
     twins_on: bool = False
     twins: dict[str, TwinCounts] = field(default_factory=dict)
+    #: where the harness itself failed ("harness_error" records): during what, the cause, the error
+    harness_errors: list[dict[str, Any]] = field(default_factory=list)
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
     _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
@@ -334,6 +339,8 @@ class CampaignResult:
             self.shards = record["rows"]
             self.seconds, self.fuzz_seconds, self.budget_s = record["seconds"], record["fuzz_seconds"], record["budget_s"]
             self.sessions = 1
+        elif kind == "harness_error":
+            self.harness_errors.append({k: record.get(k) for k in ("during", "cause", "error")})
         elif kind == "retired":
             self.retirements += 1
             self.retired_resident_bytes = max(self.retired_resident_bytes, record["resident_bytes"])
@@ -400,7 +407,14 @@ class CampaignResult:
         return [name for name in self.paths if self.counts.get(name, PathCounts()).checked == 0]
 
     def verdict(self) -> str:
-        """The campaign's last line: its failures, or that it found none and where it did not look."""
+        """The campaign's last line: its failures, or that it found none and where it did not look;
+        first, that the harness itself failed, when it did."""
+        if self.harness_errors:
+            return (f"the harness itself failed {len(self.harness_errors)} time(s) (harness errors above): the "
+                    f"campaign's verdict is incomplete; {self._verdict()}")
+        return self._verdict()
+
+    def _verdict(self) -> str:
         unchecked = self.unchecked_paths()
         if not self.examples:
             looked = "nothing checked: no example ran within the budget; give fuzz a longer --budget"
@@ -442,6 +456,7 @@ class CampaignResult:
             "replay_seconds": round(self.replay_seconds, 3),
             "replay_examples": self.replay_examples,
             "seeded": dict(self.seeded),
+            "harness_errors": list(self.harness_errors),
             **({"shards": self.shards} if self.shards else {}),
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
                           "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json(),
@@ -464,6 +479,7 @@ class CampaignResult:
         result.replay_seconds = data.get("replay_seconds", 0.0)
         result.replay_examples = data.get("replay_examples", 0)
         result.seeded = collections.Counter(data.get("seeded", {}))
+        result.harness_errors = list(data.get("harness_errors", []))
         for f in data["failures"]:
             result.failures[f["signature"]] = Failure(
                 f["signature"], GraphSpec.from_json(f["spec"]), f["report"], f["count"], f["reproducer"],
@@ -517,6 +533,11 @@ class CampaignResult:
         if self.replays:
             lines += ["", self.replay_note() + ":"]
             lines += [f"  {result}: {cause}" for cause, result in self.replays.items()]
+        if self.harness_errors:
+            lines += ["", "harness errors (the harness itself failed, not torch; what it was doing is unknown):"]
+            for e in self.harness_errors:
+                lines.append(f"  while {e['during']}" + (f" {e['cause']}" if e.get("cause") else "") + ":")
+                lines += [f"     {line}" for line in str(e["error"]).splitlines()]
         if self.failures:
             lines += ["", f"{self.verdict()}:"]
             for f in self.failures.values():
@@ -569,6 +590,7 @@ def shrink_note(f: Failure) -> str:
     return {"complete": "shrunk", "time cap": "shrunk until its time cap",
             "not reproduced": "not shrunk: the saved example no longer fails",
             "not saved": "not shrunk: no saved example in the database",
+            HARNESS_ERROR: "not shrunk: the harness itself failed (harness errors below)",
             "hypofuzz": "shrunk by HypoFuzz (python -m harness nightly)"}.get(f.shrink, "not shrunk: out of budget")
 
 
@@ -687,6 +709,32 @@ class _Found(Exception):
     """Raised in a Hypothesis test to mark its example as failing (so it is saved or shrunk)."""
 
 
+class HarnessError(Exception):
+    """The harness itself failed (an oracle, the decoder, a comparison) while replaying, shrinking or
+    checking: never a finding about torch, and never "did not reproduce"."""
+
+
+class _HarnessFailed(KeyboardInterrupt):
+    """Carries a harness error out of a Hypothesis test at once: Hypothesis lets KeyboardInterrupt
+    through, where it would shrink any other exception as a bug of the checked code."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def harness_error_record(during: str, error: BaseException, cause: str | None = None,
+                         spec: GraphSpec | None = None) -> Record:
+    """A "harness_error" record: what the harness was doing (and on which cause or example), and its
+    error with the end of its traceback. The campaign exits 2 (cli.campaign_status)."""
+    cause_error = error.__cause__ if isinstance(error, HarnessError) and error.__cause__ is not None else error
+    shown = "".join(traceback.format_exception(cause_error)[-6:]).rstrip()
+    record: Record = {"kind": "harness_error", "t": now(), "during": during, "cause": cause, "error": shown}
+    if spec is not None:
+        record["spec"] = spec.to_json()
+    return record
+
+
 class _Stop(Exception):
     """Raised in the fuzz test when its time or example count is spent, to end the batch."""
 
@@ -792,8 +840,13 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
         checked_specs.add(key)
         if on_example is not None:
             on_example(spec)
-        record = check_example(spec, paths, device, lifetimes, generate_ms=1000 * (time.perf_counter() - last_end[0]),
-                               worker=worker, key=key, twins=twins)
+        try:
+            record = check_example(spec, paths, device, lifetimes,
+                                   generate_ms=1000 * (time.perf_counter() - last_end[0]), worker=worker, key=key,
+                                   twins=twins)
+        except Exception as e:  # noqa: BLE001 -- the harness's own error (torch's are results): recorded, never shrunk as a finding
+            on_record(harness_error_record("checking an example", e, spec=spec))
+            raise _HarnessFailed(e) from e
         checked[0] += 1
         on_record(record)
         last_end[0] = time.perf_counter()
@@ -817,6 +870,8 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
             pending.clear()
         except _Stop:
             return
+        except _HarnessFailed:  # recorded; the next batch goes on
+            pass
         last_end[0] = time.perf_counter()
 
 
@@ -851,7 +906,11 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
     def same_cause(spec: GraphSpec) -> None:
         if time.perf_counter() > until:
             raise _TimeUp
-        if shows(failure, spec, paths, device, lifetimes, until=until, seen=seen):
+        try:
+            found = shows(failure, spec, paths, device, lifetimes, until=until, seen=seen)
+        except Exception as e:  # noqa: BLE001 -- the harness's own error: out of the engine at once
+            raise _HarnessFailed(e) from e
+        if found:
             if _smaller(spec, best[0]):
                 best[0] = spec
             raise _Found
@@ -864,10 +923,14 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
         return best[0], "complete"
     except _TimeUp:
         return best[0], "time cap"
+    except _HarnessFailed as e:
+        raise HarnessError(f"shrinking {failure.signature!r}: {type(e.error).__name__}: {e.error}") from e.error
     except unittest.SkipTest:
         return best[0], "not saved"
     except Flaky:  # a flaky cause: its example failed once, and not when Hypothesis replayed it last
         return best[0], "not reproduced"
+    except Exception as e:  # the engine itself raised: drawing a candidate (the decoder) failed
+        raise HarnessError(f"shrinking {failure.signature!r}: {type(e).__name__}: {e}") from e
     return best[0], "not reproduced"
 
 
@@ -875,20 +938,20 @@ def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str,
           until: float | None = None, seen: dict | None = None) -> bool:
     """Does `spec` show the failure's cause: the paths' check, gradcheck, or (in a child
     process, which may die) the worker's crash or hang. seen: where the paths' verdict is kept, by
-    spec (the reproducer of the shrunk spec is written from it)."""
+    spec (the reproducer of the shrunk spec is written from it). What the check raises is the
+    harness's own error (torch's are results) and propagates: it never reads as "does not show it"."""
     if failure.signature.startswith(GRADCHECK_CAUSE):
         return gradcheck_cause(gradcheck_verdict(spec, device)) == failure.signature
     if failure.in_child:
         return _in_child(failure, spec, paths, device, lifetimes, until) == failure.signature
-    try:
-        verdict = check(spec, paths, device, lifetimes=lifetimes, twins=twins_of_cause(failure.signature))
-        if seen is not None:
-            seen[spec] = verdict
-        return any(same_cause(failure.signature, cause, failure.paths) for cause in _causes(verdict))
-    except Exception:  # noqa: BLE001 -- a candidate whose check raises (the oracle itself, say) shows another problem, not this cause
-        return False
+    verdict = check(spec, paths, device, lifetimes=lifetimes, twins=twins_of_cause(failure.signature))
+    if seen is not None:
+        seen[spec] = verdict
+    return any(same_cause(failure.signature, cause, failure.paths) for cause in _causes(verdict))
 
 
+#: the exit status of a child whose check raised (the harness's own error; torch's are results)
+_CHILD_RAISED = 70
 #: "hang (no progress for 300 s)": how long a candidate may run before it counts as that hang
 _HANG = re.compile(r"^hang \(no progress for (\d+) s\)")
 
@@ -906,8 +969,9 @@ def _in_child(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: 
         try:
             torch.set_num_threads(1)  # OpenMP's pool is the parent's; these graphs are tiny
             check(spec, paths, device, lifetimes=lifetimes, twins=twins_of_cause(failure.signature))
-        except BaseException:  # noqa: BLE001 -- an exception is no crash; the exit code says so
-            code = 70
+        except BaseException:  # noqa: BLE001 -- an exception is no crash (the harness's own error): the exit code says so
+            traceback.print_exc()
+            code = _CHILD_RAISED
         os._exit(code)
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -920,7 +984,9 @@ def _in_child(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: 
         time.sleep(0.01)
     if os.WIFSIGNALED(status):
         what = f"crash (signal {signal.Signals(os.WTERMSIG(status)).name})"
-    elif os.WEXITSTATUS(status) not in (0, 70):
+    elif os.WEXITSTATUS(status) == _CHILD_RAISED:
+        raise HarnessError("checking a candidate in a child process raised (its traceback is on stderr)")
+    elif os.WEXITSTATUS(status) != 0:
         what = f"crash (exit code {os.WEXITSTATUS(status)})"
     else:
         return None
@@ -991,26 +1057,41 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
             return
         cause_until = time.perf_counter() + share
         failing = [p for p in paths if p.name in failure.paths]
-        seen: dict[GraphSpec, Verdict] = {}
-        spec, how = shrink(failure, checked_paths(failure, paths), device, database, lifetimes,
-                           until=time.perf_counter() + SHRINK_PART * share,
-                           drawn=drawing(paths), seen=seen)
-        destination = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
-        if failure.in_child:  # checked here, the example would kill this process: its script runs in a child
-            report = failure.report
-            write_crash_reproducer(spec, [p.name for p in failing], device, report, destination, until=cause_until)
-        elif failure.signature.startswith(GRADCHECK_CAUSE):
-            report = f"gradcheck failed: {gradcheck_verdict(spec, device)[1]}"
-            write_gradcheck_reproducer(spec, device, report, destination, until=cause_until)
-        else:
-            twins = twins_of_cause(failure.signature)
-            verdict = seen.get(spec) or check(spec, failing, device, lifetimes=lifetimes, twins=twins)
-            report = verdict.report()
-            write_reproducer(spec, [p.name for p in failing], device, report, destination, verdict=verdict,
-                             twins=twins, until=cause_until)
+        try:
+            shrunk = _shrunk_with_reproducer(failure, failing, paths, device, database, lifetimes,
+                                             until=time.perf_counter() + SHRINK_PART * share, cause_until=cause_until,
+                                             out_dir=out_dir, name_prefix=name_prefix)
+        except Exception as e:  # noqa: BLE001 -- the harness's own error: recorded, the next cause goes on
+            on_record(harness_error_record("shrinking", e, cause=failure.signature))
+            shrunk = (failure.spec, HARNESS_ERROR, failure.report, None)
+        spec, how, report, destination = shrunk
         on_record({"kind": "shrunk", "t": now(), "cause": failure.signature, "result": how,
                    "spec": spec.to_json(), "report": report, "reproducer": destination and str(destination),
                    "size_before": failure.size_before, "size_after": spec_size(spec)})
+
+
+def _shrunk_with_reproducer(failure: Failure, failing: list[ExecPath], paths: list[ExecPath], device: str,
+                            database: ExampleDatabase, lifetimes: bool, *, until: float, cause_until: float,
+                            out_dir: str | Path, name_prefix: str) -> tuple[GraphSpec, str, str, Path | None]:
+    """One cause shrunk (until `until`) and its reproducer written and reduced (until `cause_until`):
+    (spec, how shrinking ended, report, reproducer)."""
+    seen: dict[GraphSpec, Verdict] = {}
+    spec, how = shrink(failure, checked_paths(failure, paths), device, database, lifetimes, until=until,
+                       drawn=drawing(paths), seen=seen)
+    destination = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
+    if failure.in_child:  # checked here, the example would kill this process: its script runs in a child
+        report = failure.report
+        write_crash_reproducer(spec, [p.name for p in failing], device, report, destination, until=cause_until)
+    elif failure.signature.startswith(GRADCHECK_CAUSE):
+        report = f"gradcheck failed: {gradcheck_verdict(spec, device)[1]}"
+        write_gradcheck_reproducer(spec, device, report, destination, until=cause_until)
+    else:
+        twins = twins_of_cause(failure.signature)
+        verdict = seen.get(spec) or check(spec, failing, device, lifetimes=lifetimes, twins=twins)
+        report = verdict.report()
+        write_reproducer(spec, [p.name for p in failing], device, report, destination, verdict=verdict,
+                         twins=twins, until=cause_until)
+    return spec, how, report, destination
 
 
 def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_record: OnRecord) -> None:
@@ -1094,7 +1175,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     return result.finish()
 
 
-__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "TwinCounts", "check_example", "checked_paths", "example_record",
-           "fuzz",
-           "record_causes", "reproducer_name", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink", "twins_of_cause",
+__all__ = ["HARNESS_ERROR", "CampaignResult", "CauseDatabase", "Failure", "HarnessError", "PathCounts", "TwinCounts",
+           "check_example", "checked_paths", "example_record", "fuzz", "harness_error_record", "record_causes",
+           "reproducer_name", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink", "twins_of_cause",
            "write_unshrunk_reproducers"]

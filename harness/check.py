@@ -26,8 +26,8 @@ from harness.dataflow import version_error_expected
 from harness.oracles.bounds import Tolerances, error_bounds
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, Uncompared, compare
 from harness.oracles.lifetimes import LIFE, PROBE, held_by, rule_violations, with_holders, without_lifetimes
-from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, completed, error_is_expected, gradcheck_graph,
-                                  gradcheck_reason, run_math)
+from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, GradcheckRaised, completed, error_is_expected,
+                                  gradcheck_graph, gradcheck_reason, run_math)
 from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.paths import Path
 from harness.run import RunResult, tracking_lifetimes
@@ -67,12 +67,25 @@ class PathOutcome:
     checked_spec: GraphSpec | None = None
     #: elements that differ and were not judged (unchecked at this precision, may overflow)
     uncompared: Uncompared = field(default_factory=Uncompared)
+    #: known torch issues of eager's own run (also in `known`), each with what it explained here:
+    #: the path's results for those roles were not compared with eager's, only with the math oracle's
+    eager_known: dict[str, str] = field(default_factory=dict)
 
     @property
     def checked(self) -> bool:
         """Compared and judged (ok or failed), possibly on the workaround variant. Not partly:
         there what the known issue damages was left unjudged."""
         return self.status in ("ok", "failed")
+
+    def unchecked(self) -> str | None:
+        """Why this path did not check the example in full, or None when it did (ok or failed)."""
+        if self.status in ("ok", "failed"):
+            return None
+        if self.status == "unsupported":
+            return f"unsupported: {self.reason}"
+        if self.status == "partly":
+            return f"partly: what {', '.join(self.known)} damages was left unjudged (no workaround)"
+        return f"stopped by known torch issue {', '.join(self.known)}"
 
 
 @dataclass
@@ -96,12 +109,28 @@ class Verdict:
             if o.uncompared:
                 lines.append(f"[{o.path}] {o.uncompared.describe()}")
         for o in self.outcomes.values():
-            if o.known and o.status != "failed":
+            own = [k for k in o.known if k not in o.eager_known]
+            if own and o.status != "failed":
                 past = {"ok": " (the rest checked on its workaround: ok)",
                         "partly": " (no workaround: the rest of the run agreed, what it damages is unchecked)",
                         }.get(o.status, "")
-                lines.append(f"[{o.path}] known torch issue {', '.join(o.known)}{past}")
+                lines.append(f"[{o.path}] known torch issue {', '.join(own)}{past}")
+            lines += [f"[{o.path}] eager's known torch issue {k} explained its difference from eager at {what}: "
+                      f"judged against the math oracle alone there" for k, what in o.eager_known.items()]
+        unchecked = self.unchecked()
+        if unchecked:
+            lines.append(nothing_checked_sentence(unchecked))
         return "\n".join(lines) or "all paths agree"
+
+    def unchecked(self) -> dict[str, str]:
+        """The paths that did not check the example in full (unsupported, stopped by a known issue,
+        or partly), each with why."""
+        return {name: why for name, o in self.outcomes.items() if (why := o.unchecked()) is not None}
+
+
+def nothing_checked_sentence(unchecked: dict[str, str]) -> str:
+    """One sentence naming what was not checked, path by path (`Verdict.unchecked`)."""
+    return "not checked: " + "; ".join(f"{name} ({why})" for name, why in unchecked.items())
 
 
 def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes: bool = True,
@@ -156,20 +185,19 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 # roles a known torch issue damages in eager itself, have no eager reference:
                 # the math oracle alone judges them (a path sharing the bug agrees with eager anyway)
                 unreached = getattr(path, "unreached", lambda spec, reference: set())(spec, eager)
-                vs_eager = _against_eager(no_meta(eager_seen), _without_roles(no_meta(result), unreached),
-                                          EXACT if path.exact_vs_eager else tol,
-                                          lifetimes=path_registry.lifetimes_vs_eager_on(path, spec),
-                                          uncompared=uncompared)
-                mismatches += [m for m in with_holders(result, vs_eager)
-                               if not known_issues.explained(spec, eager_issues, m)]
-                mismatches += metadata_mismatches(spec, eager_seen, result)
+                vs_eager, eager_known = _explained_by_eager(spec, eager_issues, with_holders(result, _against_eager(
+                    no_meta(eager_seen), _without_roles(no_meta(result), unreached),
+                    EXACT if path.exact_vs_eager else tol, lifetimes=path_registry.lifetimes_vs_eager_on(path, spec),
+                    uncompared=uncompared)))
+                mismatches += vs_eager + metadata_mismatches(spec, eager_seen, result)
             owned = results.get("owned")
             if path.name == "borrowed" and owned is not None and owned.status != "unsupported":
                 mismatches += _owned_vs_borrowed(owned, result)
             own_mismatches[path.name] = mismatches
-            outcomes[path.name] = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
-            if outcomes[path.name].checked_spec is spec:  # (a workaround variant's are its own)
-                outcomes[path.name].uncompared = uncompared
+            outcome = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
+            if outcome.checked_spec is spec:  # (a workaround variant's are its own)
+                outcome.uncompared = uncompared
+            outcomes[path.name] = _with_eager_known(outcome, eager_known) if path.name != "eager" else outcome
     twin = None
     if twins:
         from harness.oracles import twins as twin_oracle  # (it compares as this module does: imports it)
@@ -180,6 +208,29 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
         if twin is not None:
             twin_oracle.fold_into(outcomes, twin)
     return Verdict(spec, device, outcomes, twin)
+
+
+def _explained_by_eager(spec: GraphSpec, eager_issues: list, mismatches: list[Mismatch]
+                        ) -> tuple[list[Mismatch], dict[str, str]]:
+    """The path-vs-eager mismatches no known issue of eager's own run explains, and each issue that
+    explained some with what it explained (those roles have no trustworthy eager reference)."""
+    kept, explained = [], {}
+    for m in mismatches:
+        by = [k.id for k in eager_issues if k.damage(spec, m)]
+        if not by:
+            kept.append(m)
+        for issue in by:
+            explained.setdefault(issue, []).append(f"{m.checkpoint} {m.role}")
+    return kept, {issue: ", ".join(dict.fromkeys(roles)) for issue, roles in explained.items()}
+
+
+def _with_eager_known(outcome: PathOutcome, eager_known: dict[str, str]) -> PathOutcome:
+    """The outcome naming the eager issues that explained its mismatches with eager (recorded, never
+    dropped silently), beside those its own check, or its workaround variant's, met."""
+    merged = {**outcome.eager_known, **eager_known}
+    if not merged:
+        return outcome
+    return replace(outcome, known=tuple(dict.fromkeys((*outcome.known, *merged))), eager_known=merged)
 
 
 def _error_bounds(built) -> dict:
@@ -214,7 +265,7 @@ def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mism
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
     reason = past.reason if past.status in ("ok", "partly") else f"with {', '.join(known)} worked around: {past.reason}"
     return PathOutcome(path.name, past.status, reason, past.mismatches, past.result, known, past.checked_spec,
-                       past.uncompared)
+                       uncompared=past.uncompared, eager_known=past.eager_known)
 
 
 def _holders_text(mismatches: list[Mismatch]) -> str:
@@ -337,13 +388,18 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
     why = gradcheck_reason(spec, max_elements)
     if why is not None:
         return "skipped", why
+    # (the workaround variant may have no differentiable output left to compare)
+    checked = gradchecked_spec(spec)
+    why = gradcheck_reason(checked, max_elements)
+    if why is not None:
+        return "skipped", why
     try:
-        gradcheck_graph(gradchecked_spec(spec), device)
+        gradcheck_graph(checked, device)
     except GradcheckError as e:
         return "failed", str(e).splitlines()[0]
-    except Exception as e:  # noqa: BLE001 -- torch raised inside gradcheck: a finding, never a crash of the campaign
-        return "failed", f"gradcheck raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    except GradcheckRaised as e:  # torch raised inside gradcheck: a finding; the harness's own errors propagate
+        return "failed", f"gradcheck raised {e}"
     return "ok", ""
 
 
-__all__ = ["PathOutcome", "Verdict", "check", "gradcheck_verdict", "gradchecked_spec"]
+__all__ = ["PathOutcome", "Verdict", "check", "gradcheck_verdict", "gradchecked_spec", "nothing_checked_sentence"]

@@ -138,7 +138,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     list(_database(database, local_database).fetch(b"reached before the campaign"))
     uncharged = sum(built)
     if args.workers == 0 and not args.cluster:
-        uncharged += _warmed_up(paths, device, lifetimes)
+        try:
+            uncharged += _warmed_up(paths, device, lifetimes)
+        except Exception as e:  # noqa: BLE001 -- one small graph the harness could not check: its own bug
+            import traceback
+
+            traceback.print_exception(e)
+            print(f"error: the harness itself failed checking its warm-up graph ({type(e).__name__}: {e}); "
+                  f"nothing was checked", file=sys.stderr)
+            return HARNESS_ERROR
     # what is left once the reports' part is kept back
     budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started - uncharged)
     if args.cluster:
@@ -178,20 +186,38 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if broken is not None:  # after the summary and reports of what was checked
         from harness.workers import WorkerError
 
-        if not isinstance(broken, WorkerError):
-            raise broken  # the harness's own bug: its traceback
-        print(f"error: the campaign stopped: {broken}", file=sys.stderr)
-        return 2
+        if not isinstance(broken, WorkerError):  # the harness's own bug: its traceback, and its own status
+            import traceback
+
+            traceback.print_exception(broken)
+            print(f"error: the harness itself failed ({type(broken).__name__}: {broken}); the campaign stopped",
+                  file=sys.stderr)
+        else:
+            print(f"error: the campaign stopped: {broken}", file=sys.stderr)
+        return HARNESS_ERROR
     if interrupted:
         print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
         return 130
-    if result.failures:
-        return 1
-    return NOTHING_CHECKED if result.unchecked_paths() else 0
+    return campaign_status(result)
 
 
 #: the exit status of a campaign without failures that checked nothing on some path (or at all)
 NOTHING_CHECKED = 3
+#: the exit status of a campaign where the harness itself failed (replaying or shrinking a cause,
+#: checking a seed): those causes' state is unknown, so the campaign's verdict is incomplete
+HARNESS_ERROR = 2
+
+
+def campaign_status(result) -> int:
+    """A finished campaign's exit status (fuzz, fuzz --cluster, nightly): 2 when the harness itself
+    failed, 1 for an unknown failure, 3 when it found none but checked nothing on some path."""
+    if result.harness_errors:
+        print(f"error: the harness itself failed {len(result.harness_errors)} time(s) (above); what it was "
+              f"checking then is unknown, not fixed", file=sys.stderr)
+        return HARNESS_ERROR
+    if result.failures:
+        return 1
+    return NOTHING_CHECKED if result.unchecked_paths() else 0
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
@@ -251,9 +277,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         return 2
     if how == "interrupted":
         return 130
-    if result.failures:
-        return 1
-    return NOTHING_CHECKED if result.unchecked_paths() else 0
+    return campaign_status(result)
 
 
 def _warmed_up(paths: list, device: str, lifetimes: bool) -> float:
@@ -326,7 +350,8 @@ def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: f
     print(f"{args.shards or 'one per node'} shard(s) on Ray at {args.cluster}; logs and reproducers under "
           f"{out}/shard-<i>/\n")
     _report(result, out, args.json)
-    return 1 if result.failures or errors else 0
+    status = campaign_status(result)
+    return 1 if errors and status in (0, NOTHING_CHECKED) else status
 
 
 #: `check module:FunctionName`: a user's own autograd.Function instead of a spec file
@@ -351,7 +376,7 @@ def _attribute(target: str, option: str):
 
 
 def cmd_check_function(args: argparse.Namespace) -> int:
-    from harness.function_check import FunctionCheckError, check_function
+    from harness.function_check import FunctionCheckError, NothingChecked, check_function
 
     if not args.samples:
         raise SystemExit(f"error: check {args.spec} needs --samples module:function (a function returning "
@@ -369,6 +394,10 @@ def cmd_check_function(args: argparse.Namespace) -> int:
         print(e.report.table())
         print(e)
         return 1
+    except NothingChecked as e:
+        print(e.report.table())
+        print(e)
+        return NOTHING_CHECKED
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     print(report.table())
@@ -397,7 +426,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise SystemExit(f"error: {e}") from None
     text, new = diff(last, tonight)
     print(text)
-    return 1 if new else 0
+    return 1 if new else HARNESS_ERROR if tonight.harness_errors else 0
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
@@ -442,7 +471,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     for outcome in verdict.outcomes.values():
         print(f"{outcome.path}: {outcome.status} {outcome.reason}")
     print(verdict.report())
-    return 1 if verdict.failed else 0
+    if verdict.failed:
+        return 1
+    return NOTHING_CHECKED if verdict.unchecked() else 0
 
 
 def _explained_shares(campaign: str) -> dict[str, float]:
@@ -594,7 +625,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "(flushed as written); reports, reproducers and the example database go "
                                       "to DIR too. A live display shows progress on a terminal, plain lines "
                                       "every 10 s otherwise. Exit status: 1 for an unknown failure, 3 when "
-                                      "there is none but some path (or the whole campaign) checked nothing.")
+                                      "there is none but some path (or the whole campaign) checked nothing, "
+                                      "2 when the harness itself failed (a harness error: replaying or "
+                                      "shrinking a cause, checking an example or a seed).")
     _add_campaign_options(fuzz)
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")
     fuzz.add_argument("--resume", metavar="DIR",
@@ -663,13 +696,17 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=cmd_report)
 
     dif = sub.add_parser("diff", help="new failures, fixed ones and rate changes between two campaigns "
-                                      "(exit status 1 only for new failures; known torch issues never count)")
+                                      "(exit status 1 for new failures, known torch issues never count; 2 when "
+                                      "the later campaign holds harness errors, and then nothing is called fixed)")
     dif.add_argument("last", metavar="LAST", help="the earlier campaign folder (or its examples.jsonl)")
     dif.add_argument("tonight", metavar="TONIGHT", help="the later campaign folder (or its examples.jsonl)")
     dif.set_defaults(func=cmd_diff)
 
     chk = sub.add_parser("check", help="check one spec file (JSON), or your own autograd.Function "
-                                       "(module:FunctionName --samples module:function), on the selected paths")
+                                       "(module:FunctionName --samples module:function), on the selected paths",
+                         description="Exit status: 1 for a failure, 3 when none failed but some selected path "
+                                     "(or, for a Function, some check asked for) checked nothing: the last "
+                                     "line names what was not checked and why.")
     chk.add_argument("spec", help="a spec file, or module:FunctionName")
     chk.add_argument("--paths")
     chk.add_argument("--twins", metavar="PAIR", help="also check the spec's twin (docs/twins.md): auto (the pair "

@@ -11,7 +11,8 @@ is enough. Two forms, both running `harness.function_check.check_function`:
         check_autograd_function(MyFunction, my_samples, checks=["outputs", "gradients"])
 
 A failure is reported as pytest reports an assertion: the failed checks, each with a
-standalone reproducer, without the harness's own frames. The terminal summary lists what
+standalone reproducer, without the harness's own frames. A check where nothing failed but a path
+or a check asked for judged nothing (all unsupported, say) fails too, naming what was not checked. The terminal summary lists what
 was checked and what it cost. Light at import: torch and the harness load inside the hooks.
 """
 
@@ -34,11 +35,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check(config: pytest.Config, function: type, samples: Any, **options: Any) -> Any:
     __tracebackhide__ = True
-    from harness.function_check import FunctionCheckError, check_function
+    from harness.function_check import FunctionCheckError, NothingChecked, check_function
 
     try:
         report = check_function(function, samples, **options)
-    except FunctionCheckError as error:
+    except (FunctionCheckError, NothingChecked) as error:
         config.stash[_REPORTS].append(error.report)
         raise
     config.stash[_REPORTS].append(report)
@@ -82,7 +83,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     not as a traceback through the harness."""
     report = yield
     excinfo = call.excinfo
-    if excinfo is not None and report.failed and type(excinfo.value).__name__ == "FunctionCheckError":
+    if excinfo is not None and report.failed and type(excinfo.value).__name__ in ("FunctionCheckError",
+                                                                                  "NothingChecked"):
         report.longrepr = CheckFailure(excinfo.value)
     return report
 
@@ -117,5 +119,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     for report in reports:
         seconds = report.seconds_by_check()
         ran = ", ".join(f"{c} {seconds.get(c, 0.0):.2f}s" for c in report.checks_run())
-        status = f"{len({(r.check, r.path) for r in report.failures})} failed" if report.failures else "ok"
+        unchecked = report.unchecked()
+        status = (f"{len({(r.check, r.path) for r in report.failures})} failed" if report.failures else
+                  f"nothing checked {'; '.join(unchecked)}" if unchecked else "ok")
         terminalreporter.write_line(f"{report.function}: {status}; {len(report.samples)} sample(s); {ran}")

@@ -342,6 +342,8 @@ def outcome_record(outcome: PathOutcome, cause: str | None = None) -> dict[str, 
         record["reason"] = outcome.reason
     if outcome.known:
         record["known"] = list(outcome.known)
+    if outcome.eager_known:  # eager's own issues, and what they left judged by the math oracle alone
+        record["eager_known"] = dict(outcome.eager_known)
     if outcome.status == "failed":
         record["cause"] = cause or cause_of(outcome)
     # elements that differ and were not judged, per "checkpoint role" (harness.oracles.compare.Uncompared)

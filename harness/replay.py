@@ -11,10 +11,14 @@ worker. Here each saved choice sequence is decoded into its spec by the campaign
 (`graph_strategy`, as the fuzz test draws it) and checked once. Whatever happens is a record,
 never an exception:
 
-  example   a replayed example of the shared database, counted as every checked example is
-  replay    one per saved cause: "still fails", "did not reproduce" or "not saved" (nothing under it)
-  replayed  the replay's own seconds and examples, reported apart from fuzzing, which has the
-            rest of the budget
+  example        a replayed example of the shared database, counted as every checked example is
+  replay         one per saved cause: "still fails", "did not reproduce", "not saved" (nothing under
+                 it) or "harness error"
+  harness_error  the harness itself failed replaying a cause (the decoder, an oracle, a comparison:
+                 anything the check raises, since torch's errors are results): that cause's state is
+                 unknown, never "did not reproduce", and the campaign exits 2
+  replayed       the replay's own seconds and examples, reported apart from fuzzing, which has the
+                 rest of the budget
 
 Every entry point runs this: run_campaign (`--workers 0`), the first worker of run_parallel,
 and so every Ray shard's campaign (only shard 0 replays the shared database, so its examples are
@@ -33,6 +37,7 @@ from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.internal.conjecture.data import ConjectureData
 
 from harness.campaign import (
+    HARNESS_ERROR,
     CauseDatabase,
     Drawing,
     Failure,
@@ -42,6 +47,7 @@ from harness.campaign import (
     drawing,
     graph_strategy,
     graph_test_key,
+    harness_error_record,
     has_backward,
     needs_backward,
     record_causes,
@@ -69,11 +75,13 @@ def decode(choices: bytes, device: str, drawn: Drawing) -> GraphSpec | None:
 
 def draw_graph(data: ConjectureData, device: str, drawn: Drawing) -> GraphSpec | None:
     """The spec the campaign's strategy draws from `data` (a saved sequence, or a changed one
-    that goes on at random: harness.seeds), or None when it does not draw one."""
+    that goes on at random: harness.seeds), or None when it does not draw one (the sequence runs
+    out, or the strategy rejects what it draws). Any other exception is the strategy's own error,
+    and propagates."""
     try:
         with BuildContext(data, is_final=True, wrapped_test=decode):
             return data.draw(graph_strategy(device, drawn))
-    except (StopTest, UnsatisfiedAssumption, Exception):  # noqa: BLE001 -- any way it fails to decode is "no spec"
+    except (StopTest, UnsatisfiedAssumption):
         return None
 
 
@@ -89,7 +97,8 @@ def replay_cause(failure: Failure, paths: list[ExecPath], device: str, database:
     """Does a cause the campaign holds still fail? Its examples saved under its key (shrunk ones
     first, a crash's choice sequence too) are checked until one shows it: STILL_FAILS,
     DID_NOT_REPRODUCE or NOT_SAVED. `paths`: those it failed on. drawn: the campaign's
-    graphs() options (its whole path list's `drawing`), else those of `paths`."""
+    graphs() options (its whole path list's `drawing`), else those of `paths`. The harness's own
+    errors (decoding, checking) propagate: they are never DID_NOT_REPRODUCE."""
     key, under = graph_test_key(), CauseDatabase(database, [failure.signature])
     saved = [base64.b64decode(failure.choices)] if failure.choices else []
     saved += sorted(under.fetch(key), key=len) + sorted(under.fetch(key + b".secondary"), key=len)
@@ -100,11 +109,8 @@ def replay_cause(failure: Failure, paths: list[ExecPath], device: str, database:
         if time.perf_counter() >= until:
             break
         spec = decode(value, device, drawn)
-        try:
-            if spec is not None and shows(failure, spec, paths, device, lifetimes, until=until):
-                return STILL_FAILS
-        except Exception:  # noqa: BLE001, S112 -- gradcheck raising on it: this example no longer shows the failure
-            continue
+        if spec is not None and shows(failure, spec, paths, device, lifetimes, until=until):
+            return STILL_FAILS
     return DID_NOT_REPRODUCE
 
 
@@ -122,9 +128,13 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
     drawn = drawing(paths)
     for failure in earlier:
         if failure.shrinkable and time.perf_counter() < until:
-            on_record({"kind": "replay", "t": now(), "cause": failure.signature,
-                       "result": replay_cause(failure, checked_paths(failure, paths), device, database, lifetimes,
-                                              until=until, drawn=drawn)})
+            try:
+                result = replay_cause(failure, checked_paths(failure, paths), device, database, lifetimes,
+                                      until=until, drawn=drawn)
+            except Exception as e:  # noqa: BLE001 -- the harness's own error: recorded, the state of the cause unknown
+                on_record(harness_error_record("replaying", e, cause=failure.signature))
+                result = HARNESS_ERROR
+            on_record({"kind": "replay", "t": now(), "cause": failure.signature, "result": result})
     examples, left = 0, 0
     settled = set(known) | {f.signature for f in earlier}  # nothing more to learn about these
     results: dict[str, str] = {}
@@ -135,13 +145,21 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
         if time.perf_counter() >= until:
             left += 1
             continue
-        found = check_outside_the_engine(decode(value, device, drawn), value, paths, device, lifetimes,
-                                         database=database, known=known, on_record=on_record, marks={"replayed": True},
-                                         worker=worker, on_example=on_example, twins=twins)
+        try:
+            found = check_outside_the_engine(decode(value, device, drawn), value, paths, device, lifetimes,
+                                             database=database, known=known, on_record=on_record,
+                                             marks={"replayed": True}, worker=worker, on_example=on_example,
+                                             twins=twins)
+        except Exception as e:  # noqa: BLE001 -- the harness's own error: recorded, the state of its causes unknown
+            on_record(harness_error_record("replaying", e, cause=", ".join(open_causes) or None))
+            found, broken = None, True
+        else:
+            broken = False
         examples += found is not None
         for cause in open_causes or sorted(found or ()) or [UNKNOWN_CAUSE]:
             # a cause saved by an older harness (its words alone) still fails where its words do
-            result = STILL_FAILS if found and any(same_cause(cause, c) for c in found) else DID_NOT_REPRODUCE
+            result = (HARNESS_ERROR if broken else STILL_FAILS if found and any(same_cause(cause, c) for c in found)
+                      else DID_NOT_REPRODUCE)
             if results.get(cause) != result:  # another saved example of a cause may show it still
                 results[cause] = result
                 on_record({"kind": "replay", "t": now(), "cause": cause, "result": result})
@@ -159,17 +177,15 @@ def check_outside_the_engine(spec: GraphSpec | None, value: bytes, paths: list[E
                              twins: bool = False) -> set[str] | None:
     """Check one example that Hypothesis' engine did not draw (a saved failure replayed, a known
     bug's seed or its mutant: harness.seeds), `value` its choice sequence: the causes it shows (its
-    example record, with `marks` added, sent), or None when there is no spec, it is not an example
-    of this campaign or its check raised. A cause not in `known` is added to it and the example
-    saved under it, as the fuzz test saves a new cause's example (shrinking starts from it)."""
+    example record, with `marks` added, sent), or None when there is no spec or it is not an example
+    of this campaign. What its check raises is the harness's own error and propagates. A cause not
+    in `known` is added to it and the example saved under it, as the fuzz test saves a new cause's
+    example (shrinking starts from it)."""
     if spec is None or (needs_backward(paths) and not has_backward(spec)):
         return None
     if on_example is not None:
         on_example(spec, base64.b64encode(value).decode())
-    try:
-        record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker, twins=twins)
-    except Exception:  # noqa: BLE001 -- the harness's own error on this example: fuzzing meets it again
-        return None
+    record = check_example(spec, paths, device, lifetimes, generate_ms=0.0, worker=worker, twins=twins)
     record.update(marks)
     on_record(record)
     found = record_causes(record)

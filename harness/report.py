@@ -319,14 +319,20 @@ def diff(last: CampaignResult, tonight: CampaignResult) -> tuple[str, int]:
     """(the difference as text, how many new failure causes). Known torch issues are listed
     apart: they are expected, so they never count as new failures."""
     new = [f for f in tonight.failures.values() if not any(_same_cause(f, g) for g in last.failures.values())]
-    fixed = [g for g in last.failures.values() if not any(_same_cause(f, g) for f in tonight.failures.values())]
+    gone = [g for g in last.failures.values() if not any(_same_cause(f, g) for f in tonight.failures.values())]
     lines = [f"last: {last.examples} examples ({last.examples_per_second:.1f}/s); "
              f"tonight: {tonight.examples} examples ({tonight.examples_per_second:.1f}/s)", ""]
     lines.append(f"new failures ({len(new)}):")
     lines += [f"  x{f.count} on {','.join(sorted(f.paths)) or '-'}: {f.signature}"
               + (f"\n     reproducer: {f.reproducer}" if f.reproducer else "") for f in new] or ["  none"]
-    lines.append(f"fixed (seen last time, not tonight) ({len(fixed)}):")
-    lines += [f"  {f.signature}" for f in fixed] or ["  none"]
+    if tonight.harness_errors:  # what the harness could not look at is not known to be fixed
+        lines.append(f"the harness itself failed tonight ({len(tonight.harness_errors)} harness error(s)), so whether "
+                     f"these are gone is unknown; seen last time, not tonight ({len(gone)}):")
+        lines += [f"  {f.signature}" + (f" (replayed: {tonight.replays[f.signature]})"
+                                        if f.signature in tonight.replays else "") for f in gone] or ["  none"]
+    else:
+        lines.append(f"fixed (seen last time, not tonight) ({len(gone)}):")
+        lines += [f"  {f.signature}" for f in gone] or ["  none"]
     known_new = sorted(set(tonight.known) - set(last.known))
     known_gone = sorted(set(last.known) - set(tonight.known))
     changes = [f"new {k}" for k in known_new] + [f"not hit {k}" for k in known_gone]

@@ -23,6 +23,7 @@ reproducers were distilled from; the seed of an entry stands for its upstream re
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import random
 import time
@@ -34,7 +35,7 @@ from hypothesis.database import ExampleDatabase, choices_from_bytes, choices_to_
 from hypothesis.internal.conjecture.data import ConjectureData
 
 from harness import known_issues
-from harness.campaign import Drawing, OnRecord, current_choices, drawing, graph_strategy
+from harness.campaign import Drawing, OnRecord, current_choices, drawing, graph_strategy, harness_error_record
 from harness.known_issues import KnownIssue
 from harness.paths import Path as ExecPath
 from harness.records import now
@@ -189,29 +190,39 @@ def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, l
     rng.shuffle(seeds)
     seen: set[GraphSpec] = set()
     counts = {"seeds": 0, "mutants": 0, "failed": 0}
+    broken: list[BaseException] = []
 
-    def one(entry: str, spec: GraphSpec | None, value: bytes, is_mutant: bool) -> None:
-        if spec is None or spec in seen:  # a mutant that came back to a graph checked already
+    def one(entry: str, draw: Callable[[], tuple[GraphSpec, bytes] | None], is_mutant: bool) -> None:
+        try:
+            drawn_spec = draw()
+            if drawn_spec is None or drawn_spec[0] in seen:  # a mutant that came back to a graph checked already
+                return
+            spec, value = drawn_spec
+            seen.add(spec)
+            found = check_outside_the_engine(spec, value, paths, device, lifetimes, database=database, known=known,
+                                             on_record=on_record, marks={"seed": entry, "mutant": is_mutant},
+                                             worker=worker, on_example=on_example, twins=twins)
+        except Exception as e:  # noqa: BLE001 -- the harness's own error (decoding, checking): recorded, never a pass
+            on_record(harness_error_record(f"checking the seed of {entry}" + (" (a mutant)" if is_mutant else ""), e))
+            broken.append(e)  # no more seeds: fuzzing, with its own record of such errors, has the time
             return
-        seen.add(spec)
-        found = check_outside_the_engine(spec, value, paths, device, lifetimes, database=database, known=known,
-                                         on_record=on_record, marks={"seed": entry, "mutant": is_mutant},
-                                         worker=worker, on_example=on_example, twins=twins)
         if found is not None:
             counts["mutants" if is_mutant else "seeds"] += 1
             counts["failed"] += bool(found)
 
+    def original(value: bytes) -> tuple[GraphSpec, bytes] | None:
+        spec = decode(value, device, drawn)
+        return None if spec is None else (spec, value)
+
     for entry, value in seeds:
-        if time.perf_counter() >= until:
+        if time.perf_counter() >= until or broken:
             break
-        one(entry, decode(value, device, drawn), value, False)
+        one(entry, functools.partial(original, value), False)
     attempt = 0
-    while seeds and time.perf_counter() < until:  # mutants, round the seeds, until the seeds' time is spent
+    while seeds and time.perf_counter() < until and not broken:  # mutants, round the seeds, until the seeds' time is spent
         entry, value = seeds[attempt % len(seeds)]
         attempt += 1
-        near = mutant(value, device, drawn, rng)
-        if near is not None:
-            one(entry, near[0], near[1], True)
+        one(entry, functools.partial(mutant, value, device, drawn, rng), True)
     on_record({"kind": "seeded", "t": now(), "seconds": round(time.perf_counter() - started, 3),
                "available": len(seeds), **counts})
 

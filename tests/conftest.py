@@ -4,6 +4,8 @@ Profiles (choose with HARNESS_PROFILE=ci|dev|nightly or --hypothesis-profile):
   ci       small and derandomized, for CI on 2 cores
   dev      the default: a few hundred examples per property
   nightly  long campaigns from pytest
+
+Tests marked `slow` run only with `-m slow` or HARNESS_SLOW=1 (pytest_collection_modifyitems).
 """
 
 from __future__ import annotations
@@ -24,6 +26,21 @@ settings.register_profile("ci", max_examples=40, derandomize=True, database=None
 settings.register_profile("dev", max_examples=200, **_COMMON)
 settings.register_profile("nightly", max_examples=5000, **_COMMON)
 settings.load_profile(os.environ.get("HARNESS_PROFILE", "dev"))
+
+
+#: slow tests (marked `slow`) run only when asked for: `-m slow` (the nightly workflow's slow-tests job)
+#: or this variable set to 1; anywhere else in the suite they are skipped, saying how to run them
+SLOW_ENV = "HARNESS_SLOW"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    asked = "slow" in (config.getoption("markexpr") or "") or os.environ.get(SLOW_ENV) == "1"
+    if asked:
+        return
+    skip = pytest.mark.skip(reason=f"slow: runs with -m slow (the nightly workflow) or {SLOW_ENV}=1")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -125,6 +125,20 @@ def test_every_harness_command_parses_with_the_real_parser():
     assert isinstance(example_database(fuzz.database, "campaign/examples-db"), MultiplexedDatabase)
 
 
+def test_the_slow_tests_run_every_night_on_every_torch_env():
+    """The tests marked slow are skipped everywhere but here (tests/conftest.py): the nightly runs them,
+    `-m slow` through each torch release's tox env (whose command is pytest, posargs passed on)."""
+    job = _workflow()["jobs"]["slow-tests"]
+    assert job["strategy"]["matrix"]["toxenv"] == _job()["strategy"]["matrix"]["toxenv"]
+    assert job["strategy"]["fail-fast"] is False
+    (command,) = [shlex.split(step["run"]) for step in job["steps"] if step.get("id") == "slow"]
+    assert command[0] == "tox" and command[command.index("-e") + 1] == "$TOXENV" and job["env"]["TOXENV"]
+    assert command[command.index("--") + 1:] == ["-m", "slow"]
+    tox = configparser.ConfigParser()
+    tox.read(ROOT / "tox.ini")
+    assert tox["testenv"]["commands"].split()[0] == "pytest" and "{posargs}" in tox["testenv"]["commands"]
+
+
 def test_it_uploads_the_report_the_log_the_reproducers_and_the_database():
     campaign, database = _uploads()
     assert all(step.get("if") == "always()" for step in (campaign, database))  # a red night still uploads

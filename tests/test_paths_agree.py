@@ -1,6 +1,8 @@
 """The core property: every selected path agrees with the math oracle and with eager,
 over the whole generated space (paths chosen with --paths, device with --device)."""
 
+import collections
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,10 +12,34 @@ from harness.oracles.math import gradcheck_graph, gradcheck_reason
 from strategies import graphs
 
 
-@given(spec=graphs())
-def test_paths_agree_with_math_and_eager(selected_paths, device, spec):
-    verdict = check(spec, selected_paths, device)
-    assert not verdict.failed, verdict.report()
+#: the least share of the generated examples each path must really check (ok or failed, on the example
+#: or on a known issue's workaround; partly is not checked): a path that called everything unsupported,
+#: or stopped at known issues, would otherwise pass this property having compared nothing. About half
+#: the share measured with the ci profile (40 derandomized examples, torch 2.13): eager 1.0, owned and
+#: borrowed 0.78 (tracing is unsupported there), compiled 0.6 (it checks only examples with a backward),
+#: dynamo 0.3 (partly: lifetime entries without a workaround, 0.62)
+CHECKED_FLOOR = {"eager": 0.5, "owned": 0.4, "borrowed": 0.4, "compiled": 0.3, "dynamo": 0.15}
+#: other paths (--paths func.*, a device's): a floor that only a path checking almost nothing misses
+CHECKED_FLOOR_OTHERS = 0.1
+
+
+def test_paths_agree_with_math_and_eager(selected_paths, device):
+    checked: collections.Counter = collections.Counter()
+    examples = [0]
+
+    @given(spec=graphs())
+    def agree(spec):
+        verdict = check(spec, selected_paths, device)
+        assert not verdict.failed, verdict.report()
+        examples[0] += 1
+        checked.update(name for name, o in verdict.outcomes.items() if o.status in ("ok", "failed"))
+
+    agree()
+    for p in selected_paths:
+        floor = CHECKED_FLOOR.get(p.name.partition(":")[0], CHECKED_FLOOR_OTHERS) if "@" not in p.name \
+            else CHECKED_FLOOR_OTHERS
+        assert checked[p.name] >= floor * examples[0], (
+            f"{p.name} checked {checked[p.name]} of {examples[0]} examples, under its floor {floor:.0%}")
 
 
 @settings(max_examples=30)

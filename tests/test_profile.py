@@ -1,5 +1,5 @@
 import json
-import time
+import types
 
 from harness.cli import main
 from harness.profile import StageTimer
@@ -27,17 +27,24 @@ def test_profile_writes_every_stage(tmp_path, capsys):
     assert "examples/s" in capsys.readouterr().out
 
 
-def test_stage_timer_counts_a_nested_stage_once():
+def test_stage_timer_counts_a_nested_stage_once(monkeypatch):
+    """Exclusive seconds per stage, on a clock the test moves (no sleeping, no wall-clock margins)."""
+    from harness import profile
+
+    now = [100.0]
+    monkeypatch.setattr(profile, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
     timer = StageTimer()
-    started = time.perf_counter()
     with timer.stage("outer"):
-        time.sleep(0.02)
+        now[0] += 2.0
         with timer.stage("inner"):
-            time.sleep(0.03)
-        time.sleep(0.01)
-    wall = time.perf_counter() - started
-    assert timer.seconds["inner"] >= 0.03 and 0.03 <= timer.seconds["outer"] < 0.03 + (wall - 0.06)
-    assert abs(timer.seconds["inner"] + timer.seconds["outer"] - wall) < 0.005
+            now[0] += 3.0
+            with timer.stage("innermost"):
+                now[0] += 0.5
+        now[0] += 1.0
+    with timer.stage("inner"):  # a stage entered again adds up
+        now[0] += 4.0
+    assert dict(timer.seconds) == {"outer": 3.0, "inner": 7.0, "innermost": 0.5}
+    assert sum(timer.seconds.values()) == now[0] - 100.0  # every second counted once
 
 
 def test_the_side_by_side_script_alternates_two_checkouts_and_prints_the_ratio():

@@ -57,8 +57,11 @@ def test_a_campaign_starts_from_its_paths_seeds_through_the_cli(tmp_path):
     out, summary = tmp_path / "campaign", tmp_path / "summary.json"
     done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager,owned", "--budget", "40s",
                            "--out", str(out), "--json", str(summary)], capture_output=True, text=True, timeout=300)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+    # on this torch every failure a seed shows is a registered one (the seeds are the registry's own
+    # graphs): an unknown failure (exit 1) is a finding to register, never a pass of this test
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     seeded = json.loads(summary.read_text())["seeded"]
+    assert seeded["failed"] == 0
     records = [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
     from_seeds = [r for r in records if r.get("kind") == "example" and "seed" in r]
     assert seeded["seeds"] >= 1 and seeded["available"] >= seeded["seeds"]
@@ -75,7 +78,7 @@ def test_no_seeds_turns_them_off(tmp_path):
     done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "20s",
                            "--out", str(out), "--json", str(summary), "--no-seeds"],
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert json.loads(summary.read_text())["seeded"] == {}
     assert "seed" not in (out / "examples.jsonl").read_text()
 

@@ -145,8 +145,14 @@ def test_twins_agree_on_the_compiled_paths(pair: str) -> None:
     assert not verdict.failed, verdict.report()
     statuses = {name: r.status for name, r in verdict.twin.paths.items()}
     assert statuses["eager"] == "agree"
-    assert set(statuses.values()) <= {"agree", "known", "unsupported"}, statuses
-    assert "agree" in {statuses["compiled"], statuses["dynamo"]} or pair in ("backward_method", "api")
+    assert set(statuses.values()) <= {"agree", "known"}, statuses
+    # a known issue explains only what it damages: the rest of the twin was compared there and agreed
+    for name in ("compiled", "dynamo"):
+        twin = verdict.twin.paths[name]
+        if twin.status == "known":
+            damaged = {(m.checkpoint, m.role) for m in twin.mismatches}
+            compared = {(c, role) for c, roles in verdict.outcomes[name].result.tensors.items() for role in roles}
+            assert twin.mismatches and compared - damaged, (name, twin.detail, sorted(compared), sorted(damaged))
 
 
 def _with_hook(spec: GraphSpec, kind: str) -> GraphSpec:

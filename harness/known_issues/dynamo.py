@@ -34,15 +34,14 @@ from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, OutputSpec, SpecError
 
 
-def _cleared_on_a_node(spec: GraphSpec) -> set[int]:
-    """Functions with clear_saved_tensors_on_access that have a node (an input requires grad, grad
-    mode on). Where Dynamo does not trace one (a user jvp: "Unsupported custom jvp"; the same tensor
-    passed twice to a forward that calls set_materialize_grads(False), found by HypoFuzz: `nightly`,
-    2.13.0) the way it then runs it reads
-    ctx.saved_tensors twice (dynamo-clear-saved-tensors-with-jvp); a traced one runs, and the
-    witness, the error itself, tells the two apart."""
-    flow = Dataflow(spec)
-    return {n for n, fn in enumerate(spec.functions) if fn.clear_saved_tensors_on_access and flow.node_exists(n)}
+def _cleared(spec: GraphSpec) -> set[int]:
+    """Functions with clear_saved_tensors_on_access. Where Dynamo does not trace one (a user jvp:
+    "Unsupported custom jvp"; the same tensor passed twice to a forward that calls
+    set_materialize_grads(False), found by HypoFuzz: `nightly`, 2.13.0; a graph break in its forward,
+    such as a data-dependent branch, whether an input requires grad or not) the way it then runs it
+    reads ctx.saved_tensors twice (dynamo-clear-saved-tensors-with-jvp), on every backend; a traced
+    one runs, and the witness, the error itself, tells the two apart."""
+    return {n for n, fn in enumerate(spec.functions) if fn.clear_saved_tensors_on_access}
 
 
 def _generic(fn: FunctionSpec) -> bool:
@@ -932,23 +931,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="dynamo-clear-saved-tensors-with-jvp",
-        title=("torch.compile (any backend) of a custom Function with clear_saved_tensors_on_access=True "
+        title=("torch.compile (every backend) of a custom Function with clear_saved_tensors_on_access=True "
                "that Dynamo does not trace (a user jvp; the same tensor passed twice to a forward calling "
-               "set_materialize_grads(False)), with an input that "
-               "requires grad, raises InternalTorchDynamoError at forward "
+               "set_materialize_grads(False); a graph break in its forward, such as a data-dependent branch, "
+               "with or without an input that requires grad) raises InternalTorchDynamoError at forward "
                "('saved_tensors can only be accessed once when clear_saved_tensors_on_access=True'), with no "
-               "forward AD running; eager runs it, and so does torch.compile without the jvp (Dynamo traces the "
-               "Function then) or without the flag"),
+               "forward AD running; eager runs it, and so does torch.compile where Dynamo traces the "
+               "Function, or without the flag"),
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
         paths=("dynamo",),  # its reproducer, with backend eager or inductor too, reproduces it
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
-        trigger=lambda spec: bool(_cleared_on_a_node(spec)),
+        trigger=lambda spec: bool(_cleared(spec)),
         witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",
                        RuntimeError),
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=lambda spec: dataclasses.replace(spec, functions=tuple(
-            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_on_a_node(spec) else fn
+            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared(spec) else fn
             for n, fn in enumerate(spec.functions))),
     ),
     KnownIssue(

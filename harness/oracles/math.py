@@ -7,6 +7,7 @@ import re
 from typing import Any, Sequence
 
 import torch
+from torch.autograd.gradcheck import GradcheckError
 
 from harness.build import Applier, BuiltGraph, GeneratedFunction, build, math_apply
 from harness.dataflow import VERSION_ERROR, version_error_expected
@@ -114,7 +115,37 @@ def gradcheck_reason(spec: GraphSpec, max_elements: int = GRADCHECK_MAX_ELEMENTS
         return "no differentiable input"
     if total > max_elements:
         return f"too large for finite differences ({total} > {max_elements} elements)"
+    if not _compared_refs(_as_float64(spec)):
+        return "no differentiable output reaches gradcheck (nothing to compare)"
     return None
+
+
+class GradcheckRaised(Exception):
+    """torch raised inside gradcheck (the Functions' forward or backward, the engine): a finding
+    about the checked code, unlike an error of the harness preparing the check."""
+
+
+def _as_float64(spec: GraphSpec) -> GraphSpec:
+    """The spec gradcheck runs: float64 (complex128 for a complex graph), no hooks, no tracing.
+    gradcheck backpropagates the graph once per input, which a Function with
+    clear_saved_tensors_on_access refuses; the flag changes no formula."""
+    wide = "complex128" if spec.dtype in COMPLEX_DTYPES else "float64"
+    return dataclasses.replace(spec, dtype=wide, hooks=(), trace=False, functions=tuple(
+        dataclasses.replace(fn, clear_saved_tensors_on_access=False) for fn in spec.functions))
+
+
+def _compared_refs(spec64: GraphSpec) -> list[str]:
+    """The Function outputs gradcheck compares. Finite differences also see what flows through
+    non-differentiable outputs, and through the outputs of Functions applied under no_grad, which
+    backward by definition does not: only outputs untouched by them are compared."""
+    from harness.dataflow import Dataflow
+
+    flow = Dataflow(spec64)
+    no_grad_refs = {f"f{n}.{k}" for n, fn in enumerate(spec64.functions) if fn.grad_mode == "no_grad"
+                    for k in fn.tensor_outputs}
+    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | no_grad_refs)
+    return [r for r in spec64.value_refs()
+            if r.startswith("f") and flow.requires_grad[r] and r not in through_nondiff]
 
 
 @dataclasses.dataclass
@@ -132,25 +163,11 @@ class GradcheckSetup:
 
 def gradcheck_setup(spec: GraphSpec, device: str = "cpu") -> GradcheckSetup:
     """See gradcheck_graph."""
-    from harness.dataflow import Dataflow
-
-    wide = "complex128" if spec.dtype in COMPLEX_DTYPES else "float64"
-    # gradcheck backpropagates the graph once per input, which a Function with
-    # clear_saved_tensors_on_access refuses; the flag changes no formula
-    spec64 = dataclasses.replace(spec, dtype=wide, hooks=(), trace=False, functions=tuple(
-        dataclasses.replace(fn, clear_saved_tensors_on_access=False) for fn in spec.functions))
+    spec64 = _as_float64(spec)
+    refs = _compared_refs(spec64)
     built = build(spec64, device)
     leaves = built.make_leaves()
     grad_idx = [i for i, leaf in enumerate(leaves) if leaf.requires_grad]
-    flow = Dataflow(spec64)
-    # finite differences also see what flows through non-differentiable outputs, and through
-    # the outputs of Functions applied under no_grad, which backward by definition does not:
-    # only outputs untouched by them are compared
-    no_grad_refs = {f"f{n}.{k}" for n, fn in enumerate(spec64.functions) if fn.grad_mode == "no_grad"
-                    for k in fn.tensor_outputs}
-    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | no_grad_refs)
-    refs = [r for r in spec64.value_refs()
-            if r.startswith("f") and flow.requires_grad[r] and r not in through_nondiff]
     # forward AD only where gradcheck's tangents are the runs' tangents (harness/run.py gives
     # every leaf one; gradcheck only the inputs it differentiates): so the known-issue
     # triggers, derived for the runs, hold here too
@@ -163,15 +180,18 @@ def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
     stock Function.apply.
 
     Checks the generated backward (and jvp when the spec runs forward AD) against finite
-    differences, independently of the math oracle. Raises GradcheckError on failure. For
-    complex inputs and outputs gradcheck differentiates real and imaginary parts apart and
-    checks torch's conjugate Wirtinger gradients itself (torch/autograd/gradcheck.py, the
+    differences, independently of the math oracle. Raises GradcheckError on failure, and
+    GradcheckRaised when torch raised inside gradcheck; anything else it raises is the harness's
+    own error. For complex inputs and outputs gradcheck differentiates real and imaginary parts
+    apart and checks torch's conjugate Wirtinger gradients itself (torch/autograd/gradcheck.py, the
     complex branches of _compute_numerical_gradient and the vJ of the analytical side);
-    int64 / bool leaves do not require grad and stay fixed.
+    int64 / bool leaves do not require grad and stay fixed. Only for a spec `gradcheck_reason`
+    accepts: with nothing to compare it raises OracleError rather than pass.
     """
     setup = gradcheck_setup(spec, device)
     if not setup.refs:
-        return True
+        raise OracleError("gradcheck_graph was given a spec with no differentiable output to compare; "
+                          "ask gradcheck_reason first")
 
     def fn(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         inputs = list(setup.leaves)
@@ -180,11 +200,16 @@ def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
         values = forward(setup.built, lambda n, cls, args: cls.apply(*args), inputs)
         return tuple(values[r] for r in setup.refs)
 
-    return torch.autograd.gradcheck(
-        fn, tuple(setup.leaves[i] for i in setup.varied), check_forward_ad=setup.forward_ad,
-        check_backward_ad=True, check_undefined_grad=False, fast_mode=True)
+    try:
+        return torch.autograd.gradcheck(
+            fn, tuple(setup.leaves[i] for i in setup.varied), check_forward_ad=setup.forward_ad,
+            check_backward_ad=True, check_undefined_grad=False, fast_mode=True)
+    except GradcheckError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- torch raised inside gradcheck: a finding, told apart from the harness's errors
+        raise GradcheckRaised(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
 
 
-__all__ = ["EXPECTED_ERRORS", "GradcheckSetup", "OracleError", "completed", "error_is_expected", "gradcheck_graph",
-           "gradcheck_setup",
+__all__ = ["EXPECTED_ERRORS", "GradcheckRaised", "GradcheckSetup", "OracleError", "completed", "error_is_expected",
+           "gradcheck_graph", "gradcheck_setup",
            "gradcheck_reason", "math_applier", "math_applier_for", "run_math"]

@@ -12,7 +12,7 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from harness.function_check import CHECKS, FunctionCheckError, check_function, reproducer
+from harness.function_check import CHECKS, FunctionCheckError, NothingChecked, check_function, reproducer
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -32,12 +32,17 @@ EXPECTED_RUN = {
     "once_differentiable": {"outputs", "gradients", "gradcheck", "lifetimes"},
 }
 #: a straight-through estimator's gradient is by design not the derivative of round()
-STE_CHECKS = [c for c in CHECKS if c != "gradcheck"]
+STE_CHECKS = ["outputs", "gradients", "double_backward", "mark_dirty", "lifetimes"]
 
 
 def _names(selected_paths) -> list[str]:
     return [p.name for p in selected_paths]
 
+
+#: (check, path family) -> why a correct Function's check may judge nothing there (the path runs
+#: eager's own code for it: the forward under compiled autograd, an untraced Function under Dynamo)
+NOT_JUDGED = {("outputs", "compiled"): "the forward is eager's own code on this path",
+              ("gradients", "dynamo"): "Dynamo did not trace the Function"}
 
 #: a torch bug check_function found (see test_dynamo_gets_the_in_place_gradient_wrong): the
 #: in-place Function is checked on every other path
@@ -52,11 +57,21 @@ def test_a_correct_function_passes_every_check_that_applies(kind, selected_paths
     report = check_function(function, samples(), paths=_names(selected_paths), checks=checks)
     assert not report.failures
     assert EXPECTED_RUN[kind] <= set(report.checks_run()), report.table()
-    # every other path was compared with eager: none is silently missing from the report
+    assert report.unchecked() == [], report.table()
+    # every other path was compared with eager and passed: none is silently missing from the report, and
+    # a check that did not judge there says why, in the words its path documents
     outcomes = report.outcomes()
     for path in _names(selected_paths):
-        name = next(p for c, p in outcomes if c == "outputs" and p.partition(":")[0] == path.partition(":")[0])
-        assert outcomes[("outputs", name)][0] in ("passed", "reference", "unsupported", "not_applicable")
+        family = path.partition(":")[0]
+        for check in ("outputs", "gradients", "lifetimes"):
+            name = next(p for c, p in outcomes if c == check and p.partition(":")[0] == family)
+            status, detail = outcomes[(check, name)]
+            if family == "eager" and check != "lifetimes":
+                assert status == "reference", report.table()
+            elif status == "not_applicable" and (check, family) in NOT_JUDGED:
+                assert detail.startswith(NOT_JUDGED[(check, family)]), report.table()
+            else:
+                assert status == "passed", (check, name, report.table())
 
 
 def test_dynamo_gets_the_in_place_gradient_wrong():
@@ -88,9 +103,19 @@ def test_the_in_place_update_is_seen_as_declared():
 
 
 def test_non_tensor_outputs_are_compared(selected_paths):
+    compared = [name for name in _names(selected_paths) if name.partition(":")[0] in ("owned", "borrowed", "dynamo")]
+    if not compared:
+        pytest.skip("no path here compares a Function's outputs with eager's")
     report = check_function(functions.MaskedMean, functions.CORRECT["tensors and non-tensors"][1](),
-                            paths=_names(selected_paths), checks=["outputs"])
-    assert ("outputs", "eager") in report.outcomes()
+                            paths=["eager", *compared], checks=["outputs"], raise_on_failure=False)
+    assert not report.failures, report.table()
+    outcomes = report.outcomes()
+    for name in compared:
+        path = next(p for c, p in outcomes if c == "outputs" and p.partition(":")[0] == name.partition(":")[0])
+        assert outcomes[("outputs", path)] == ("passed", ""), report.table()
+    # eager is only the reference of the outputs: with the float64 oracles left out, nothing judged it
+    (eager,) = report.unchecked()
+    assert eager.startswith("on path eager (outputs: reference"), eager
 
 
 @pytest.mark.parametrize("kind", list(functions.BROKEN))
@@ -170,13 +195,35 @@ def test_a_strategy_that_holds_runs_every_example():
 
 
 def test_a_path_that_cannot_take_the_check_reports_unsupported():
-    report = check_function(functions.Exp, functions.CORRECT["jvp"][1](), paths=["eager", "dynamo:aot_eager"],
-                            checks=["double_backward", "jvp"])
+    sample, asked = functions.CORRECT["jvp"][1](), {"paths": ["eager", "dynamo:aot_eager"],
+                                                     "checks": ["double_backward", "jvp"]}
+    report = check_function(functions.Exp, sample, raise_on_failure=False, **asked)
     assert report.outcomes()[("double_backward", "dynamo:aot_eager")] == (
         "unsupported", "double backward (AOT Autograd backward graphs are once-differentiable)")
     # forward AD runs eager's own code there: the check cannot fail, so it is not applicable
     assert report.outcomes()[("jvp", "dynamo:aot_eager")] == (
         "not_applicable", "forward AD is not compiled on this path: it runs eager's own code")
+    # so nothing was checked on dynamo: never a pass
+    assert report.unchecked() == ["on path dynamo:aot_eager (double_backward: unsupported (double backward (AOT Autograd "
+                                  "backward graphs are once-differentiable)); jvp: not_applicable (forward AD is not "
+                                  "compiled on this path: it runs eager's own code))"]
+    with pytest.raises(NothingChecked, match=r"^Exp: nothing checked on path dynamo:aot_eager \(double_backward"):
+        check_function(functions.Exp, sample, **asked)
+
+
+def test_gradients_are_not_applicable_where_nothing_requires_grad():
+    """No input requires grad: no gradient was compared anywhere, so gradients never reads passed, and a
+    check of gradients alone is nothing checked."""
+    sample = [(torch.randn(3),)]
+    report = check_function(functions.Exp, sample, paths=["owned"], checks=["outputs", "gradients"],
+                            raise_on_failure=False)
+    outcomes = report.outcomes()
+    assert outcomes[("outputs", "owned")] == ("passed", "")
+    assert outcomes[("gradients", "owned")][0] == "not_applicable", report.table()
+    assert "passed" not in {status for (check, _), (status, _) in outcomes.items() if check == "gradients"}
+    with pytest.raises(NothingChecked, match=r"^Exp: nothing checked for check gradients \(gradients: not_applicable "
+                                             r"\(no gradient to compare"):
+        check_function(functions.Exp, sample, paths=["owned"], checks=["outputs", "gradients"])
 
 
 def test_bad_arguments_are_one_clear_sentence():

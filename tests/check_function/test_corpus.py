@@ -118,9 +118,11 @@ def test_a_check_that_cannot_fail_on_a_path_is_not_applicable_with_why():
 
 
 def test_a_known_torch_issue_is_named_beside_what_was_still_checked():
+    """The issue has no workaround: what it damages is left unjudged, so the check is partly, never passed."""
     status, detail = _report("Select").outcomes()[("lifetimes", "dynamo:aot_eager")]
-    assert status == "passed" and detail.startswith(
-        "known: dynamo-trace-state-cycle (harness/known_issues/reproducers/dynamo_skipped_frame_tracer_cycle.py)"), detail
+    assert status == "partly" and detail.startswith(
+        "what dynamo-trace-state-cycle damages was left unjudged; the rest agreed; known: dynamo-trace-state-cycle "
+        "(harness/known_issues/reproducers/dynamo_skipped_frame_tracer_cycle.py)"), detail
 
 
 def test_reentrant_checkpoint_with_grad_is_a_documented_limitation_not_a_failure():

@@ -40,6 +40,10 @@ class HalfSquare(Square):
 
 def samples():
     return [(torch.randn(3, requires_grad=True),)]
+
+
+def samples_without_grad():
+    return [(torch.randn(3),)]
 '''
 
 
@@ -61,7 +65,7 @@ def test_the_marker_and_the_fixture_check_a_function_in_one_line(pytester, monke
     pytester.makepyfile(user_functions=USER_MODULE)
     pytester.makepyfile(test_user='''
 import pytest
-from user_functions import HalfSquare, Square, samples
+from user_functions import HalfSquare, Square, samples, samples_without_grad
 
 
 @pytest.mark.autograd_function(Square, samples=samples, paths=["eager"])
@@ -77,9 +81,14 @@ def test_half_square():
 def test_fixture(check_autograd_function):
     report = check_autograd_function(Square, samples, paths=["eager"], checks=["gradcheck"])
     assert report.checks_run() == ["gradcheck"]
+
+
+@pytest.mark.autograd_function(Square, samples=samples_without_grad, paths=["eager"], checks=["gradients"])
+def test_no_gradient_to_check():
+    pass
 ''')
     result = _run_pytest(pytester, monkeypatch)
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines([
         "*_ test_half_square _*",
         "E   HalfSquare failed 1 check(s) over 1 sample(s):",
@@ -89,6 +98,12 @@ def test_fixture(check_autograd_function):
         "Square: ok; 1 sample(s); gradcheck *",
         "HalfSquare: 1 failed; 1 sample(s); gradcheck *",
         "*FAILED test_user.py::test_half_square - HalfSquare failed 1 check(s)*",
+    ])
+    # nothing checked is a failing test, naming what was not checked
+    result.stdout.fnmatch_lines([
+        "*_ test_no_gradient_to_check _*",
+        "E   Square: nothing checked at all (gradients: not_applicable (no gradient to compare*",
+        "Square: nothing checked at all *",
     ])
     # the failure reads as the check's message, not as a traceback through the harness
     assert "function_check.py" not in result.stdout.str()
@@ -127,6 +142,14 @@ def test_the_cli_checks_a_function_by_name(tmp_path):
                 "--checks", "gradcheck")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "gradcheck [eager float64] sample 0: d output 0[" in done.stdout
+
+
+def test_the_cli_exits_3_when_a_function_check_judged_nothing(tmp_path):
+    """Nothing failed, but no gradient could be compared: never exit 0."""
+    done = _cli(tmp_path, "user_functions:Square", "--samples", "user_functions:samples_without_grad",
+                "--paths", "owned", "--checks", "outputs,gradients")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Square: nothing checked for check gradients (gradients: not_applicable (no gradient to compare" in done.stdout
 
 
 @pytest.mark.parametrize("argv, message", [

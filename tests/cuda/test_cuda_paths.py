@@ -4,6 +4,7 @@ and skip, saying so, where there is none; scripts/gpu-check.sh runs them on one.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import pytest
@@ -60,13 +61,30 @@ def test_paths_agree_on_cuda(spec):
     assert not verdict.failed, verdict.report()
 
 
-@FEW
-@given(graphs(max_functions=2, max_inputs=8))
-def test_cuda_agrees_with_the_cpu_within_the_error_bounds(spec):
+#: the least share of the examples each CUDA run must really be compared on (ok or failed; a known
+#: issue stops some): about half of what the same paths check on the CPU (eager 1.0, owned and borrowed
+#: 0.78 there, tests/test_paths_agree.py), so that a run that never compared would fail the test
+CUDA_CHECKED_FLOOR = {"eager": 0.5, "owned": 0.25, "borrowed": 0.25}
+
+
+def test_cuda_agrees_with_the_cpu_within_the_error_bounds():
     fast = runnable(FAST)
-    verdict = check(spec, fast + [on_device(p, "cuda") for p in fast], "cpu")
-    assert not verdict.failed, verdict.report()
-    assert verdict.outcomes["eager@cuda"].status in ("ok", "known"), verdict.outcomes["eager@cuda"].reason
+    chosen = fast + [on_device(p, "cuda") for p in fast]
+    checked: collections.Counter = collections.Counter()
+    examples = [0]
+
+    @FEW
+    @given(graphs(max_functions=2, max_inputs=8))
+    def agrees(spec):
+        verdict = check(spec, chosen, "cpu")
+        assert not verdict.failed, verdict.report()
+        examples[0] += 1
+        checked.update(name for name, o in verdict.outcomes.items() if o.status in ("ok", "failed"))
+
+    agrees()
+    for p in fast:
+        floor = CUDA_CHECKED_FLOOR[p.name.partition(":")[0]]
+        assert checked[f"{p.name}@cuda"] >= floor * examples[0], (p.name, dict(checked), examples[0])
 
 
 def test_a_cpu_scalar_rides_along_with_cuda_tensors_on_every_path():

@@ -8,7 +8,10 @@ Eager is fine, and so is the same Function without a jvp under torch.compile (Dy
 autograd_function_apply); with a jvp Dynamo does not trace it ("Unsupported custom jvp"), and the way
 it runs the Function then reads ctx.saved_tensors more than once. The same without a jvp where the
 Function gets one tensor twice (`Add.apply(x, x)`) and calls ctx.set_materialize_grads(False), even
-saving nothing (found by `python -m harness nightly`; either alone runs). Seen on 2.13.0 (CPU).
+saving nothing (found by `python -m harness nightly`; either alone runs), and where the Function's
+forward has a graph break (a data-dependent branch), whether its input requires grad or not (found by
+the paths-agree property's floor on what each path checks). Every backend (eager, aot_eager,
+inductor). Seen on 2.13.0 (CPU).
 
 Exit status 1 and "REPRODUCED" when the failure is present; 0 when fixed.
 """
@@ -47,35 +50,64 @@ class Add(torch.autograd.Function):
         return g, g
 
 
+class Branchy(torch.autograd.Function):
+    clear_saved_tensors_on_access = True
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        if x.sum() > 0:  # a data-dependent branch: Dynamo breaks the graph in the forward
+            return x * 2
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * torch.where(x.sum() > 0, 2.0, 3.0)
+
+
 def f(x):
     return Sin.apply(x)
+
+
+def branchy(x):
+    return Branchy.apply(x)
 
 
 def twice(x):
     return Add.apply(x, x)
 
 
-def reproduced(function, x: torch.Tensor) -> str | None:
-    """The failure under torch.compile, or None where the compiled gradient is eager's."""
-    function(x).sum().backward()
+def reproduced(function, x: torch.Tensor, backend: str = "aot_eager") -> str | None:
+    """The failure under torch.compile, or None where the compiled result (and gradient) is eager's."""
+    torch._dynamo.reset()
+    out = function(x)
+    if x.requires_grad:
+        out.sum().backward()
     expected, x.grad = x.grad, None
     try:
-        torch.compile(function, backend="aot_eager")(x).sum().backward()
+        compiled = torch.compile(function, backend=backend)(x)
+        if x.requires_grad:
+            compiled.sum().backward()
     except Exception as e:  # noqa: BLE001 -- the failure to report
         if "saved_tensors can only be accessed once" in str(e):
             return f"{type(e).__name__} under torch.compile: {str(e).splitlines()[0][:200]}"
         raise
-    assert torch.allclose(x.grad, expected), (x.grad, expected)
+    assert torch.allclose(compiled, out), (compiled, out)
+    assert expected is None or torch.allclose(x.grad, expected), (x.grad, expected)
     return None
 
 
 def main() -> int:
-    seen = [f"{name}: {failure}" for name, function in (("with a jvp", f), ("one tensor twice", twice))
-            if (failure := reproduced(function, torch.randn(3, requires_grad=True))) is not None]
+    cases = [("with a jvp", f, True, "aot_eager"), ("one tensor twice", twice, True, "aot_eager"),
+             ("a graph break, backend eager", branchy, True, "eager"),
+             ("a graph break, no input requiring grad", branchy, False, "aot_eager")]
+    seen = [f"{name}: {failure}" for name, function, grad, backend in cases
+            if (failure := reproduced(function, torch.randn(3, requires_grad=grad), backend)) is not None]
     if seen:
         print("REPRODUCED: " + "; ".join(seen))
         return 1
-    print("fixed: torch.compile runs both Functions and their gradients are eager's")
+    print("fixed: torch.compile runs every Function and their results and gradients are eager's")
     return 0
 
 
