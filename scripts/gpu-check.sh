@@ -137,7 +137,7 @@ CROSS_PATHS=$(tr , '\n' <<<"$CROSS_PATHS" | grep -Fxf <(tr , '\n' <<<"$PATHS") |
 # --- 3. tests and campaigns, side by side ---------------------------------------------------
 FAILURES=$WORK/failures
 campaign() {  # campaign NAME DEVICE PATHS WORKERS
-  timeout $((BUDGET + 60)) "$PYTHON" -m harness fuzz --device "$2" --paths "$3" --workers "$4" \
+  timeout $((BUDGET + 120)) "$PYTHON" -m harness fuzz --device "$2" --paths "$3" --workers "$4" \
     --budget "${BUDGET}s" --json "$OUT_DIR/campaign-$1.json" --out "$FAILURES/$1" \
     >"$OUT_DIR/campaign-$1.log" 2>&1
 }
