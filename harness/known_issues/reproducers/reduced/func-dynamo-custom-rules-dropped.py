@@ -1,0 +1,29 @@
+"""torch.compile of torch.func.grad over a custom Function ignores its backward: it differentiates the inlined forward.
+Usage: python FILE [eager|aot_eager|inductor]"""
+import sys
+import torch
+from torch.func import grad
+
+backend = (sys.argv[1:] or ["eager"])[0]
+
+class SinWithOwnBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x.sin()
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+    @staticmethod
+    def backward(ctx, g):
+        return g * 100  # deliberately not sin's derivative, so that it shows whether it is called
+
+def run(f):
+    try:
+        return f"gradient {f(torch.zeros(3)).tolist()}"
+    except Exception as e:  # what it raises is the observation
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+
+f = grad(lambda x: SinWithOwnBackward.apply(x).sum())
+expected, observed = run(f), run(torch.compile(f, backend=backend, fullgraph=True))
+print(f"expected: {expected}\nobserved: {observed}")
+raise SystemExit("REPRODUCED" if observed == "gradient [1.0, 1.0, 1.0]" else 0)
