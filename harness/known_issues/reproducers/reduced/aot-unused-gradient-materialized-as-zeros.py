@@ -1,5 +1,5 @@
 """torch.compile (AOT backends): a leaf whose clone a custom Function (run after a graph break) sends None gets zeros, not None.
-Usage: python FILE [aot_eager|eager|inductor] [ca]"""
+Usage: python repro.py [aot_eager|eager|inductor] [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

@@ -1,5 +1,5 @@
 """Compiled autograd + torch.compile leaves a custom Function's ctx in a reference cycle: its leaves live until gc.collect().
-Usage: python FILE [aot_eager|eager|inductor|capture]"""
+Usage: python repro.py [aot_eager|eager|inductor|capture]"""
 import gc
 import sys
 import torch

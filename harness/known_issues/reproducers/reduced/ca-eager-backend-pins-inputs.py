@@ -1,5 +1,5 @@
 """Compiled autograd + torch.compile(backend='eager') keeps the first backward's leaf and saved tensors alive until torch._dynamo.reset().
-Usage: python FILE [eager|aot_eager|inductor|capture]"""
+Usage: python repro.py [eager|aot_eager|inductor|capture]"""
 import gc
 import sys
 import torch

@@ -1,5 +1,5 @@
 """Compiled autograd segfaults on retain_grad() of a view whose only gradient is the None of a custom Function.
-Usage: python FILE [capture|eager|aot_eager|inductor]"""
+Usage: python repro.py [capture|eager|aot_eager|inductor]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

@@ -1,5 +1,5 @@
 """Compiled autograd + torch.compile fails its own guard ('Duplicate tensors found') on a retained graph of two custom Functions.
-Usage: python FILE [eager|aot_eager|inductor|capture]"""
+Usage: python repro.py [eager|aot_eager|inductor|capture]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd
@@ -24,7 +24,7 @@ def gradients(compiled):
         with compiled_autograd._enable(compiler) if compiled else torch.enable_grad():
             return f"gradients {[g.tolist() for g in torch.autograd.grad(loss, xs, create_graph=True)]}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected, observed = gradients(compiled=False), gradients(compiled=True)
 print(f"expected: {expected}\nobserved: {observed}")

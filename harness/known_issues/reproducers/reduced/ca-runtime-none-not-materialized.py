@@ -1,5 +1,5 @@
 """Compiled autograd passes None to a custom Function's backward where eager materializes zeros (materialize_grads).
-Usage: python FILE [capture|eager|aot_eager|inductor]"""
+Usage: python repro.py [capture|eager|aot_eager|inductor]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd
@@ -30,7 +30,7 @@ def x_grad(compiled):
         with compiled_autograd._enable(compiler) if compiled else torch.enable_grad():
             loss.backward()
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
     return f"x.grad = {x.grad.tolist()}"
 
 expected, observed = x_grad(compiled=False), x_grad(compiled=True)

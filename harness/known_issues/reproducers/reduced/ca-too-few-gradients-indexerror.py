@@ -1,5 +1,5 @@
 """Compiled autograd raises IndexError, not autograd's 'incorrect number of gradients', for a backward returning too few.
-Usage: python FILE [capture|eager|aot_eager|inductor]"""
+Usage: python repro.py [capture|eager|aot_eager|inductor]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd
@@ -22,7 +22,7 @@ def backward(compiled):
         with compiled_autograd._enable(compiler) if compiled else torch.enable_grad():
             loss.backward()
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
     return "no error"
 
 expected, observed = backward(compiled=False), backward(compiled=True)

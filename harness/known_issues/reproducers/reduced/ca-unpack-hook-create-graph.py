@@ -1,5 +1,5 @@
 """Compiled autograd with create_graph=True loses second-order gradients through tensors a detaching pack hook saved.
-Usage: python FILE [capture|eager|aot_eager|inductor]"""
+Usage: python repro.py [capture|eager|aot_eager|inductor]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

@@ -1,5 +1,5 @@
 """A custom Function that modifies a view in place (mark_dirty) gets its wrong-shaped gradient broadcast, not rejected.
-Usage: python FILE [ca]"""
+Usage: python repro.py [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

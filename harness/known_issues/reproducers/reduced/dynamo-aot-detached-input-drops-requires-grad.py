@@ -1,5 +1,5 @@
 """torch.compile (AOT backends): a custom Function's output does not require grad when its only grad input is a view it sends None.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 

@@ -1,5 +1,5 @@
 """torch.compile (AOT backends) never fires hooks on the node of an input view that a custom Function sends None.
-Usage: python FILE [aot_eager|eager|inductor] [ca]"""
+Usage: python repro.py [aot_eager|eager|inductor] [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

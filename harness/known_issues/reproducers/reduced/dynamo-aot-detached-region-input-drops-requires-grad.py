@@ -1,5 +1,5 @@
 """torch.compile (AOT backends): in a region before a graph break, a custom Function's output loses requires_grad (its input a view it sends None).
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 

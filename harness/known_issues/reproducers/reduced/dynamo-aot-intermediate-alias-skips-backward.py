@@ -1,5 +1,5 @@
 """torch.compile (AOT backends) skips a custom Function's backward for its two views of an intermediate: wrong gradients.
-Usage: python FILE [aot_eager|eager|inductor] [ca]"""
+Usage: python repro.py [aot_eager|eager|inductor] [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

@@ -1,5 +1,5 @@
 """torch.compile raises for a custom Function with clear_saved_tensors_on_access=True and a jvp, with no forward AD running.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -26,7 +26,7 @@ def gradient(f):
     try:
         f(x).sum().backward()
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
     return f"x.grad = {[round(v, 4) for v in x.grad.tolist()]}"
 
 expected, observed = gradient(Sin.apply), gradient(torch.compile(lambda x: Sin.apply(x), backend=backend))

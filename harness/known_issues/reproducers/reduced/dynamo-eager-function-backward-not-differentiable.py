@@ -1,5 +1,5 @@
 """torch.compile(backend='eager'): create_graph=True gives a custom Function's input a gradient that does not require grad.
-Usage: python FILE [eager|aot_eager|inductor] [ca]"""
+Usage: python repro.py [eager|aot_eager|inductor] [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd
@@ -26,7 +26,7 @@ def second_order(f, ctx=torch.enable_grad()):
                 return f"the gradient {g.tolist()} does not require grad: no second order"
             return f"second-order gradient {[round(v, 4) for v in torch.autograd.grad(g.sum(), [x])[0].tolist()]}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = second_order(Sin.apply)
 observed = second_order(torch.compile(lambda x: Sin.apply(x), backend=backend, fullgraph=True), ca)

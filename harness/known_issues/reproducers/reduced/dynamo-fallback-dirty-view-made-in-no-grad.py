@@ -1,5 +1,5 @@
 """torch.compile: a custom Function run eagerly after a graph break cannot mark_dirty a view made in the compiled region.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -22,7 +22,7 @@ def run(f):
     try:
         return f"returned {f(torch.ones(3), torch.ones(3, requires_grad=True)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected, observed = run(f), run(torch.compile(f, backend=backend))
 print(f"expected: {expected}\nobserved: {observed}")

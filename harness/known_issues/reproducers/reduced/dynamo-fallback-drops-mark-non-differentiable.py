@@ -1,5 +1,5 @@
 """torch.compile: a custom Function it runs eagerly after a graph break loses ctx.mark_non_differentiable (output requires grad).
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 

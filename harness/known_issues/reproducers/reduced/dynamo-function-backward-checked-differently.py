@@ -1,5 +1,5 @@
 """torch.compile accepts a custom Function's gradient for a non-tensor input, which eager autograd rejects.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -18,7 +18,7 @@ def backward(f):
     try:
         f(x, 2).sum().backward()
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
     return f"no error, x.grad = {x.grad.tolist()}"
 
 expected = backward(ForConstant.apply)

@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) cannot trace a custom Function whose forward reads its own class attribute.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -19,7 +19,7 @@ def run(f):
     try:
         return f"returned {f(torch.ones(3, requires_grad=True)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(lambda x: Scale.apply(x))
 observed = run(torch.compile(lambda x: Scale.apply(x), backend=backend, fullgraph=True))

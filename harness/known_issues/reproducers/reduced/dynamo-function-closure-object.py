@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) cannot trace a custom Function (setup_context style) reading an object of its enclosing scope.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import dataclasses
 import sys
 import torch
@@ -27,7 +27,7 @@ def run(f):
     try:
         return f"returned {f(torch.ones(3, requires_grad=True)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 Scale = make_function(Config())
 expected = run(Scale.apply)

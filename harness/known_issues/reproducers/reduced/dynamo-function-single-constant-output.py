@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) fails on a custom Function whose forward returns one non-tensor value (TypeError: not iterable).
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -17,7 +17,7 @@ def run(f):
     try:
         return f"returned {f(torch.ones(3, requires_grad=True))!r}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + f" ({e.__cause__!r})"
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(lambda x: ReturnsConstant.apply(x))
 observed = run(torch.compile(lambda x: ReturnsConstant.apply(x), backend=backend, fullgraph=True))

@@ -1,5 +1,5 @@
 """torch.compile binds the inputs of a custom Function's forward(*args) (setup_context style) shifted by one: wrong result.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 

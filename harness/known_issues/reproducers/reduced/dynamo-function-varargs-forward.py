@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) binds the inputs of a custom Function's forward(ctx, *args) shifted by one: IndexError.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -17,7 +17,7 @@ def run(f):
     try:
         return f"returned {f(torch.tensor(1.0), torch.tensor(2.0)).item()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + f" ({e.__cause__!r})"
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(lambda a, b: SecondOfArgs.apply(a, b))
 observed = run(torch.compile(lambda a, b: SecondOfArgs.apply(a, b), backend=backend, fullgraph=True))

@@ -1,5 +1,5 @@
 """torch.compile: retain_grad() on a compiled region's output that the region also uses inside gives a partial .grad.
-Usage: python FILE [aot_eager|eager|inductor] [ca]"""
+Usage: python repro.py [aot_eager|eager|inductor] [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

@@ -1,5 +1,5 @@
 """torch.compile: a custom Function returning an input as-is returns the input itself, where eager returns a view of it.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 

@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) fails on a custom Function that returns a non-tensor before the input it marks dirty.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -23,7 +23,7 @@ def run(f):
     try:
         return f"returned {f(torch.tensor([1.0, 2.0, 3.0], requires_grad=True)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected, observed = run(f), run(torch.compile(f, backend=backend, fullgraph=True))
 print(f"expected: {expected}\nobserved: {observed}")

@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) rejects a custom Function returning its dirty input as the in-place op's result (a.mul_(2)).
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -18,7 +18,7 @@ def run(f):
     try:
         return f"returned {f(torch.ones(3), torch.ones(3, requires_grad=True))[0].tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(lambda x, y: ScaleInPlace.apply(x.clone(), y))
 observed = run(torch.compile(lambda x, y: ScaleInPlace.apply(x.clone(), y), backend=backend, fullgraph=True))

@@ -1,5 +1,5 @@
 """torch.compile marks the wrong output non-differentiable when a custom Function returns a non-tensor before it.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 

@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True): ctx.needs_input_grad is missing in a custom Function applied with no arguments (AttributeError).
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -18,7 +18,7 @@ def run(f):
     try:
         return f"returned {f().tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + f" ({e.__cause__!r})"
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(NoInputs.apply)
 observed = run(torch.compile(lambda: NoInputs.apply(), backend=backend, fullgraph=True))

@@ -1,5 +1,5 @@
 """torch.compile gives a custom Function applied with no arguments a ctx.needs_input_grad of None (eager: ()).
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -20,7 +20,7 @@ def needs_input_grad(f):
     try:
         f()
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
     return f"ctx.needs_input_grad = {seen[0]!r}"
 
 expected = needs_input_grad(NoInputs.apply)

@@ -1,5 +1,5 @@
 """torch.compile fails with an internal AssertionError on a custom Function returning one tensor marked non-differentiable.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 
@@ -20,7 +20,7 @@ def run(f):
         out = f(torch.ones(3, requires_grad=True))
         return f"returned {out.tolist()}, requires_grad={out.requires_grad}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(lambda x: Doubled.apply(x))
 observed = run(torch.compile(lambda x: Doubled.apply(x), backend=backend))  # fullgraph=False: no fallback either

@@ -1,5 +1,5 @@
 """torch.compile keeps the inputs of a frame it skipped (a graph break in an enumerate loop) alive until gc.collect().
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import gc
 import sys
 import torch

@@ -1,5 +1,5 @@
 """torch.compile skips the version-counter check of a custom Function's saved output that was modified in place.
-Usage: python FILE [aot_eager|eager|inductor] [ca]"""
+Usage: python repro.py [aot_eager|eager|inductor] [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

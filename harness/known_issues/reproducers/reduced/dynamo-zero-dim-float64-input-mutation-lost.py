@@ -1,5 +1,5 @@
 """torch.compile (AOT backends) drops an in-place op on a 0-dim float64 input of the compiled function, silently.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 

@@ -1,5 +1,5 @@
 """A custom Function that modifies in place (mark_dirty) a view that is not its first input gets wrong gradients.
-Usage: python FILE [ca]"""
+Usage: python repro.py [ca]"""
 import sys
 import torch
 from torch._dynamo import compiled_autograd

@@ -1,5 +1,5 @@
 """torch.compile of torch.func.grad over a custom Function ignores its backward: it differentiates the inlined forward.
-Usage: python FILE [eager|aot_eager|inductor]"""
+Usage: python repro.py [eager|aot_eager|inductor]"""
 import sys
 import torch
 from torch.func import grad
@@ -21,7 +21,7 @@ def run(f):
     try:
         return f"gradient {f(torch.zeros(3)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 f = grad(lambda x: SinWithOwnBackward.apply(x).sum())
 expected, observed = run(f), run(torch.compile(f, backend=backend, fullgraph=True))

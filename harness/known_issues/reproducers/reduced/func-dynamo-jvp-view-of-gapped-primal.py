@@ -1,5 +1,5 @@
 """torch.compile of torch.func.jvp of a view of a strided primal with a contiguous tangent hits an INTERNAL ASSERT.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 from torch.func import jvp

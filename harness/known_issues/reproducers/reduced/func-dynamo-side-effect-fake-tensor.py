@@ -1,5 +1,5 @@
 """torch.compile of torch.func.grad over a custom Function with a Python side effect fails: 'Expected FakeTensor'.
-Usage: python FILE [aot_eager|eager|inductor]"""
+Usage: python repro.py [aot_eager|eager|inductor]"""
 import sys
 import torch
 from torch.func import grad
@@ -23,7 +23,7 @@ def run(f):
     try:
         return f"gradient {f(torch.ones(3)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 f = grad(lambda x: Double.apply(x * 2).sum())  # applied to a tensor computed inside the transform
 expected, observed = run(f), run(torch.compile(f, backend=backend))

@@ -25,7 +25,7 @@ def run(f):
     try:
         return f"gradient {f(torch.ones(3)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 a = torch.zeros(3)
 expected = run(grad(lambda b: Sin.apply(a, b).sum()))  # grad alone

@@ -19,7 +19,7 @@ def run(f):
     try:
         return f"gradient {f(torch.ones(2, 3)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(vmap(grad(lambda x: WrongShapeGradient.apply(x).sum())))  # as eager autograd and grad alone
 observed = run(grad(lambda xs: vmap(WrongShapeGradient.apply)(xs).sum()))

@@ -19,7 +19,7 @@ def run(f):
     try:
         return f"returned {f(torch.ones(2, 3)).tolist()}"
     except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200]
+        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
 
 expected = run(lambda xs: torch.stack([ScaleInPlace.apply(x.clone()) for x in xs]))  # per sample, in eager
 observed = run(vmap(lambda x: ScaleInPlace.apply(x.clone())))

@@ -1,5 +1,5 @@
 """torch.compile(backend='inductor') fails on elementwise arithmetic on an empty complex tensor (view as complex).
-Usage: python FILE [inductor|aot_eager|eager]"""
+Usage: python repro.py [inductor|aot_eager|eager]"""
 import sys
 import torch
 
