@@ -21,6 +21,7 @@ import ast
 import collections
 import dataclasses
 import datetime
+import fcntl
 import hashlib
 import json
 import os
@@ -140,10 +141,19 @@ def load_measurements(store: Path = MEASUREMENTS) -> dict:
     return json.loads(store.read_text())
 
 
-def _save(data: dict, store: Path) -> None:
-    temporary = store.with_suffix(".tmp")
-    temporary.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(temporary, store)
+def _record(store: Path, issue_id: str, release: str, measured: dict, machine: dict | None) -> dict:
+    """Add one entry's runs on one release to the store (and the machine's description), under a
+    lock, reading the store afresh: measurements of several releases may run at once."""
+    with open(store.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = load_measurements(store)
+        data["entries"].setdefault(issue_id, {})[release] = measured
+        if machine is not None:
+            data["releases"][release] = machine
+        temporary = store.with_suffix(".tmp")
+        temporary.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.replace(temporary, store)
+    return data
 
 
 def _torch_of(python: str) -> tuple[str, str]:
@@ -165,8 +175,7 @@ def measure(issues: Iterable[KnownIssue], python: str = sys.executable, again: b
     on this release with the same reproducer is skipped unless `again`."""
     release, version = _torch_of(python)
     data = load_measurements(store)
-    today = datetime.date.today().isoformat()
-    measured_any = False
+    machine = None
     for issue in issues:
         path = reduced_reproducer(issue)
         stored = data["entries"].get(issue.id, {}).get(release)
@@ -177,11 +186,11 @@ def measure(issues: Iterable[KnownIssue], python: str = sys.executable, again: b
             run = run_reduced(path, args, python, timeout)
             log(f"torch {version}  {issue.id:<52} {label(args):<16} {run.state} ({run.seconds:.0f} s)")
             runs[label(args)] = dataclasses.asdict(run)
-        data["entries"].setdefault(issue.id, {})[release] = {"sha256": digest(path), "date": today, "runs": runs}
-        if not measured_any:
-            data["releases"][release] = {"torch": version, "date": today, "collect_env": _collect_env(python)}
-            measured_any = True
-        _save(data, store)
+        today = datetime.date.today().isoformat()
+        if machine is None:  # once per measurement, where something is measured
+            machine = {"torch": version, "date": today, "collect_env": _collect_env(python)}
+        data = _record(store, issue.id, release, {"sha256": digest(path), "date": today, "runs": runs},
+                       machine)
     return data
 
 
