@@ -238,17 +238,18 @@ def _cell(run: Run | None) -> str:
         run.state, run.state)
 
 
-def _shown_run(runs: dict[str, dict[str, Run]]) -> tuple[str, str, Run] | None:
-    """The run whose output the report quotes: the newest release where the bug is present, its
-    first (default) argument set that shows it; else the newest release's default run."""
+def _shown_run(runs: dict[str, dict[str, Run]], names: list[str]) -> tuple[str, str, Run] | None:
+    """The run whose output the report quotes: on the newest release where the bug is present, the
+    first argument set (in the usage line's order, the default first) that shows it; else the
+    newest release's default run."""
     for release in sorted(runs, key=_release_key, reverse=True):
-        for name, run in runs[release].items():
-            if run.present:
-                return release, name, run
-    if runs:
-        release = max(runs, key=_release_key)
-        name, run = next(iter(runs[release].items()))
-        return release, name, run
+        for name in names:
+            if name in runs[release] and runs[release][name].present:
+                return release, name, runs[release][name]
+    for release in sorted(runs, key=_release_key, reverse=True):
+        for name in names:
+            if name in runs[release]:
+                return release, name, runs[release][name]
     return None
 
 
@@ -268,7 +269,7 @@ def report(issue: KnownIssue, data: dict) -> str:
              "### 🐛 Describe the bug", "", issue.title + ".", "",
              f"Reproducer (plain torch, {len(code.splitlines())} lines; save as `repro.py`):", "",
              "```python", code.rstrip("\n"), "```", ""]
-    shown = _shown_run(runs)
+    shown = _shown_run(runs, names)
     if shown is None:
         lines += ["Not measured yet: `python -m harness known --measure " + issue.id + "`.", ""]
     else:
