@@ -125,7 +125,17 @@ def run_reduced(path: Path, args: tuple[str, ...] = (), python: str = sys.execut
         return Run("does not reproduce", expected, observed, seconds)
     if done.returncode < 0:
         return Run("crashes", expected, f"the process died of {signal.Signals(-done.returncode).name}", seconds)
-    return Run("fails otherwise", expected, observed, seconds, lines[-1] if lines else f"exit status {done.returncode}")
+    return Run("fails otherwise", expected, observed, seconds, _raised(done.stderr) or
+               (lines[-1] if lines else f"exit status {done.returncode}"))
+
+
+def _raised(stderr: str) -> str:
+    """The exception line of the last traceback in `stderr` (the first unindented line after it:
+    Dynamo's messages go on for lines after their first)."""
+    lines = stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    after = lines[starts[-1] + 1:] if starts else []
+    return next((line for line in after if line and not line.startswith(" ")), "")
 
 
 def digest(path: Path) -> str:
@@ -178,8 +188,9 @@ def measure(issues: Iterable[KnownIssue], python: str = sys.executable, again: b
     machine = None
     for issue in issues:
         path = reduced_reproducer(issue)
+        measured = digest(path)  # of the text measured: the file may change during the runs
         stored = data["entries"].get(issue.id, {}).get(release)
-        if stored and stored["sha256"] == digest(path) and not again:
+        if stored and stored["sha256"] == measured and not again:
             continue
         runs = {}
         for args in argument_sets(path):
@@ -189,8 +200,7 @@ def measure(issues: Iterable[KnownIssue], python: str = sys.executable, again: b
         today = datetime.date.today().isoformat()
         if machine is None:  # once per measurement, where something is measured
             machine = {"torch": version, "date": today, "collect_env": _collect_env(python)}
-        data = _record(store, issue.id, release, {"sha256": digest(path), "date": today, "runs": runs},
-                       machine)
+        data = _record(store, issue.id, release, {"sha256": measured, "date": today, "runs": runs}, machine)
     return data
 
 

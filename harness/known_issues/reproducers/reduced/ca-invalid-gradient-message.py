@@ -1,5 +1,6 @@
 """Compiled autograd's 'invalid gradient' error does not name the custom Function that returned it, as eager's does.
 Usage: python repro.py [capture|eager|aot_eager|inductor]"""
+import re
 import sys
 import torch
 from torch._dynamo import compiled_autograd
@@ -21,8 +22,8 @@ def backward(compiled):
     try:
         with compiled_autograd._enable(compiler) if compiled else torch.enable_grad():
             loss.backward()
-    except Exception as e:  # what it raises is the observation
-        return f"{type(e).__name__}: " + str(e).partition("\n")[0][:200] + (f" ({e.__cause__!r})"[:300] if e.__cause__ else "")
+    except Exception as e:  # what it raises is the observation (under torch.compile: inside Dynamo's message)
+        return f"{type(e).__name__}: " + re.search(r"(Function \w+ returned an |\[[^]]*\])?invalid gradient[^'\n]*", str(e))[0]
     return "no error"
 
 expected, observed = backward(compiled=False), backward(compiled=True)
