@@ -51,7 +51,7 @@ ARGUMENTS = {
     "aot_eager": "backend `aot_eager` (AOT Autograd, no code generation)",
     "inductor": "backend `inductor` (AOT Autograd and generated code, here C++ on the CPU)",
     "capture": "compiled autograd runs its captured backward graph without torch.compile",
-    "ca": "the backward also runs under compiled autograd (compiled with the same backend)",
+    "ca": "the backward also runs under compiled autograd (compiling its graph with the backend given, or running it as captured where none is)",
 }
 
 
