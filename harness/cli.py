@@ -520,6 +520,8 @@ def cmd_known(args: argparse.Namespace) -> int:
     if args.bugs:
         print(known_issues.bug_list(), end="")
         return 0
+    if args.report or args.measure:
+        return _known_reports(args, chosen)
     if args.list:
         for issue in chosen:
             print(f"{issue.id:<54} upstream: {issue.upstream_text()}")
@@ -536,6 +538,28 @@ def cmd_known(args: argparse.Namespace) -> int:
         print(f"\n{surprises} reproducer(s) disagree with the registry's first/last affected versions "
               f"for torch {torch.__version__}: update the registry (harness/known_issues/) or the reproducer")
     return 1 if surprises else 0
+
+
+def _known_reports(args: argparse.Namespace, chosen: list) -> int:
+    """`known --measure` (run the reduced reproducers under --python, store what they print) and
+    `known --report ID|all` (write the upstream-ready reports from the registry and the store)."""
+    from harness import known_issues
+    from harness.known_issues import reports
+
+    store = Path(args.measurements) if args.measurements else reports.MEASUREMENTS
+    if args.measure:
+        reports.measure(chosen, python=args.python, again=args.again, store=store)
+    if args.report:
+        try:
+            issues = known_issues.by_ids(None if "all" in args.report else args.report)
+        except ValueError as e:
+            print(e)
+            return 2
+        data = reports.load_measurements(store)
+        written = reports.write_reports(issues, Path(args.out), data)
+        ready = sum(reports.readiness(k, data) == "ready to file" for k in issues)
+        print(f"wrote {len(written)} report(s) and the index README.md to {args.out} ({ready} ready to file)")
+    return 0
 
 
 def cmd_seeds(args: argparse.Namespace) -> int:
@@ -739,6 +763,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print each entry's id and upstream reference without running the reproducers")
     known.add_argument("--bugs", action="store_true",
                        help="print docs/bugs.md, the published bug list, generated from the registry")
+    known.add_argument("--report", action="append", metavar="ID|all",
+                       help="write the upstream-ready bug report of this entry (repeatable; `all`: every entry) "
+                            "to --out, from its reduced reproducer and the stored measurements (runs nothing)")
+    known.add_argument("--out", metavar="DIR", default="known-issue-reports",
+                       help="with --report: the folder for the reports and their index README.md "
+                            "(default known-issue-reports)")
+    known.add_argument("--measure", action="store_true",
+                       help="run each chosen entry's reduced reproducer with every argument it takes under "
+                            "--python and store the results (entries already measured on that torch with the "
+                            "same reproducer are skipped; --again measures them again); minutes per entry")
+    known.add_argument("--python", default=sys.executable,
+                       help="with --measure: the Python (and so the torch release) to run the reproducers with")
+    known.add_argument("--again", action="store_true", help="with --measure: measure entries measured already")
+    known.add_argument("--measurements", metavar="FILE",
+                       help="the measurements' store (default: harness/known_issues/measurements.json)")
     known.add_argument("ids", nargs="*", metavar="ID", help="only these entries (default: every one)")
     known.set_defaults(func=cmd_known)
 

@@ -585,16 +585,21 @@ def test_a_dynamo_audit_spec_whose_lost_mark_gives_a_leaf_a_gradient_eager_leave
 
 
 def test_every_upstream_reference_is_an_issue_a_documented_limitation_or_none():
-    """`upstream` names a pytorch/pytorch issue or pull request (a note in parentheses allowed),
-    or where torch documents the limitation; () says a search found no report, None that nobody
-    searched. `known --list` prints it for every entry, in the registry's order."""
+    """`upstream` names an issue or pull request of PyTorch's trackers (a note in parentheses
+    allowed), or where torch documents the limitation; () says a search found no report, None that
+    nobody searched. `related` names cousins the same way, never documentation. `known --list`
+    prints the upstream reference for every entry, in the registry's order."""
     import re
 
-    reference = re.compile(r"pytorch/pytorch#\d+( \(.+\))?$|documented limitation: .+$")
+    reference = re.compile(r"pytorch/\w+#\d+( \(.+\))?$")
     for issue in KNOWN_ISSUES:
         assert issue.upstream is None or isinstance(issue.upstream, tuple), issue.id
-        assert all(reference.match(ref) for ref in issue.upstream or ()), (issue.id, issue.upstream)
-    assert next(k for k in KNOWN_ISSUES if k.id == "ca-function-vjp-ignored").upstream_text() == "pytorch/pytorch#191498"
+        assert all(reference.match(ref) or ref.startswith("documented limitation: ")
+                   for ref in issue.upstream or ()), (issue.id, issue.upstream)
+        assert isinstance(issue.related, tuple) and all(map(reference.match, issue.related)), (issue.id, issue.related)
+        assert not set(issue.related) & set(issue.upstream or ()), issue.id
+    vjp = next(k for k in KNOWN_ISSUES if k.id == "ca-function-vjp-ignored")
+    assert vjp.upstream_text() == "pytorch/pytorch#191498 (open draft pull request)"
 
 
 def test_known_list_prints_every_entry_with_its_upstream_reference(capsys):
@@ -711,3 +716,26 @@ def test_a_path_difference_that_eagers_own_issue_explains_is_recorded_as_known_o
     assert outcome_record(outcome)["eager_known"] == outcome.eager_known
     assert ("[func.jacfwd] eager's known torch issue fwad-input-as-is-none-tangent explained its difference from "
             "eager at forward_ad error: judged against the math oracle alone there") in verdict.report()
+
+
+def test_every_entry_has_a_kind():
+    """What the bug does to a user (entry.KINDS), which docs/bugs.md and the upstream reports show."""
+    from harness.known_issues.entry import KINDS
+
+    unclassified = [k.id for k in KNOWN_ISSUES if k.kind not in KINDS]
+    assert not unclassified, f"give these entries a kind, one of {KINDS}: {unclassified}"
+
+
+@pytest.mark.parametrize("issue", KNOWN_ISSUES, ids=lambda k: k.id)
+def test_reduced_reproducer_exits_nonzero_where_the_entry_is_present(issue):
+    """The reproducer an upstream report embeds (reproducers/reduced/<id>.py, run as a user runs it,
+    with its default arguments) shows the bug exactly where the registry says it is present on this
+    torch, which test_known_issue_reproduces_where_it_says checks `known`'s reproducer against: exit
+    1 with REPRODUCED (a crash entry's may die of a signal), else exit 0; never a failure of
+    another kind."""
+    from harness.known_issues.reports import reduced_reproducer, run_reduced
+
+    run = run_reduced(reduced_reproducer(issue), timeout=600)
+    assert run.state in ("reproduces", "crashes", "does not reproduce"), (run.state, run.error, run.observed)
+    assert run.state != "crashes" or issue.kind == "crash", run.observed
+    assert run.present == issue.affects_installed_torch(), (run.state, run.expected, run.observed)

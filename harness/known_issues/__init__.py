@@ -132,9 +132,15 @@ def affects(issue: KnownIssue, release: tuple[int, int, int]) -> bool:
 
 def bug_list() -> str:
     """docs/bugs.md: every entry in one row, from the registry (python -m harness known --bugs)."""
+    import collections
+
+    from harness.known_issues.entry import KINDS
+
     releases = [".".join(map(str, r)) for r in RELEASES]
     reported = sum(bool(k.upstream) for k in KNOWN_ISSUES)
     fixed = sum(k.last is not None and k.last < RELEASES[-1] for k in KNOWN_ISSUES)
+    kinds = collections.Counter(k.kind for k in KNOWN_ISSUES)
+    silent = sum(k.kind == "silent wrong result" and not k.upstream for k in KNOWN_ISSUES)
     lines = [
         "# Torch bugs found by the harness",
         "",
@@ -142,18 +148,25 @@ def bug_list() -> str:
         "`tests/test_known_issues.py` checks that it matches. Present/fixed per release is the",
         "registry's first/last, which `python -m harness known` checks against each entry's",
         "standalone reproducer on the installed torch (`not yet`: the release predates the bug).",
-        "Upstream: the pytorch/pytorch issue or pull request, `not reported` where a search of",
-        "PyTorch's issues found none, `not searched` where nobody looked yet.",
+        "Kind: what the bug does to a user (`KINDS` in harness/known_issues/entry.py says what each means).",
+        "Upstream: the pytorch/pytorch issues or pull requests about this very bug, `not reported` where a",
+        "search of PyTorch's tracker found none (a report is still to be filed), `not searched` where",
+        "nobody looked yet. Related: cousins upstream (another trigger or form, a fixed older case, the",
+        "pull request that introduced the behaviour), which are not reports of it. The upstream-ready",
+        "reports: `python -m harness known --report all --out DIR`.",
         "",
         f"{len(KNOWN_ISSUES)} entries; {reported} with an upstream reference; {fixed} fixed in torch {releases[-1]}.",
+        "By kind: " + ", ".join(f"{kinds[k]} {k}" for k in KINDS if kinds[k]) + f"; {silent} of the "
+        f"{kinds['silent wrong result']} silent wrong results have no upstream report.",
         "",
-        "| Id | What | Upstream | " + " | ".join(releases) + " |",
-        "|---|---|---|" + "---|" * len(releases),
+        "| Id | Kind | What | Upstream | Related | " + " | ".join(releases) + " |",
+        "|---|---|---|---|---|" + "---|" * len(releases),
     ]
     for k in KNOWN_ISSUES:
         title = k.title if len(k.title) <= 160 else k.title[:160].rsplit(" ", 1)[0] + " ..."
         states = ["present" if affects(k, r) else "not yet" if r < k.first else "fixed" for r in RELEASES]
-        lines.append(f"| `{k.id}` | {title.replace('|', '/')} | {k.upstream_text()} | " + " | ".join(states) + " |")
+        cells = [f"`{k.id}`", k.kind or "not classified", title, k.upstream_text(), k.related_text()]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells + states) + " |")
     return "\n".join(lines) + "\n"
 
 

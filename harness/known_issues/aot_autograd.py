@@ -293,12 +293,13 @@ ENTRIES: tuple[KnownIssue, ...] = (
         title=("torch.compile with the inductor backend cannot compile elementwise arithmetic on an empty "
                "complex tensor: it views its float result back as complex with aten.view.dtype, whose stride "
                "check rejects the empty tensor's strides (\"must be divisible by 2 to view Float as "
-               "ComplexFloat\", \"must be 1 to view ...\"); eager computes the empty result "
-               "(pytorch/pytorch#190274, open)"),
+               "ComplexFloat\", \"must be 1 to view ...\"); eager computes the empty result"),
         first=(2, 13, 0), last=None,
         paths=("dynamo:inductor",),  # compiled autograd's inductor backward graphs were not seen to hit it
         reproducer="inductor_complex_empty_view_dtype.py",
-        upstream=("pytorch/pytorch#190274", "pytorch/pytorch#190530"),
+        upstream=("pytorch/pytorch#190274 (open)", "pytorch/pytorch#190530 (open pull request with a fix)"),
+        related=(),
+        kind="crash",
         trigger=lambda spec: spec.dtype in COMPLEX_DTYPES and 0 in spec.shape,
         witness=_complex_viewed_from_float,
         damage=error_at("forward", "backward", "double_backward"),
@@ -315,6 +316,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#134193 (a closed 2024 pull request limiting when AOT Autograd detaches graph inputs)",
+        ),
+        kind="wrong metadata",
         trigger=lambda spec: bool(_outputs_without_grad_under_aot(spec)),
         witness=_all_lost_requires_grad,
         damage=_flags_of_lost_outputs_and_the_skipped_backward,
@@ -331,6 +337,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#134193 (a closed 2024 pull request limiting when AOT Autograd detaches graph inputs)",
+        ),
+        kind="wrong metadata",
         trigger=lambda spec: bool(_outputs_that_may_lose_grad_in_a_region(spec)),
         witness=_some_lost_requires_grad_in_a_region,
         damage=_flags_and_records_of_outputs_lost_in_a_region,
@@ -348,8 +359,15 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="aot_unused_gradient_materialized_as_zeros.py",
-        upstream=("pytorch/pytorch#186355 (a fix keeping eager's None for unused inputs, closed)",
-                  "pytorch/pytorch#177764"),
+        upstream=(
+            "pytorch/pytorch#131794 (open)",
+            "pytorch/torchdynamo#1102 (closed, 2022: the same with a graph break)",
+        ),
+        related=(
+            "pytorch/pytorch#186355 (a closed pull request keeping eager's None for unused inputs)",
+            "pytorch/pytorch#177764 (a closed pull request for #131794)",
+        ),
+        kind="wrong metadata",
         trigger=lambda spec: bool(_none_into_a_compiled_region(spec)),
         witness=_zeros_where_eager_has_none,
         damage=_zero_gradient_damage,
@@ -367,6 +385,10 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_detached_input_node_hooks_not_fired.py",
         upstream=(),
+        related=(
+            "pytorch/pytorch#134193 (a closed 2024 pull request limiting when AOT Autograd detaches graph inputs)",
+        ),
+        kind="silent wrong result",
         trigger=lambda spec: bool(_node_hooks_on_detached_views(spec)),
         witness=lambda spec, result, ms: any(_node_hook_not_fired(spec, m) for m in ms),
         damage=_node_hook_not_fired,
@@ -384,7 +406,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_intermediate_alias_skips_backward.py",
-        upstream=(),  # the replay outside the compiled Function: #97691, #111081 (not this bug)
+        upstream=(),
+        related=(
+            "pytorch/pytorch#102970 (closed: the graph-input alias case, fixed)",
+            "pytorch/pytorch#97691 (closed: the intermediate-base replay, as a performance issue)",
+        ),
+        kind="silent wrong result",
         trigger=lambda spec: bool(_outputs_regenerated_from_an_intermediate_base(spec)),
         witness=lambda spec, result, ms: any(_gradient_past_a_skipped_backward(spec, m) and m.role.startswith(
             ("grad:", "grad2:", "agrad:", "retained:", "dgrad:")) for m in ms),  # a gradient itself, not a hook's record

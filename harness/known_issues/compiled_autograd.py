@@ -362,6 +362,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
         reproducer="ca_none_gradient_accumulated.py",
         upstream=(),
+        related=("pytorch/pytorch#105811 (a closed 2023 pull request on undefined gradients in compiled autograd)",),
+        kind="crash",
         trigger=_none_gradient_meets_another,
         witness=_none_added,
         damage=error_at("backward", "double_backward"),
@@ -376,6 +378,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
         reproducer="ca_runtime_none_not_materialized.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=lambda spec: bool(_unmaterialized_outputs(spec)),
         witness=_unmaterialized_none_seen,
         damage=_unmaterialized_none_damage,
@@ -391,6 +396,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_function_backward_unvalidated.py",
+        upstream=(),
+        related=(),
+        kind="missing error",
         trigger=lambda spec: any(_unvalidated_gradients(spec, n) for n in range(len(spec.functions))),
         witness=_eager_raised_but_path_did_not,
         damage=lambda spec, m: m.role == "error" and m.checkpoint == "backward" and m.against == "eager",
@@ -405,6 +413,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_too_few_gradients_indexerror.py",
+        upstream=(),
+        related=(),
+        kind="missing error",
         trigger=lambda spec: any(_too_few_gradients_for_a_tensor(spec, n) for n in range(len(spec.functions))),
         witness=raised("backward", r"^(tuple|list) index out of range$", IndexError),
         damage=error_at("backward"),
@@ -421,6 +432,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("compiled",),
         reproducer="ca_retain_grad_none_gradient_segfault.py",
         upstream=(),
+        related=("pytorch/pytorch#11751 (closed, 2018: the same segfault class in eager autograd, fixed by #12028)",),
+        kind="crash",
         trigger=lambda spec: bool(_retained_without_gradient(spec)),
         witness=crash_avoided("ca-retain-grad-none-gradient-segfault"),
         damage=error_at("backward"),
@@ -437,6 +450,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_invalid_gradient_message.py",
+        upstream=(),
+        related=(),
+        kind="missing error",
         trigger=lambda spec: any(fn.error == "grad_shape" and _backward_runs(spec, n)
                                  for n, fn in enumerate(spec.functions)),
         witness=raised("backward", r"^\[Compiled Autograd Tracing:\]invalid gradient at index \d+ - got .* "
@@ -454,6 +470,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_prehook_unused_first_gradient.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#138553 (the pull request that added reorder_pre_hook_nodes_to_mimic_eager, where it raises)",
+        ),
+        kind="crash",
         trigger=lambda spec: spec.backward != "none" and bool(_prehooked_functions_without_first_gradient(spec)),
         witness=raised("backward", r"^$", StopIteration),
         damage=error_at("backward"),
@@ -469,6 +490,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_unpack_hook_create_graph.py",
+        upstream=(),
+        related=("pytorch/pytorch#153222 (a closed pull request: higher-order gradients under compiled autograd)",),
+        kind="silent wrong result",
         trigger=_double_backward_through_unpacked_saved_tensors,
         witness=_second_order_differs,
         damage=_second_order_damage,
@@ -486,6 +510,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),  # capture runs it
         reproducer="ca_retained_saved_tensors_guard.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#129938 (open, needs a reproduction: the same 'Duplicate tensors found' guard failure on a backward run twice; likely the same root)",
+        ),
+        kind="crash",
         trigger=_graph_retained_for_two_savers,
         witness=raised("backward", r"^Guard failed on the same frame it was created\..*Duplicate tensors found: "
                                    r"\[\"hooks\[\d+\]\.saved_tensors\[\d+\]\"", AssertionError),
@@ -502,6 +531,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_tensor_hook_unreached_output.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=lambda spec: bool(_tensor_hooked_outputs_without_second_order_edge(spec)),
         witness=raised("backward", r"^'NoneType' object has no attribute 'op'$", AttributeError),
         damage=error_at("backward"),  # the path reports every compiled-autograd error at backward
@@ -517,6 +549,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled:eager",),
         reproducer="ca_eager_backend_pins_inputs.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#119607 (closed: a CUDA memory leak with torch.compile's eager backend)",
+            "pytorch/pytorch#125511 (open: eager-backend memory)",
+        ),
+        kind="leak",
         trigger=lambda spec: spec.backward != "none",
         # the holder is told apart: a leak is this bug's only where emptying that placeholder's
         # example value frees the tensor (harness/oracles/holders.py)
@@ -536,6 +574,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
         reproducer="ca_dynamo_function_ctx_cycle.py",
+        upstream=(
+            "pytorch/pytorch#195866 (the same SideEffects reference cycle, reached through __dict__ in a higher-order op body)",
+            "pytorch/pytorch#195954 (its fix, a closed pull request)",
+        ),
+        related=(),
+        kind="leak",
         trigger=_a_function_backward_runs,
         # the holder is told apart: a cycle is this bug's only where the tensor dies once Dynamo's
         # variables let go of the real ctx (harness/oracles/holders.py)
@@ -554,7 +598,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_function_vjp_ignored.py",
-        upstream=("pytorch/pytorch#191498",),
+        upstream=("pytorch/pytorch#191498 (open draft pull request)",),
+        related=(),
+        kind="crash",
         trigger=_vjp_backward_runs,
         witness=raised("backward", r"^You must implement either the backward or vjp method", NotImplementedError),
         damage=error_at("backward"),

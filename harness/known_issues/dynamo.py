@@ -567,6 +567,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_function_class_attribute.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#180834 (closed: the same GetAttrVariable gap for setup_context)",
+            "pytorch/pytorch#196058 (open pull request: hasattr, hashing and issubclass on autograd.Function classes)",
+        ),
+        kind="limitation",
         trigger=lambda spec: any(_generic(fn) for fn in spec.functions),
         witness=raised("forward", _CLASS_ATTRIBUTE),
         damage=error_at("forward"),
@@ -580,6 +586,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("compiled:eager", "compiled:aot_eager", "compiled:inductor"),
         reproducer="dynamo_function_class_attribute.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#180834 (closed: the same GetAttrVariable gap for setup_context)",
+            "pytorch/pytorch#196058 (open pull request: hasattr, hashing and issubclass on autograd.Function classes)",
+        ),
+        kind="limitation",
         trigger=lambda spec: spec.backward != "none" and _generic_function_with_grad_input(spec),
         witness=raised("backward", _CLASS_ATTRIBUTE),
         damage=error_at("backward"),
@@ -597,6 +609,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_varargs_forward.py",
         upstream=(),
+        related=("pytorch/pytorch#137809 (the closed 2024 pull request whose heuristic binds forward(*args))",),
+        kind="limitation",
         trigger=_generic_function_with_tensor_input,
         # What the shift breaks first varies with the graph (an input past the end, the ctx
         # or a constant where a tensor was passed, an output that is then no tensor); all of
@@ -634,6 +648,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_unread_saved_output_unchecked.py",
+        upstream=(),
+        related=(),
+        kind="missing error",
         trigger=lambda spec: bool(_saved_mutated_outputs(spec)),
         witness=_version_error_missing,
         damage=error_at("backward"),
@@ -647,6 +664,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=(2, 14, 1),  # its reproducer passes on 2.15.0
         paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_varargs_forward.py",
+        upstream=(),
+        related=("pytorch/pytorch#137809 (the closed 2024 pull request whose heuristic binds forward(*args))",),
+        kind="silent wrong result",
         trigger=_generic_function_with_tensor_input,
         witness=_wrong_forward_value_of_varargs_function,
         damage=_anything,
@@ -661,6 +681,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_single_non_differentiable_output.py",
+        upstream=("pytorch/pytorch#186366 (a closed pull request with this fix and its test, merge state not shown)",),
+        related=("pytorch/pytorch#129845 (open umbrella)",),
+        kind="crash",
         trigger=lambda spec: bool(_single_non_differentiable_outputs(spec)),
         witness=raised("forward", r"Expected fwd_out to be a BaseListVariable"),
         damage=error_at("forward"),
@@ -676,6 +699,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_single_constant_output.py",
+        upstream=(),
+        related=("pytorch/pytorch#144142 (closed: a non-tensor output in a tuple)",),
+        kind="limitation",
         trigger=lambda spec: bool(_single_constant_outputs(spec)),
         path_triggers={"func+dynamo": lambda spec: bool(_single_constant_outputs(spec, any_tensor_input=True))},
         witness=_constant_iterated,
@@ -692,6 +718,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_input_returned_as_is_not_a_view.py",
+        upstream=(),
+        related=("pytorch/pytorch#102970 (closed: an input returned as-is with requires_grad)",),
+        kind="wrong metadata",
         trigger=lambda spec: bool(_inputs_returned_without_grad(spec)),
         witness=lambda spec, result, ms: any(
             _alias_of(m) in _inputs_returned_without_grad(spec) and m.detail.startswith("expected 'view of ")
@@ -702,14 +731,19 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="dynamo-hook-on-output-used-inside",
-        title=("torch.compile with an AOT Autograd backend differentiates the compiled region as one node "
-               "(pytorch/pytorch#91468, open): a hook registered on an output that the region also uses "
+        title=("torch.compile with an AOT Autograd backend differentiates the compiled region as one node: "
+               "a hook registered on an output that the region also uses "
                "inside sees only the gradient from outside, so retain_grad gives a partial .grad and a "
                "hook that changes the gradient changes only that part"),
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_hook_on_output_used_inside.py",
-        upstream=("pytorch/pytorch#91468",),
+        upstream=(
+            "pytorch/pytorch#91468 (open)",
+            "pytorch/pytorch#146212 (closed: retain_grad ignored under aot_eager)",
+        ),
+        related=(),
+        kind="silent wrong result",
         trigger=lambda spec: bool(_hooks_on_outputs_used_inside(spec)),
         witness=lambda spec, result, ms: any(m.checkpoint == "backward" and _gradient_seen_by(spec, m) for m in ms),
         damage=_gradient_seen_by,
@@ -726,6 +760,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=(2, 13, 0),
         paths=("dynamo",),
         reproducer="dynamo_function_no_inputs_needs_input_grad.py",
+        upstream=(),
+        related=("pytorch/pytorch#123700 (the closed 2024 pull request that added ctx.needs_input_grad to Dynamo)",),
+        kind="wrong metadata",
         trigger=lambda spec: bool(_no_argument_functions_reading_needs_input_grad(spec)),
         witness=raised("forward", r"'NoneType' object is not iterable", TypeError),
         damage=error_at("forward"),
@@ -741,6 +778,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 14, 1), last=None,
         paths=("dynamo",),
         reproducer="dynamo_function_no_inputs_needs_input_grad_missing.py",
+        upstream=(),
+        related=("pytorch/pytorch#123700 (the closed 2024 pull request that added ctx.needs_input_grad to Dynamo)",),
+        kind="limitation",
         trigger=lambda spec: bool(_no_argument_functions_reading_needs_input_grad(spec)),
         witness=raised("forward", r"'FunctionCtx' object has no attribute 'needs_input_grad'", AttributeError),
         damage=error_at("forward"),
@@ -755,7 +795,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_fallback_drops_mark_non_differentiable.py",
-        upstream=("pytorch/pytorch#118396",),
+        upstream=(),
+        related=(
+            "pytorch/pytorch#118396 (open: ctx methods ignored where Dynamo traces the Function; here its eager fallback)",
+        ),
+        kind="wrong metadata",
         trigger=lambda spec: bool(_marks_on_the_real_ctx_lost(spec)),
         witness=_requires_grad_came_back,
         damage=_marked_outputs_and_what_follows,
@@ -775,7 +819,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_mark_non_differentiable_index_shifted.py",
-        upstream=("pytorch/pytorch#191029", "pytorch/pytorch#191030"),
+        upstream=(
+            "pytorch/pytorch#191029 (open pull request with the fix; no issue filed)",
+            "pytorch/pytorch#191030 (its ghstack duplicate)",
+        ),
+        related=(),
+        kind="silent wrong result",
         trigger=lambda spec: any(_marks_shifted_by_constants(spec)),
         witness=_shifted_marks_seen,
         damage=_shifted_marks_and_what_follows,
@@ -798,7 +847,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_mark_dirty_index_shifted.py",
-        upstream=("pytorch/pytorch#191029", "pytorch/pytorch#191030"),
+        upstream=(
+            "pytorch/pytorch#191029 (open pull request with the fix; no issue filed)",
+            "pytorch/pytorch#191030 (its ghstack duplicate)",
+        ),
+        related=(),
+        kind="crash",
         trigger=lambda spec: bool(_dirty_marks_shifted_by_constants(spec)),
         witness=_dirty_mark_moved,
         damage=_moved_dirty_mark_damage,
@@ -812,11 +866,17 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "compiled region and passed across a graph break to a custom Function that modifies it in place "
                "(mark_dirty) while another input requires grad, raises RuntimeError 'A view was created in "
                "no_grad mode and is being modified inplace with grad mode enabled': AOT Autograd ran that region "
-               "under no_grad (nothing in it requires grad); related, closed: pytorch/pytorch#103153"),
+               "under no_grad (nothing in it requires grad)"),
         first=(2, 13, 0), last=None,
         # the eager and inductor backends run it (inductor tried on 2.13.0)
         paths=("dynamo:aot_eager",),
         reproducer="dynamo_fallback_dirty_view_made_in_no_grad.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#103153 (closed: the same error for a view of a view out of AOT Autograd)",
+            "pytorch/pytorch#90507 (open)",
+        ),
+        kind="crash",
         trigger=lambda spec: bool(_dirty_views_of_no_grad_clones(spec)),
         witness=raised("forward", r"A view was created in no_grad mode and is being modified inplace with grad "
                                   r"mode enabled", RuntimeError),
@@ -833,7 +893,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo:eager",),  # aot_eager and inductor: unsupported (AOT's backward is once-differentiable)
         reproducer="dynamo_eager_function_backward_not_differentiable.py",
-        upstream=None,
+        upstream=(),
+        related=(
+            "pytorch/pytorch#91469 (open: double backward silently wrong under torch.compile; the AOT backends now raise)",
+        ),
+        kind="silent wrong result",
         trigger=lambda spec: spec.backward == "double" and any(
             _backward_runs(spec, n) for n in range(len(spec.functions))),
         witness=_second_order_differs,
@@ -851,6 +915,13 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_skipped_frame_tracer_cycle.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#169642 (closed pull request: clean up graphs of failed tracer outputs)",
+            "pytorch/pytorch#197567 (open pull request: exception tracebacks pin frames)",
+            "pytorch/pytorch#195866 (the SideEffects cycle of the second form)",
+        ),
+        kind="leak",
         # every dynamo run traces the graph's Functions; a cycle is this bug's only where the
         # tensor dies once the ctx Dynamo keeps, or the abandoned trace, lets go of it
         # (harness/oracles/holders.py): a cycle the graph makes itself fails
@@ -871,6 +942,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_function_backward_checked_differently.py",
+        upstream=(),
+        related=(),
+        kind="missing error",
         trigger=lambda spec: _invalid_backward_runs(spec) or _invalid_backward_traced(spec),
         witness=_invalid_backward_checked_differently,
         damage=lambda spec, m: m.role == "error",
@@ -885,7 +959,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_mark_dirty_inplace_result.py",
-        upstream=("pytorch/pytorch#184267",),
+        upstream=(),
+        related=("pytorch/pytorch#184267 (the closed pull request that added this graph break; not a report of it)",),
+        kind="limitation",
         trigger=lambda spec: bool(_dirty_sites_with_grad(spec)),
         # a torch.func transform differentiates (or batches) every leaf, whatever requires_grad says
         path_triggers={"func+dynamo": lambda spec: bool(_dirty_sites(spec))},
@@ -902,6 +978,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_closure_object.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#154009 (closed: SourcelessBuilder cannot wrap a user dataclass)",
+            "pytorch/pytorch#118394 (closed: graph break on a tensor freevar in forward)",
+        ),
+        kind="limitation",
         trigger=_generic_function_with_grad_input,
         # a torch.func transform differentiates (or batches) every leaf it is given, whatever
         # requires_grad says (harness/paths/func.py): any tensor input
@@ -922,6 +1004,10 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_zero_dim_float64_input_mutation_lost.py",
         upstream=(),
+        related=(
+            "pytorch/pytorch#179395 (closed pull request, probably the fix: tensorify of method-form in-place ops)",
+        ),
+        kind="silent wrong result",
         trigger=_zero_dim_float64_mutations,
         witness=_dirty_output_kept_its_old_value,
         damage=_lost_mutations_and_what_follows,
@@ -941,6 +1027,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
         paths=("dynamo",),  # its reproducer, with backend eager or inductor too, reproduces it
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
+        upstream=(),
+        related=("pytorch/pytorch#173833 (the closed pull request that added clear_saved_tensors_on_access)",),
+        kind="crash",
         trigger=lambda spec: bool(_cleared(spec)),
         witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",
                        RuntimeError),

@@ -253,6 +253,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("eager", "owned", "borrowed", "compiled", "dynamo", "func", "func+dynamo"),
         reproducer="copyslices_skips_gradient_validation.py",
         upstream=(),
+        related=(),
+        kind="missing error",
         trigger=lambda spec: bool(_wrong_shape_into_dirty_view(spec)),
         witness=raised("backward", r"^The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)",
                        RuntimeError),
@@ -266,8 +268,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         title=("A custom Function that modifies in place (mark_dirty) a view input that is not its first tensor "
                "input: the CopySlices node torch puts over it takes the Function's gradient number 0 (the first "
                "tensor input's) as the view's, so the view's base gets the first input's gradient besides its "
-               "own and the first input gets none (same shape as pytorch/pytorch#5871, closed; #33069 forbade "
-               "only the several-outputs case). Given inputs (autograd.grad, backward(inputs=...)), CopySlices "
+               "own and the first input gets none. Given inputs (autograd.grad, backward(inputs=...)), CopySlices "
                "hits an INTERNAL ASSERT when only one of the two requires grad; compiled autograd adds the None "
                "the Function returns for that input and raises TypeError"),
         first=(2, 13, 0), last=None,
@@ -276,7 +277,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # audit saw the INTERNAL ASSERT under func.grad and func.vjp on 2.13.0 and 2.14.1)
         paths=("eager", "owned", "borrowed", "compiled", "dynamo", "func", "func+dynamo"),
         reproducer="eager_dirty_view_not_first_input.py",
-        upstream=("pytorch/pytorch#5871 (closed; the same shape, still present)",),
+        upstream=(),
+        related=(
+            "pytorch/pytorch#5871 (closed, 2018: an old-style Function modifying a slice of its first input in place; there the dirty input is the first and not a view)",
+        ),
+        kind="silent wrong result",
         trigger=lambda spec: bool(_dirty_views_not_first(spec)),
         witness=_misrouted_gradient_seen,
         damage=_misrouted_gradient_damage,
@@ -297,6 +302,10 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "func.jvp", "func.jvp+dynamo", "func.jacfwd", "func.jacfwd+dynamo"),
         reproducer="fwad_input_as_is_none_tangent.py",
         upstream=(),
+        related=(
+            "pytorch/pytorch#90067 (open: the same autograd_meta.cpp assert, triggered by a non-differentiable output)",
+        ),
+        kind="crash",
         trigger=lambda spec: bool(_assert_sites(spec)),
         path_triggers={"func.jvp": lambda spec: bool(_jvp_assert_sites(spec)),
                        "func.jvp+dynamo": lambda spec: bool(_jvp_assert_sites(spec)),
@@ -318,6 +327,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("eager", "owned", "borrowed", "compiled", "dynamo"),
         reproducer="fwad_view_of_tangentless_input_drops_later_tangents.py",
+        upstream=(),
+        related=(),
+        kind="silent wrong result",
         trigger=lambda spec: bool(_early_return_sites(spec)),
         witness=_dropped_tangent_seen,
         damage=_downstream_of_dropped_tangents,

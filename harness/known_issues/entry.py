@@ -30,7 +30,20 @@ Witness = Callable[[GraphSpec, RunResult, list[Mismatch]], bool]
 Damage = Callable[[GraphSpec, Mismatch], bool]
 Workaround = Callable[[GraphSpec], GraphSpec]
 
-#: what an entry's bug does to a user, worst first (the `kind` of a KnownIssue)
+#: what an entry's bug does to a user, worst first (the `kind` of a KnownIssue), judged on valid code
+#: with torch's default settings:
+#:   silent wrong result  values (outputs, gradients, tangents) or what user code sees run (hooks)
+#:                        differ from eager autograd or torch's documented semantics, with no error
+#:   wrong metadata       values agree, but requires_grad, grad_fn, None-vs-zeros gradients, a dtype,
+#:                        view identity or a ctx attribute differ
+#:   crash                code eager runs raises (an internal assert, an exception) or kills the process
+#:   missing error        code torch documents as an error (a wrong gradient count or shape, a saved
+#:                        tensor modified in place) runs without it, or raises an error that no longer
+#:                        says what is wrong
+#:   leak                 tensors stay alive after the last reference is dropped (until gc.collect(),
+#:                        torch._dynamo.reset(), or forever)
+#:   limitation           torch.compile falls back to eager (a graph break: an error only under
+#:                        fullgraph=True) with right results, or torch documents the behaviour
 KINDS = ("silent wrong result", "wrong metadata", "crash", "missing error", "leak", "limitation")
 
 
@@ -62,12 +75,16 @@ class KnownIssue:
     #: and damage read only the result: so `check_function` applies the entry to a user's own
     #: Function, whose structure no spec describes (`function_hits`)
     any_function: bool = False
-    #: where torch's developers hear of it: "pytorch/pytorch#N" (an issue or pull request; several
-    #: allowed) or "documented limitation: <where torch documents it>"; () when a search of
-    #: PyTorch's issues found no report (then an upstream report is still to be filed); None when
+    #: the upstream reports of this very bug: "pytorch/pytorch#N (a note)" (an issue, or a pull
+    #: request fixing it; several allowed), or "documented limitation: <where torch documents it>";
+    #: () when a search of PyTorch's tracker found none (a report is still to be filed); None when
     #: nobody has searched yet
     upstream: tuple[str, ...] | None = None
-    #: one of KINDS ("" while an entry is not yet classified)
+    #: close cousins upstream that are not a report of this bug (another trigger or form, an older
+    #: or fixed case, the pull request that introduced the behaviour), each "pytorch/pytorch#N (how
+    #: it relates)": worth linking from a report, never counted as one
+    related: tuple[str, ...] = ()
+    #: one of KINDS: what the bug does to a user ("" while an entry is not yet classified)
     kind: str = ""
 
     def upstream_text(self) -> str:
@@ -75,6 +92,9 @@ class KnownIssue:
         if self.upstream is None:
             return "not searched"
         return ", ".join(self.upstream) or "not reported"
+
+    def related_text(self) -> str:
+        return ", ".join(self.related) or "none found"
 
     def affects_installed_torch(self) -> bool:
         v = torch_release()

@@ -445,6 +445,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=tuple(f"func.{t}{c}" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")
                     for c in ("", "+dynamo")),
         reproducer="func_function_vjp_ignored.py",
+        upstream=(
+            "documented limitation: torch.func needs a backward staticmethod for reverse-mode AD (notes/extending.func), though its error says 'implement either the backward or vjp method'",
+        ),
+        related=("pytorch/pytorch#191498 (the compiled-autograd sibling, an open draft pull request)",),
+        kind="limitation",
         trigger=lambda spec: _eager_backward_runs(spec) and _vjp_backward_runs(spec),
         # grad(vmap) also calls the backward of a Function whose lost marks let it run there
         # (func-grad-vmap-mark-non-differentiable-lost)
@@ -468,6 +473,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # forward); under torch.compile when Dynamo falls back to eager torch.func
         paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
         reproducer="func_vmap_single_constant_output.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=lambda spec: bool(_single_constant_outputs_vmapped(spec)),
         # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
         path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec)
@@ -486,6 +494,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("func.jacfwd", "func.jacfwd+dynamo"),  # harness/paths/func.py returns the outputs as jacfwd's aux
         reproducer="func_jacfwd_aux_empty_input.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=lambda spec: 0 in spec.shape and _eager_backward_runs(spec),
         # at forward under torch.compile: Dynamo raises it while tracing the whole transform,
         # before any of it ran (the path's phase update is a traced side effect, never applied)
@@ -509,6 +520,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # user jvp, "Unsupported hasattr call"), its eager fallback runs torch.func eagerly
         paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
         reproducer="func_grad_vmap_saved_output_and_forward.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=lambda spec: bool(_saving_output_and_for_forward(spec)),
         # where the two lists have the same length, a batched value is unpacked as unbatched and
         # the reverse: a shape error between the batch size and a size of the graph's shape
@@ -528,6 +542,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
         reproducer="func_grad_vmap_mark_non_differentiable_lost.py",
+        upstream=(),
+        related=(),
+        kind="silent wrong result",
         trigger=lambda spec: bool(_marks_lost_by_vmap(spec)),
         witness=_vmapped_backward_of_lost_marks_raised,
         damage=error_at("backward"),
@@ -548,6 +565,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # forward); under torch.compile when Dynamo falls back to eager torch.func
         paths=tuple(f"func.{t}{c}" for t in ("vmap", "vmap_grad", "grad_vmap", "jacfwd") for c in ("", "+dynamo")),
         reproducer="func_vmap_mark_dirty.py",
+        upstream=(),
+        related=(
+            "pytorch/pytorch#90225 (closed: ctx.mark_dirty with functorch; the generate_vmap_rule case still raises)",
+        ),
+        kind="crash",
         trigger=lambda spec: bool(_dirty_outputs_vmapped(spec)),
         # func.jacfwd runs its forward un-vmapped when eager runs no backward (harness/paths/func.py)
         path_triggers={f"func.jacfwd{c}": lambda spec: _eager_backward_runs(spec) and bool(_dirty_outputs_vmapped(spec))
@@ -569,6 +591,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
         reproducer="func_grad_vmap_dirty_unbatched_view.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=lambda spec: bool(_dirty_unbatched_views(spec)),
         witness=raised("forward", r"modifies inplace an input that is a view of another Tensor, your Function "
                                   r"cannot return more than one Tensor", RuntimeError),
@@ -588,6 +613,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("func.grad", "func.grad+dynamo"),
         reproducer="func_grad_grad_tensor_hook_outer_level.py",
         upstream=(),
+        related=("pytorch/functorch#638 (open: backward hooks are not called under vmap)",),
+        kind="silent wrong result",
         trigger=lambda spec: spec.backward == "double" and bool(_tensor_hooked_values(spec)),
         witness=lambda spec, result, ms: any(m.checkpoint == "double_backward" and m.role.startswith("dgrad:")
                                              for m in ms),
@@ -606,6 +633,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,
         paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
         reproducer="func_grad_vmap_wrong_shape_gradient.py",
+        upstream=(),
+        related=(),
+        kind="missing error",
         trigger=_wrong_shape_gradient_vmapped,
         witness=raised("backward", r"is not expandable to size", RuntimeError),
         damage=error_at("backward"),
@@ -624,6 +654,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         paths=("func.grad_vmap", "func.grad_vmap+dynamo"),  # +dynamo: after a graph break, eager torch.func
         reproducer="func_grad_vmap_once_differentiable_batched_result.py",
         upstream=(),
+        related=("pytorch/pytorch#97237 (the closed pull request that added this error)",),
+        kind="crash",
         trigger=lambda spec: bool(_once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec)),
         witness=raised("backward", r"accessing `data` under vmap transform is not allowed", RuntimeError),
         damage=error_at("backward"),
@@ -635,13 +667,18 @@ ENTRIES: tuple[KnownIssue, ...] = (
         title=("torch.compile of a torch.func transform over a custom Function inlines the Function's forward and "
                "drops its own rules: the transform differentiates (or batches) the inlined ops, never calling the "
                "custom backward, jvp or vmap, and ignoring ctx.mark_non_differentiable, with no error or graph "
-               "break even under fullgraph=True (pytorch/pytorch#193279 backward, #192985 jvp): a backward whose "
+               "break even under fullgraph=True: a backward whose "
                "results autograd would reject raises nothing, and a non-differentiable output gets a tangent and "
                "passes gradients"),
         first=(2, 13, 0), last=None,
         paths=("func+dynamo",),
         reproducer="func_dynamo_custom_rules_dropped.py",
-        upstream=("pytorch/pytorch#193279", "pytorch/pytorch#192985"),
+        upstream=(
+            "pytorch/pytorch#193279 (closed: backward under torch.func.grad)",
+            "pytorch/pytorch#192985 (open: jvp under torch.func.jvp)",
+        ),
+        related=("pytorch/pytorch#193277 (open pull request with a fix)",),
+        kind="silent wrong result",
         # the generated rules are the true derivatives, so the drop shows only where a backward
         # would raise (the spec's deliberate invalid results) or through a non-differentiable output
         trigger=_rules_drop_visible,
@@ -662,6 +699,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # whose Function runs under vmap; func.grad_vmap runs vmap(vjp) where eager runs no backward
         paths=tuple(f"func.{t}+dynamo" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap")),
         reproducer="func_dynamo_side_effect_fake_tensor.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=lambda spec: bool(_side_effect_functions_on_transformed_tensors(spec)),
         path_triggers={"func.grad_vmap+dynamo": lambda spec: not _eager_backward_runs(spec)
                        and bool(_side_effect_functions_on_transformed_tensors(spec))},
@@ -681,6 +721,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # func.jacfwd's basis tangents come through vmap and do not trip it (tried on 2.14.1)
         paths=("func.jvp+dynamo",),
         reproducer="func_dynamo_jvp_view_of_gapped_primal.py",
+        upstream=(),
+        related=(),
+        kind="crash",
         trigger=_view_of_gapped_primal,
         witness=raised("forward_ad", r"tangent have the same layout as primal", RuntimeError),
         damage=error_at("forward_ad"),
@@ -697,6 +740,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # which drops the Function's own jvp (func-dynamo-custom-rules-dropped)
         paths=("func.jvp+dynamo", "func.jacfwd+dynamo"),
         reproducer="func_jvp_zero_dim_scalar_tangent_dtype.py",
+        upstream=("pytorch/pytorch#160513 (closed, still reproduces: comment or reopen)",),
+        related=("pytorch/pytorch#90065 (open: forward AD of add upcasts float32 to float64)",),
+        kind="wrong metadata",
         trigger=lambda spec: spec.forward_ad and _scalar_terms_below_float64(spec),
         # func.jacfwd runs forward AD where eager runs a backward (harness/paths/func.py)
         path_triggers={"func.jacfwd+dynamo": lambda spec: _eager_backward_runs(spec)

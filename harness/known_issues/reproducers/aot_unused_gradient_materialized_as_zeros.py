@@ -8,10 +8,10 @@ The region's CompiledFunctionBackward (an autograd.Function that materializes gr
 undefined gradient of its output into zeros and differentiates them. With fullgraph=True (the
 Function traced into the same graph) the gradient is None, as in eager.
 
-Upstream: pytorch/pytorch#186355 ("AOTAutograd's custom autograd.Function let autograd materialize
-undefined grad outputs as zeros ... unused inputs received zero gradients where eager mode leaves
-them undefined"), #177764, and pytorch/torchdynamo#1102 (the same with a graph break, 2022).
-Seen on 2.13.0, 2.14.1 and 2.15.0.
+Upstream: pytorch/pytorch#131794 (open) and pytorch/torchdynamo#1102 (the same with a graph break,
+2022); pull requests on it: #186355 ("AOTAutograd's custom autograd.Function let autograd
+materialize undefined grad outputs as zeros ... unused inputs received zero gradients where eager
+mode leaves them undefined", closed), #177764.
 
 Exit status 1 and "REPRODUCED" when the bug is present (backend aot_eager, or the one named on the
 command line); 0 when fixed.

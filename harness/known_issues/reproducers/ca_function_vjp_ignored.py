@@ -1,5 +1,4 @@
-"""Torch issue ca-function-vjp-ignored (found by the harness, issue 10 axis backward_method;
-not registered yet: harness/known_issues/ belongs to another helper).
+"""Known torch issue ca-function-vjp-ignored (found by the harness; torch only).
 
 torch documents `vjp` as an alias of `backward` ("Defining this function is equivalent to
 defining the vjp function", torch/autograd/function.py) and eager picks whichever the class

@@ -8,7 +8,7 @@ torch rebase the view's base history on a CopySlices node wrapping the Function'
 CopySlices). CopySlices takes the Function's gradient number 0 as the gradient of the modified
 view. When the view is not the Function's first tensor input, and the first tensor input gets a
 gradient, eager silently gives the base the first input's gradient (plus its own) and the first
-input gets none. The same shape was reported in 2018 (pytorch/pytorch#5871, closed); PR #33069
+input gets none. A cousin was reported in 2018 (pytorch/pytorch#5871, closed: there the dirty input is the first and not a view); PR #33069
 forbade only the multiple-output case. Under compiled autograd, when the Function's backward
 returns None for its first tensor input, the same graph raises "TypeError: add(): argument
 'input' (position 1) must be Tensor, not NoneType" (copy_slices_epilogue passes that None on to
