@@ -34,8 +34,8 @@ What torch promises, per path family, and so what is compared exactly:
   (torch/_functorch/_aot_autograd/schemas.py, `OutputType`), except for a custom Function's
   view of a graph intermediate (a dirty view input, `Arg.view`), which AOT returns as a
   plain output by design (`custom_function_view`), and a custom Function's view of an
-  intermediate that does not require grad while the view does (AOT regenerates an alias of
-  an intermediate only when both require grad). `_version` is not: AOT functionalizes mutations, and a dirty output here is an intermediate (a clone made
+  intermediate that does not require grad while the view does, or that intermediate returned
+  as-is (AOT regenerates an alias of an intermediate only when both require grad). `_version` is not: AOT functionalizes mutations, and a dirty output here is an intermediate (a clone made
   inside the compiled region). requires_grad, grad_fn and is_leaf are autograd's view of
   the outputs, which the compiled region must reproduce. When the spec asks for
   torch.jit.trace, eager's forward is a trace and dynamo's is a compile: forward keys are
@@ -83,7 +83,8 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         # intermediate base and the output require gradients" (collect_metadata_analysis.py, Note
         # [AOT Autograd: outputs aliasing inputs or intermediates!]): a custom Function's view of
         # an intermediate that does not require grad, itself requiring grad (another input does),
-        # comes back a view of another tensor on the same storage. And a view of a clone argument
+        # comes back a view of another tensor on the same storage; so does such an intermediate
+        # returned as-is, which eager returns as a view of it (custom_function.cpp). And a view of a clone argument
         # (Arg.clone; or the clone returned as-is, which eager makes a view of it), an intermediate that no
         # output returns, is one output aliasing an intermediate
         # alone, which AOT hides behind aten._unsafe_view (Note [Intermediate Bases Optimization],
@@ -101,7 +102,7 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
                         or o.kind == "dirty" and fn.args[o.slot].clone and not requires_grad[base]
                         and requires_grad[f"f{n}.{k}"]
                         or o.kind in ("view", "input") and base in views_of_intermediates
-                        or o.kind == "view" and base.startswith("f") and not requires_grad[base]
+                        or o.kind in ("view", "input") and base.startswith("f") and not requires_grad[base]
                         and requires_grad[f"f{n}.{k}"]):
                     views_of_intermediates.add(f"f{n}.{k}")
         not_compared = {f"alias:{ref}" for ref in views_of_intermediates}
