@@ -358,9 +358,15 @@ def _shifted_marks_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mis
 def _shifted_marks_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
     """What the outputs that lose their mark cause (`_lost_marks_damage`), and what the outputs
     that get it instead do: whether they and what is computed from them require grad, and the
-    gradients of the values they were computed from, which no longer get their gradient."""
+    gradients of the values they were computed from, which no longer get their gradient. And the
+    aliases of both and of the outputs aliasing them: AOT Autograd regenerates an output's alias
+    of a graph intermediate only when both require grad (collect_metadata_analysis.py), so with
+    requires_grad moved, a view (or an as-is output) of such an output comes back a view of
+    another tensor on its storage, or the same tensor."""
     lost, moved = _marks_shifted_by_constants(spec)
     if _lost_marks_damage(spec, lost, m):
+        return True
+    if _alias_of(m) in _aliases_of(spec, lost | moved):
         return True
     flow = Dataflow(spec)
     if m.checkpoint in ("forward", "meta:forward"):
@@ -370,6 +376,16 @@ def _shifted_marks_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
     return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and (
         m.role.startswith(("grad:", "agrad:", "dgrad:", "stride:grad:", "stride:agrad:")) and _ref_of(m.role) in upstream
         or m.detail == "present on one side only")
+
+
+def _aliases_of(spec: GraphSpec, refs: frozenset[str]) -> frozenset[str]:
+    """`refs` and the Function outputs that alias one of them (a view, the input as-is or
+    modified in place, of the value itself, not of a clone), transitively."""
+    aliases = set(refs)
+    for n, fn in enumerate(spec.functions):
+        aliases |= {f"f{n}.{k}" for k, o in enumerate(fn.outputs) if o.kind in ("view", "input", "dirty")
+                    and not fn.args[o.slot].clone and fn.args[o.slot].ref in aliases}
+    return frozenset(aliases)
 
 
 def _constants_before_marks_as_tensors(spec: GraphSpec) -> GraphSpec:
@@ -457,8 +473,25 @@ def _invalid_backward_traced(spec: GraphSpec) -> bool:
     eager's backward never calls it (a partial backward that does not reach it; stop 20's
     dynamo audit, spec 82afbef1)."""
     flow = Dataflow(spec)
-    return any(fn.error in ("grad_count", "grad_shape") and flow.node_exists(n) and not _breaks_the_graph_itself(fn)
-               for n, fn in enumerate(spec.functions))
+    through_lost_marks = _nodes_through_lost_marks(spec)
+    return any(fn.error in ("grad_count", "grad_shape") and (flow.node_exists(n) or n in through_lost_marks)
+               and not _breaks_the_graph_itself(fn) for n, fn in enumerate(spec.functions))
+
+
+def _nodes_through_lost_marks(spec: GraphSpec) -> set[int]:
+    """Functions that have a node under torch.compile only because an output they read (or one it
+    was computed from) lost its mark_non_differentiable to the shift of
+    dynamo-mark-non-differentiable-index-shifted: with the mark lost, it requires grad (found on
+    2.14.1 in a 30-minute dynamo campaign: such a Function's too-few-gradients backward, traced at
+    compile time, raised IndexError at forward)."""
+    lost, _ = _marks_shifted_by_constants(spec)
+    if not lost:
+        return set()
+    unmarked = _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) if f"f{n}.{k}" in lost else o
+        for k, o in enumerate(fn.outputs))))
+    flow = Dataflow(unmarked)
+    return {n for n in range(len(spec.functions)) if flow.node_exists(n)}
 
 
 def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -780,7 +813,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=_shifted_marks_seen,
         damage=_shifted_marks_and_what_follows,
         damages=("requires_grad, grad_fn and is_leaf of the outputs the marks move to or from and of what is "
-                 "computed from them; at backward, the gradients of what an output that lost its gradient was "
+                 "computed from them, and the aliases (meta:forward) of those outputs and of the outputs aliasing "
+                 "them; at backward, the gradients of what an output that lost its gradient was "
                  "computed from, and what a backward eager skipped records or raises"),
         workaround=_constants_before_marks_as_tensors,
     ),
