@@ -446,7 +446,7 @@ def _moved_dirty_mark_damage(spec: GraphSpec, m: Mismatch) -> bool:
     upstream = frozenset().union(*(flow.upstream(r) for r in shifted))
     return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and m.role.removeprefix(
         "stride:").startswith(("grad:", "grad2:", "agrad:", "dgrad:", "retained:")) and _ref_of(
-        m.role.removeprefix("stride:")) in upstream
+        m.role.removeprefix("stride:")) in upstream or _gradient_record_of(spec, upstream, m)  # and hooks' records
 
 
 def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
@@ -837,7 +837,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=_dirty_mark_moved,
         damage=_moved_dirty_mark_damage,
         damages=("the error at forward; silently, the aliases (meta:forward) of the dirty outputs whose mark moved "
-                 "and of what is computed from them, and at backward the gradients of every value upstream of them"),
+                 "and of what is computed from them, and at backward the gradients (retained grads, hook records) of every value upstream of them"),
         workaround=lambda spec: _constants_as_tensors(spec, _dirty_marks_shifted_by_constants(spec)),
     ),
     KnownIssue(
