@@ -443,7 +443,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         title=("The hook side of dynamo-aot-detached-input-drops-requires-grad: AOT Autograd detaches a view of a "
                "leaf that the compiled region reads and sends no gradient (graph_compile.py, indices_of_inps_to_detach), "
                "so the compiled backward has no edge to the view's node, and pre and post hooks registered on that "
-               "node, and tensor hooks on the view, never fire; eager runs the node with a None gradient and fires them"),
+               "node, and tensor hooks on the view, never fire; eager runs the node with a None gradient and "
+               "fires them"),
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_detached_input_node_hooks_not_fired.py",
@@ -493,9 +494,10 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=_backward_skipped_for_a_dirty_frame_input,
         damage=_dirty_frame_input_damage,
         damages=("at forward, requires_grad, grad_fn and is_leaf of the outputs that require grad only through a "
-                 "dirty input (the dirty output of an input that does not require grad, the other outputs where only dirty "
-                 "inputs require grad) and of what is computed from them; at backward, the gradients, retained grads and hook records "
-                 "(and their strides) of the arguments of each such Function and of every value upstream of them"),
+                 "dirty input (the dirty output of an input that does not require grad, the other outputs where "
+                 "only dirty inputs require grad) and of what is computed from them; at backward, the gradients, "
+                 "retained grads and hook records (and their strides) of the arguments of each such Function and "
+                 "of every value upstream of them"),
         # the straight forward makes each clone in the frame that applies its Function
         workaround=lambda spec: dataclasses.replace(spec, forward_code="straight"),
     ),

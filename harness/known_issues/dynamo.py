@@ -837,7 +837,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=_dirty_mark_moved,
         damage=_moved_dirty_mark_damage,
         damages=("the error at forward; silently, the aliases (meta:forward) of the dirty outputs whose mark moved "
-                 "and of what is computed from them, and at backward the gradients (retained grads, hook records) of every value upstream of them"),
+                 "and of what is computed from them, and at backward the gradients (retained grads, hook records) "
+                 "of every value upstream of them"),
         workaround=lambda spec: _constants_as_tensors(spec, _dirty_marks_shifted_by_constants(spec)),
     ),
     KnownIssue(
