@@ -132,6 +132,11 @@ CASES = {
     "dynamo-unread-saved-output-unchecked": ("dynamo", graph(
         fn(X0, outputs=(lin(0),), save=("outputs",), style="setup_context", code="plain"),
         fn(X1, outputs=(lin(0),), code="plain"), mutated_outputs=("f0.0",)), (1, 0), None),
+    # F1 saves f0.0 (the input of its sin term, read by its backward), which is modified in place before
+    # backward: under backend eager nothing checks its version; F2 reads x1, outside the damage
+    "dynamo-eager-saved-tensors-unchecked": ("dynamo:eager", graph(
+        fn(X0, outputs=(lin(0),), code="plain"), fn(Arg("f0.0"), outputs=(SIN0,), save=("inputs",), code="plain"),
+        fn(X1, outputs=(lin(0),), code="plain"), mutated_outputs=("f0.0",)), (2, 0), None),
     # a traced Function's backward under the eager backend is not differentiated: F0's dgrad is lost
     "dynamo-eager-function-backward-not-differentiable": ("dynamo:eager", graph(
         fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 2.0),)),), save=("inputs",), code="plain"),

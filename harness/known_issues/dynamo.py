@@ -68,10 +68,21 @@ def _all_plain(spec: GraphSpec) -> GraphSpec:
 
 
 def _saved_mutated_outputs(spec: GraphSpec) -> set[str]:
-    """Outputs modified in place after the forward that their own Function saved (as outputs),
-    where that Function's backward runs. The generated backward unpacks them and reads only
-    their shape (harness/build.py), so a traced backward needs none of their data."""
-    return saved_mutated_outputs(spec, as_inputs=False)
+    """Outputs modified in place after the forward that a Function whose backward runs saved and
+    whose data the compiled backward does not need: as its own outputs (the generated backward
+    unpacks them and reads only their shape, harness/build.py), or as the input of a nonlinear term
+    where that input does not require grad (the backward reads it only for that input's own
+    gradient, which nothing needs, so AOT Autograd's traced backward drops it)."""
+    as_outputs = saved_mutated_outputs(spec, as_inputs=False)
+    requires_grad = Dataflow(spec).requires_grad
+    return as_outputs | {r for r in saved_mutated_outputs(spec) - as_outputs if not requires_grad[r]}
+
+
+def _all_saved_mutated_outputs_not_mutated(spec: GraphSpec) -> GraphSpec:
+    """No output that a Function whose backward runs saved is modified in place (the other in-place
+    updates stay)."""
+    saved = saved_mutated_outputs(spec)
+    return dataclasses.replace(spec, mutated_outputs=tuple(r for r in spec.mutated_outputs if r not in saved))
 
 
 def _version_error_missing(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -660,18 +671,38 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="dynamo-unread-saved-output-unchecked",
-        title=("torch.compile: a custom Function saves its output, its backward unpacks it without reading "
-               "its values, and the caller modifies that output in place before backward: eager raises the "
-               "version-counter error, the compiled run does not (AOT Autograd keeps no data it does not "
-               "read, so nothing is checked); the gradients are right"),
+        title=("torch.compile with an AOT Autograd backend: a custom Function saves a tensor whose values its "
+               "backward does not need (its output, unpacked without reading its values; or an input that does "
+               "not require grad, read only for that input's own gradient), and the caller modifies that tensor "
+               "in place before backward: eager raises the version-counter error, the compiled run does not (AOT "
+               "Autograd keeps no data its traced backward does not read, so nothing is checked); the gradients "
+               "are right"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo:aot_eager", "dynamo:inductor"),  # backend eager: dynamo-eager-saved-tensors-unchecked
         reproducer="dynamo_unread_saved_output_unchecked.py",
         trigger=lambda spec: bool(_saved_mutated_outputs(spec)),
         witness=_version_error_missing,
         damage=error_at("backward"),
         damages="the missing error at backward (compared with eager's and the math oracle's)",
         workaround=_saved_outputs_not_mutated,
+    ),
+    KnownIssue(
+        id="dynamo-eager-saved-tensors-unchecked",
+        title=("torch.compile(backend='eager') of a custom Function (traced into autograd_function_apply): the "
+               "tensors it saves for backward are never version-checked, so when the caller modifies one in place "
+               "before backward, eager raises the version-counter error and the compiled run silently computes "
+               "the gradient from the modified values"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:eager",),  # the AOT backends check what they keep: dynamo-unread-saved-output-unchecked
+        reproducer="dynamo_eager_saved_tensors_unchecked.py",
+        upstream=(),  # related, not the same: #197887 (Inductor, a saved view of a graph input)
+        kind="silent wrong result",
+        trigger=lambda spec: bool(saved_mutated_outputs(spec)),
+        witness=_version_error_missing,
+        damage=error_at("backward"),
+        # (the harness's eager raises, so the gradient the path computed has no reference to differ from)
+        damages="the missing error at backward (compared with eager's and the math oracle's)",
+        workaround=_all_saved_mutated_outputs_not_mutated,
     ),
     KnownIssue(
         id="dynamo-function-varargs-forward-values",
