@@ -43,7 +43,8 @@ What torch promises, per path family, and so what is compared exactly:
 * math oracle (plain autograd of the same ops, `build.math_apply`): its outputs are
   `y + 0 * inputs` (fresh tensors) or plain views, a different graph, so no alias and no
   `_version`. What its structure allows: output strides of `compute` outputs (both
-  contiguous results of the same ops), grad_fn and is_leaf of every output, leaf `.grad`
+  contiguous results of the same ops; only on paths that promise strides at all, so not on
+  dynamo, where Inductor lays a computed output out as its inputs are), grad_fn and is_leaf of every output, leaf `.grad`
   layouts (the contract above) and grad_is_none. Only keys both sides recorded are compared:
   the math graph may produce a zero gradient where a Function gives None, which the value
   comparison already judges (`none_is_zero`).
@@ -127,6 +128,10 @@ def metadata_mismatches(spec: GraphSpec, expected: RunResult, actual: RunResult)
     the math oracle), over the checkpoints both completed."""
     against_math = expected.path == "math"
     keep = compared_keys("math" if against_math else actual.path, spec)
+    if against_math:  # strides only where the path promises them too (no PT2 output strides)
+        path_keeps, math_keeps = compared_keys(actual.path, spec), keep
+        keep = lambda checkpoint, role: math_keeps(checkpoint, role) and (  # noqa: E731
+            not role.startswith("stride:") or path_keeps(checkpoint, role))
     done = _completed_checkpoints(expected, actual)
     if expected.status == "error" or actual.status == "error":
         # a run cut short may keep no records at all (an exception that escaped the runner,

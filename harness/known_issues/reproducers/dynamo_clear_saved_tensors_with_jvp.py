@@ -8,7 +8,8 @@ Eager is fine, and so is the same Function without a jvp under torch.compile (Dy
 autograd_function_apply); with a jvp Dynamo does not trace it ("Unsupported custom jvp"), and the way
 it runs the Function then reads ctx.saved_tensors more than once. The same without a jvp where the
 Function gets one tensor twice (`Add.apply(x, x)`) and calls ctx.set_materialize_grads(False), even
-saving nothing (found by `python -m harness nightly`; either alone runs). Seen on 2.13.0 (CPU).
+saving nothing (found by `python -m harness nightly`; either alone runs). Seen on 2.13.0 (CPU),
+with backend aot_eager (run here) and with backends eager and inductor alike.
 
 Exit status 1 and "REPRODUCED" when the failure is present; 0 when fixed.
 """
