@@ -8,6 +8,7 @@ import re
 from harness.dataflow import Dataflow, differentiable
 from harness.known_issues.entry import KnownIssue, error_at
 from harness.known_issues.shared import (
+    _aliases_of,
     _aliasing_output_as_copy,
     _breaks_the_graph_itself,
     _functions_replaced,
@@ -367,6 +368,23 @@ def _backward_skipped_for_a_dirty_frame_input(spec: GraphSpec, result: RunResult
         for m in mismatches)
 
 
+def _complex_zero_dim_sums(spec: GraphSpec) -> frozenset[str]:
+    """In a 0-dim complex graph, the computed outputs that add (a bias plus terms: harness/build.py
+    makes `torch.full(shape, bias)` and adds each term) and the outputs aliasing them: Inductor's
+    complex add decomposition reshapes 0-dim operands to one element and returns `result[0]`
+    (torch/_inductor/decomposition.py, `add`), so the sum comes back a view of a 1-element tensor."""
+    if spec.dtype not in COMPLEX_DTYPES or tuple(spec.shape) != ():
+        return frozenset()
+    sums = frozenset(f"f{n}.{k}" for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs)
+                     if o.kind == "compute" and o.terms)
+    return _aliases_of(spec, sums)
+
+
+def _alias_of_a_complex_zero_dim_sum(spec: GraphSpec, m: Mismatch) -> bool:
+    return (m.checkpoint == "meta:forward" and m.role.startswith("alias:")
+            and _ref_of(m.role) in _complex_zero_dim_sums(spec))
+
+
 ENTRIES: tuple[KnownIssue, ...] = (
     KnownIssue(
         id="inductor-complex-empty-view-dtype",
@@ -500,5 +518,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
                  "of every value upstream of them"),
         # the straight forward makes each clone in the frame that applies its Function
         workaround=lambda spec: dataclasses.replace(spec, forward_code="straight"),
+    ),
+    KnownIssue(
+        id="inductor-complex-zero-dim-sum-is-a-view",
+        title=("torch.compile with the inductor backend: the sum of two 0-dim complex tensors comes back as a view "
+               "(its `_base` a 1-element tensor) where eager returns a fresh tensor: Inductor's complex add "
+               "decomposition (torch/_inductor/decomposition.py, `add`) reshapes 0-dim operands to shape (1,) and "
+               "returns `result[0]`"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:inductor",),
+        reproducer="inductor_complex_zero_dim_sum_is_a_view.py",
+        # related, not the same: #160495 and its fix #160736 (the reshape; before it, a crash), #172073
+        upstream=(),
+        kind="wrong metadata",
+        trigger=lambda spec: bool(_complex_zero_dim_sums(spec)),
+        witness=lambda spec, result, ms: any(_alias_of_a_complex_zero_dim_sum(spec, m) for m in ms),
+        damage=_alias_of_a_complex_zero_dim_sum,
+        damages="the alias relation (meta:forward alias:*) of those sums and of the outputs aliasing them",
+        workaround=lambda spec: dataclasses.replace(spec, shape=(1,)),
     ),
 )

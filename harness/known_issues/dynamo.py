@@ -14,6 +14,7 @@ from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
     SECOND_ORDER_DAMAGES,
+    _aliases_of,
     _aliasing_output_as_copy,
     _backward_runs,
     _breaks_the_graph_itself,
@@ -387,16 +388,6 @@ def _shifted_marks_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
     return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and (
         m.role.startswith(("grad:", "agrad:", "dgrad:", "stride:grad:", "stride:agrad:")) and _ref_of(m.role) in upstream
         or m.detail == "present on one side only")
-
-
-def _aliases_of(spec: GraphSpec, refs: frozenset[str]) -> frozenset[str]:
-    """`refs` and the Function outputs that alias one of them (a view, the input as-is or
-    modified in place, of the value itself, not of a clone), transitively."""
-    aliases = set(refs)
-    for n, fn in enumerate(spec.functions):
-        aliases |= {f"f{n}.{k}" for k, o in enumerate(fn.outputs) if o.kind in ("view", "input", "dirty")
-                    and not fn.args[o.slot].clone and fn.args[o.slot].ref in aliases}
-    return frozenset(aliases)
 
 
 def _constants_before_marks_as_tensors(spec: GraphSpec) -> GraphSpec:
