@@ -739,3 +739,55 @@ def test_reduced_reproducer_exits_nonzero_where_the_entry_is_present(issue):
     assert run.state in ("reproduces", "crashes", "does not reproduce"), (run.state, run.error, run.observed)
     assert run.state != "crashes" or issue.kind == "crash", run.observed
     assert run.present == issue.affects_installed_torch(), (run.state, run.expected, run.observed)
+
+
+@pytest.mark.parametrize("issue_id, spec_file", [
+    # F1 (loop form) scales in place x1's clone; F0's mark_dirty without a node breaks the graph, so
+    # Dynamo skips the loop's frame and the clone comes into F1's frame from outside: F1's backward is
+    # skipped for it, and x1's gradient is 1 where eager's is 0.5 (beside the mark shift of F3)
+    ("dynamo-aot-dirty-graph-input-skips-backward", "dynamo_dirty_frame_input_2_13.json"),
+    # a tensor hook on x0[2], which F0 reads and sends None: AOT detaches it, the hook never fires
+    # (under checkpoint, past F2's deliberately wrong-shaped gradient)
+    ("dynamo-aot-detached-input-node-hooks-not-fired", "dynamo_tensor_hook_on_detached_view_2_13.json"),
+    # the same with two backwards (retain_graph): ('fired', 'fired') against ()
+    ("dynamo-aot-detached-input-node-hooks-not-fired", "dynamo_tensor_hook_on_detached_view_2_14.json"),
+    # F0's mark on f0.3 is dropped (past the tensors), so F2, reading f0.3's clone, has a node under
+    # Dynamo and its too-few-gradients backward is traced at compile time: IndexError at forward
+    ("dynamo-function-backward-checked-differently", "dynamo_indexerror_through_lost_mark_2_14.json"),
+    # F1 alone in the region after F0's graph break reads x0[1] and sends it None: AOT detaches it,
+    # no output requires grad, and the path skips the backward eager runs
+    ("dynamo-aot-detached-region-input-drops-requires-grad", "dynamo_detached_region_skipped_backward.json"),
+    # F0's dirty mark goes past its tensors; a post-accumulate hook on x0 records the wrong gradient
+    ("dynamo-mark-dirty-index-shifted", "dynamo_dirty_mark_shifted_hook_record_221cc708.json"),
+    # F2 saves f1.1 (made under no_grad) for its tanh term, and f1.1 is modified in place before
+    # backward: AOT's traced backward does not need it (its gradient is unneeded), so no error
+    ("dynamo-unread-saved-output-unchecked", "dynamo_aot_saved_input_without_grad_unchecked.json"),
+])
+def test_the_triaged_dynamo_specs_are_explained_by_their_entry(issue_id, spec_file, monkeypatch):
+    """Specs that eager,dynamo campaigns failed unexplained (kept in docs/func_repros/): each is now
+    explained by the entry, checked past it on its workaround, and fails without it."""
+    _explained_by(issue_id, spec_file, monkeypatch)
+
+
+def test_the_aliases_a_shifted_mark_changes_are_its_damage(monkeypatch):
+    """A campaign's spec (docs/func_repros/): F0 returns (0, f0.1 marked, f0.2), so under Dynamo
+    the mark moves to f0.2, and F1's view of f0.2 comes back as f0.2 itself (AOT regenerates an
+    alias of an intermediate only when both require grad). Both entries it meets explain it; without
+    the mark shift's, what is left is aliases only, and they are its damage."""
+    import harness.known_issues as registry
+    from harness.spec import load_spec
+
+    spec = load_spec(str(ROOT / "docs/func_repros/dynamo_marks_shifted_alias_2_13.json"))
+    path = paths.get("dynamo:aot_eager")
+    shifted = "dynamo-mark-non-differentiable-index-shifted"
+    expected = {shifted, "dynamo-aot-detached-input-drops-requires-grad"}
+    if not all(k.affects_installed_torch() for k in KNOWN_ISSUES if k.id in expected):
+        pytest.skip(f"these entries do not all affect torch {torch.__version__}")
+    outcome = check(spec, [path]).outcomes[path.name]
+    assert outcome.status == "ok" and outcome.checked and set(outcome.known) == expected, outcome.reason
+    issue = next(k for k in KNOWN_ISSUES if k.id == shifted)
+    monkeypatch.setattr(registry, "KNOWN_ISSUES", tuple(k for k in KNOWN_ISSUES if k.id != shifted))
+    without = check(spec, [path]).outcomes[path.name]
+    assert without.status == "failed" and without.mismatches, without.reason
+    assert {m.role for m in without.mismatches} == {"alias:f0.2", "alias:f1.1"}, without.mismatches
+    assert all(issue.damage(spec, m) for m in without.mismatches)

@@ -8,6 +8,7 @@ import re
 from harness.dataflow import Dataflow, differentiable
 from harness.known_issues.entry import KnownIssue, error_at
 from harness.known_issues.shared import (
+    _aliases_of,
     _aliasing_output_as_copy,
     _breaks_the_graph_itself,
     _functions_replaced,
@@ -83,12 +84,32 @@ def _some_lost_requires_grad_in_a_region(spec: GraphSpec, result: RunResult, mis
 
 def _flags_and_records_of_outputs_lost_in_a_region(spec: GraphSpec, m: Mismatch) -> bool:
     """Those outputs' autograd flags, and at backward what is recorded of them (retained
-    gradients, hooks); the backward itself still runs (the other regions' outputs require grad)
-    and the leaves' gradients are unchanged: the detached inputs get none from their region."""
+    gradients, hooks). Where another output keeps requiring grad the backward still runs and the
+    leaves' gradients are unchanged: the detached inputs get none from their region. Where every
+    output that requires grad in eager may be lost, the path may have no loss at all and skip the
+    backward: then what the backward records is on eager's side only (`_skipped_backward`)."""
     lost = _outputs_that_may_lose_grad_in_a_region(spec)
     if m.checkpoint in ("forward", "meta:forward"):
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
-    return m.checkpoint in ("backward", "meta:backward") and _ref_of(m.role.removeprefix("stride:")) in lost
+    if m.checkpoint not in ("backward", "meta:backward"):
+        return False
+    return _ref_of(m.role.removeprefix("stride:")) in lost or (
+        _every_output_may_lose_grad_in_a_region(spec) and _skipped_backward(m))
+
+
+def _every_output_may_lose_grad_in_a_region(spec: GraphSpec) -> bool:
+    flow = Dataflow(spec)
+    return _outputs_that_may_lose_grad_in_a_region(spec) >= {r for r, rg in flow.requires_grad.items()
+                                                             if r.startswith("f") and rg}
+
+
+def _skipped_backward(m: Mismatch) -> bool:
+    """A difference a backward the path skipped makes: the skip itself (harness/run.py records
+    "nothing requires grad"), a record present on one side only (a gradient, its strides), a
+    hook that did not fire."""
+    return (m.role == "skipped" or m.detail == "present on one side only"
+            or m.role.startswith("stride:") and m.detail.endswith("got '<absent>'")
+            or m.role.startswith("hook") and m.detail.endswith("got ()"))
 
 
 def _zeros_from_functions_losing_grad_in_a_region(spec: GraphSpec) -> GraphSpec:
@@ -195,10 +216,12 @@ def _zeros_from_the_functions_sending_none(spec: GraphSpec) -> GraphSpec:
                                if n in senders else fn)
 def _node_hooks_on_detached_views(spec: GraphSpec) -> tuple[int, ...]:
     """Pre and post hooks on the node of a view that AOT Autograd detaches (_detached_views),
-    when a backward runs: the compiled region's graph has no edge to that node, so they never
-    fire. Eager runs the node, with a None gradient, and fires them."""
+    and tensor hooks on that view (autograd runs them as pre hooks of the same node), when a
+    backward runs: the compiled region's graph has no edge to that node, so they never fire.
+    Eager runs the node, with a None gradient, and fires them."""
     detached = _detached_views(spec) if spec.backward != "none" else frozenset()
-    return tuple(h for h, hook in enumerate(spec.hooks) if hook.kind in ("pre", "post") and hook.target in detached)
+    return tuple(h for h, hook in enumerate(spec.hooks)
+                 if hook.kind in ("pre", "post", "tensor") and hook.target in detached)
 
 
 _NOT_FIRED = re.compile(r"expected \('fired'(, 'fired')*,?\), got \(\)")
@@ -287,6 +310,81 @@ def _gradient_past_a_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
     return _gradient_record_of(spec, values, m)
 
 
+def _dirty_frame_inputs(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(function, output) of each dirty output of a Function Dynamo traces into the
+    autograd_function_apply op (it has a node, does not break the graph itself, and returns the
+    dirty input as itself) whose argument can be an input of the frame Dynamo compiles: in the
+    loop form (`forward_code="loop"`) a graph break anywhere makes Dynamo skip the loop's frame and
+    compile each apply in a frame of its own, the clone the loop made for it coming in as its input.
+    (The straight form makes each clone in the frame that applies the Function.)"""
+    if spec.forward_code != "loop":
+        return ()
+    flow = Dataflow(spec)
+    return tuple((n, k) for n, fn in enumerate(spec.functions)
+                 if flow.node_exists(n) and not _breaks_the_graph_itself(fn) and fn.dirty_return == "input"
+                 for k, o in enumerate(fn.outputs) if o.kind == "dirty")
+
+
+def _values_behind_dirty_frame_inputs(spec: GraphSpec) -> frozenset[str]:
+    """The values whose gradient the skipped backward changes: the arguments of each such Function
+    and everything upstream of them."""
+    flow = Dataflow(spec)
+    return frozenset().union(*(flow.upstream(a.ref) for n, _ in _dirty_frame_inputs(spec)
+                               for a in spec.functions[n].args if a.ref is not None))
+
+
+def _outputs_losing_grad_with_a_dirty_frame_input(spec: GraphSpec) -> frozenset[str]:
+    """Outputs that require grad in eager, through the Function's node, and not under AOT, where the
+    dirty inputs no longer count as the Function's inputs: a dirty output whose input does not
+    require grad (it is returned as that input); the other outputs of a Function whose only inputs
+    that require grad are dirty ones; and what is computed from them."""
+    flow = Dataflow(spec)
+    lost: set[str] = set()
+    for n in {n for n, _ in _dirty_frame_inputs(spec)}:
+        fn = spec.functions[n]
+        dirty_slots = {o.slot for o in fn.outputs if o.kind == "dirty"}
+        others_require_grad = any(a.ref is not None and flow.requires_grad[a.ref]
+                                  for slot, a in enumerate(fn.args) if slot not in dirty_slots)
+        lost |= {f"f{n}.{k}" for k in fn.tensor_outputs if flow.requires_grad[f"f{n}.{k}"] and (
+            not flow.requires_grad[fn.args[fn.outputs[k].slot].ref] if fn.outputs[k].kind == "dirty"
+            else not others_require_grad)}
+    return flow.downstream(lost)
+
+
+def _dirty_frame_input_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """At forward, autograd's flags of those outputs; at backward, the gradient records of every
+    value behind those Functions."""
+    if m.checkpoint in ("forward", "meta:forward"):
+        return (m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:"))
+                and _ref_of(m.role) in _outputs_losing_grad_with_a_dirty_frame_input(spec))
+    return _gradient_record_of(spec, _values_behind_dirty_frame_inputs(spec), m)
+
+
+def _backward_skipped_for_a_dirty_frame_input(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """Through Dynamo's eager fallback (a graph break, so the loop's frame was skipped), a gradient
+    of a value behind such a Function differs, or such an output lost requires_grad."""
+    return "eager fallback" in result.note and any(
+        _dirty_frame_input_damage(spec, m) and m.role.startswith(("grad:", "grad2:", "agrad:", "requires_grad:"))
+        for m in mismatches)
+
+
+def _complex_zero_dim_sums(spec: GraphSpec) -> frozenset[str]:
+    """In a 0-dim complex graph, the computed outputs that add (a bias plus terms: harness/build.py
+    makes `torch.full(shape, bias)` and adds each term) and the outputs aliasing them: Inductor's
+    complex add decomposition reshapes 0-dim operands to one element and returns `result[0]`
+    (torch/_inductor/decomposition.py, `add`), so the sum comes back a view of a 1-element tensor."""
+    if spec.dtype not in COMPLEX_DTYPES or tuple(spec.shape) != ():
+        return frozenset()
+    sums = frozenset(f"f{n}.{k}" for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs)
+                     if o.kind == "compute" and o.terms)
+    return _aliases_of(spec, sums)
+
+
+def _alias_of_a_complex_zero_dim_sum(spec: GraphSpec, m: Mismatch) -> bool:
+    return (m.checkpoint == "meta:forward" and m.role.startswith("alias:")
+            and _ref_of(m.role) in _complex_zero_dim_sums(spec))
+
+
 ENTRIES: tuple[KnownIssue, ...] = (
     KnownIssue(
         id="inductor-complex-empty-view-dtype",
@@ -346,7 +444,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=_some_lost_requires_grad_in_a_region,
         damage=_flags_and_records_of_outputs_lost_in_a_region,
         damages=("requires_grad, grad_fn and is_leaf of those outputs (forward, meta:forward); at backward, what is "
-                 "recorded of them (retained gradients, hooks)"),
+                 "recorded of them (retained gradients, hooks); where every output that requires grad may be lost, "
+                 "what a skipped backward changes (the skip, gradients and hook records absent on the path)"),
         workaround=_zeros_from_functions_losing_grad_in_a_region,
     ),
     KnownIssue(
@@ -380,7 +479,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         title=("The hook side of dynamo-aot-detached-input-drops-requires-grad: AOT Autograd detaches a view of a "
                "leaf that the compiled region reads and sends no gradient (graph_compile.py, indices_of_inps_to_detach), "
                "so the compiled backward has no edge to the view's node, and pre and post hooks registered on that "
-               "node never fire; eager runs the node with a None gradient and fires them"),
+               "node, and tensor hooks on the view, never fire; eager runs the node with a None gradient and "
+               "fires them"),
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_detached_input_node_hooks_not_fired.py",
@@ -419,5 +519,49 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damages=("at backward (and double_backward), the gradients, retained grads and hook records of the "
                  "arguments of each such Function and of every value upstream of them (and their strides)"),
         workaround=lambda spec: _aliasing_output_as_copy(spec, _outputs_regenerated_from_an_intermediate_base),
+    ),
+    KnownIssue(
+        id="dynamo-aot-dirty-graph-input-skips-backward",
+        title=("torch.compile with an AOT Autograd backend: a custom Function that modifies in place (mark_dirty) an "
+               "input of the compiled frame (a tensor made outside it) has its backward skipped for that output, "
+               "silently: its forward runs under no_grad inside the autograd_function_apply op, so AOT Autograd keeps "
+               "the input mutation in the graph, hidden from autograd (functional_utils.py, "
+               "_check_if_mutation_can_be_in_graph: mutations_under_no_grad_or_inference_mode), and returns the dirty "
+               "output as the input itself with its old history; the input's gradient passes through unchanged and "
+               "the Function's other inputs lose that output's share (its outputs that require grad only through its "
+               "node, with only dirty inputs requiring grad, come back not requiring grad)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),  # backend eager keeps the Function's node
+        reproducer="dynamo_aot_dirty_graph_input_skips_backward.py",
+        upstream=(),  # related, not the same: #184113 (an intermediate whose dirty output is discarded, fixed)
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_dirty_frame_inputs(spec)),
+        witness=_backward_skipped_for_a_dirty_frame_input,
+        damage=_dirty_frame_input_damage,
+        damages=("at forward, requires_grad, grad_fn and is_leaf of the outputs that require grad only through a "
+                 "dirty input (the dirty output of an input that does not require grad, the other outputs where "
+                 "only dirty inputs require grad) and of what is computed from them; at backward, the gradients, "
+                 "retained grads and hook records (and their strides) of the arguments of each such Function and "
+                 "of every value upstream of them"),
+        # the straight forward makes each clone in the frame that applies its Function
+        workaround=lambda spec: dataclasses.replace(spec, forward_code="straight"),
+    ),
+    KnownIssue(
+        id="inductor-complex-zero-dim-sum-is-a-view",
+        title=("torch.compile with the inductor backend: the sum of two 0-dim complex tensors comes back as a view "
+               "(its `_base` a 1-element tensor) where eager returns a fresh tensor: Inductor's complex add "
+               "decomposition (torch/_inductor/decomposition.py, `add`) reshapes 0-dim operands to shape (1,) and "
+               "returns `result[0]`"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:inductor",),
+        reproducer="inductor_complex_zero_dim_sum_is_a_view.py",
+        # related, not the same: #160495 and its fix #160736 (the reshape; before it, a crash), #172073
+        upstream=(),
+        kind="wrong metadata",
+        trigger=lambda spec: bool(_complex_zero_dim_sums(spec)),
+        witness=lambda spec, result, ms: any(_alias_of_a_complex_zero_dim_sum(spec, m) for m in ms),
+        damage=_alias_of_a_complex_zero_dim_sum,
+        damages="the alias relation (meta:forward alias:*) of those sums and of the outputs aliasing them",
+        workaround=lambda spec: dataclasses.replace(spec, shape=(1,)),
     ),
 )

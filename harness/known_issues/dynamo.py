@@ -14,6 +14,7 @@ from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
     SECOND_ORDER_DAMAGES,
+    _aliases_of,
     _aliasing_output_as_copy,
     _backward_runs,
     _breaks_the_graph_itself,
@@ -69,10 +70,21 @@ def _all_plain(spec: GraphSpec) -> GraphSpec:
 
 
 def _saved_mutated_outputs(spec: GraphSpec) -> set[str]:
-    """Outputs modified in place after the forward that their own Function saved (as outputs),
-    where that Function's backward runs. The generated backward unpacks them and reads only
-    their shape (harness/build.py), so a traced backward needs none of their data."""
-    return saved_mutated_outputs(spec, as_inputs=False)
+    """Outputs modified in place after the forward that a Function whose backward runs saved and
+    whose data the compiled backward does not need: as its own outputs (the generated backward
+    unpacks them and reads only their shape, harness/build.py), or as the input of a nonlinear term
+    where that input does not require grad (the backward reads it only for that input's own
+    gradient, which nothing needs, so AOT Autograd's traced backward drops it)."""
+    as_outputs = saved_mutated_outputs(spec, as_inputs=False)
+    requires_grad = Dataflow(spec).requires_grad
+    return as_outputs | {r for r in saved_mutated_outputs(spec) - as_outputs if not requires_grad[r]}
+
+
+def _all_saved_mutated_outputs_not_mutated(spec: GraphSpec) -> GraphSpec:
+    """No output that a Function whose backward runs saved is modified in place (the other in-place
+    updates stay)."""
+    saved = saved_mutated_outputs(spec)
+    return dataclasses.replace(spec, mutated_outputs=tuple(r for r in spec.mutated_outputs if r not in saved))
 
 
 def _version_error_missing(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -359,9 +371,15 @@ def _shifted_marks_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mis
 def _shifted_marks_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
     """What the outputs that lose their mark cause (`_lost_marks_damage`), and what the outputs
     that get it instead do: whether they and what is computed from them require grad, and the
-    gradients of the values they were computed from, which no longer get their gradient."""
+    gradients of the values they were computed from, which no longer get their gradient. And the
+    aliases of both and of the outputs aliasing them: AOT Autograd regenerates an output's alias
+    of a graph intermediate only when both require grad (collect_metadata_analysis.py), so with
+    requires_grad moved, a view (or an as-is output) of such an output comes back a view of
+    another tensor on its storage, or the same tensor."""
     lost, moved = _marks_shifted_by_constants(spec)
     if _lost_marks_damage(spec, lost, m):
+        return True
+    if _alias_of(m) in _aliases_of(spec, lost | moved):
         return True
     flow = Dataflow(spec)
     if m.checkpoint in ("forward", "meta:forward"):
@@ -412,9 +430,20 @@ def _dirty_mark_moved(spec: GraphSpec, result: RunResult, mismatches: list[Misma
     a view: it is an input returned as-is now, and AOT Autograd regenerates it as a view of the
     clone it was made from."""
     shifted = _shifted_dirty_outputs(spec)
+    without_grad = _shifted_dirty_outputs_of_inputs_without_grad(spec)
     return _DIRTY_MARK_MOVED(spec, result, mismatches) or any(
         m.checkpoint == "meta:forward" and m.role.startswith("alias:") and _ref_of(m.role) in shifted
-        and ", got 'view of" in m.detail for m in mismatches)
+        and ", got 'view of" in m.detail
+        or m.checkpoint == "forward" and m.role.startswith("requires_grad:") and _ref_of(m.role) in without_grad
+        and m.detail == "expected True, got False" for m in mismatches)
+
+
+def _shifted_dirty_outputs_of_inputs_without_grad(spec: GraphSpec) -> frozenset[str]:
+    """Those outputs whose input does not require grad: returned unmarked, as that input itself
+    (where it comes into the frame Dynamo compiles from outside: the loop form after a graph
+    break), they do not require grad either (2.13.0, backend eager: a 25-minute campaign's fc7c468a)."""
+    requires_grad = Dataflow(spec).requires_grad
+    return frozenset(r for r in _shifted_dirty_outputs(spec) if not requires_grad[_dirty_outputs(spec)[r][0].ref])
 
 
 def _moved_dirty_mark_damage(spec: GraphSpec, m: Mismatch) -> bool:
@@ -426,12 +455,15 @@ def _moved_dirty_mark_damage(spec: GraphSpec, m: Mismatch) -> bool:
         return True
     flow = Dataflow(spec)
     shifted = _shifted_dirty_outputs(spec)
-    if m.checkpoint == "meta:forward":
-        return m.role.startswith("alias:") and _ref_of(m.role) in flow.downstream(set(shifted))
+    if m.checkpoint == "meta:forward" and m.role.startswith("alias:"):
+        return _ref_of(m.role) in flow.downstream(set(shifted))
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in flow.downstream(
+            set(_shifted_dirty_outputs_of_inputs_without_grad(spec)))
     upstream = frozenset().union(*(flow.upstream(r) for r in shifted))
     return m.checkpoint.removeprefix("meta:") in ("backward", "double_backward") and m.role.removeprefix(
         "stride:").startswith(("grad:", "grad2:", "agrad:", "dgrad:", "retained:")) and _ref_of(
-        m.role.removeprefix("stride:")) in upstream
+        m.role.removeprefix("stride:")) in upstream or _gradient_record_of(spec, upstream, m)  # and hooks' records
 
 
 def _constants_as_tensors(spec: GraphSpec, functions: set[int]) -> GraphSpec:
@@ -453,8 +485,25 @@ def _invalid_backward_traced(spec: GraphSpec) -> bool:
     eager's backward never calls it (a partial backward that does not reach it; stop 20's
     dynamo audit, spec 82afbef1)."""
     flow = Dataflow(spec)
-    return any(fn.error in ("grad_count", "grad_shape") and flow.node_exists(n) and not _breaks_the_graph_itself(fn)
-               for n, fn in enumerate(spec.functions))
+    through_lost_marks = _nodes_through_lost_marks(spec)
+    return any(fn.error in ("grad_count", "grad_shape") and (flow.node_exists(n) or n in through_lost_marks)
+               and not _breaks_the_graph_itself(fn) for n, fn in enumerate(spec.functions))
+
+
+def _nodes_through_lost_marks(spec: GraphSpec) -> set[int]:
+    """Functions that have a node under torch.compile only because an output they read (or one it
+    was computed from) lost its mark_non_differentiable to the shift of
+    dynamo-mark-non-differentiable-index-shifted: with the mark lost, it requires grad (found on
+    2.14.1 in a 30-minute dynamo campaign: such a Function's too-few-gradients backward, traced at
+    compile time, raised IndexError at forward)."""
+    lost, _ = _marks_shifted_by_constants(spec)
+    if not lost:
+        return set()
+    unmarked = _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, non_differentiable=False) if f"f{n}.{k}" in lost else o
+        for k, o in enumerate(fn.outputs))))
+    flow = Dataflow(unmarked)
+    return {n for n in range(len(spec.functions)) if flow.node_exists(n)}
 
 
 def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -641,12 +690,14 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="dynamo-unread-saved-output-unchecked",
-        title=("torch.compile: a custom Function saves its output, its backward unpacks it without reading "
-               "its values, and the caller modifies that output in place before backward: eager raises the "
-               "version-counter error, the compiled run does not (AOT Autograd keeps no data it does not "
-               "read, so nothing is checked); the gradients are right"),
+        title=("torch.compile with an AOT Autograd backend: a custom Function saves a tensor whose values its "
+               "backward does not need (its output, unpacked without reading its values; or an input that does "
+               "not require grad, read only for that input's own gradient), and the caller modifies that tensor "
+               "in place before backward: eager raises the version-counter error, the compiled run does not (AOT "
+               "Autograd keeps no data its traced backward does not read, so nothing is checked); the gradients "
+               "are right"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo:aot_eager", "dynamo:inductor"),  # backend eager: dynamo-eager-saved-tensors-unchecked
         reproducer="dynamo_unread_saved_output_unchecked.py",
         upstream=(),
         related=(),
@@ -656,6 +707,24 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("backward"),
         damages="the missing error at backward (compared with eager's and the math oracle's)",
         workaround=_saved_outputs_not_mutated,
+    ),
+    KnownIssue(
+        id="dynamo-eager-saved-tensors-unchecked",
+        title=("torch.compile(backend='eager') of a custom Function (traced into autograd_function_apply): the "
+               "tensors it saves for backward are never version-checked, so when the caller modifies one in place "
+               "before backward, eager raises the version-counter error and the compiled run silently computes "
+               "the gradient from the modified values"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:eager",),  # the AOT backends check what they keep: dynamo-unread-saved-output-unchecked
+        reproducer="dynamo_eager_saved_tensors_unchecked.py",
+        upstream=(),  # related, not the same: #197887 (Inductor, a saved view of a graph input)
+        kind="silent wrong result",
+        trigger=lambda spec: bool(saved_mutated_outputs(spec)),
+        witness=_version_error_missing,
+        damage=error_at("backward"),
+        # (the harness's eager raises, so the gradient the path computed has no reference to differ from)
+        damages="the missing error at backward (compared with eager's and the math oracle's)",
+        workaround=_all_saved_mutated_outputs_not_mutated,
     ),
     KnownIssue(
         id="dynamo-function-varargs-forward-values",
@@ -829,7 +898,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=_shifted_marks_seen,
         damage=_shifted_marks_and_what_follows,
         damages=("requires_grad, grad_fn and is_leaf of the outputs the marks move to or from and of what is "
-                 "computed from them; at backward, the gradients of what an output that lost its gradient was "
+                 "computed from them, and the aliases (meta:forward) of those outputs and of the outputs aliasing "
+                 "them; at backward, the gradients of what an output that lost its gradient was "
                  "computed from, and what a backward eager skipped records or raises"),
         workaround=_constants_before_marks_as_tensors,
     ),
@@ -857,7 +927,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=_dirty_mark_moved,
         damage=_moved_dirty_mark_damage,
         damages=("the error at forward; silently, the aliases (meta:forward) of the dirty outputs whose mark moved "
-                 "and of what is computed from them, and at backward the gradients of every value upstream of them"),
+                 "and of what is computed from them, requires_grad, grad_fn and is_leaf of those whose input does "
+                 "not require grad and of what is computed from them, and at backward the gradients (retained grads, hook records) "
+                 "of every value upstream of them"),
         workaround=lambda spec: _constants_as_tensors(spec, _dirty_marks_shifted_by_constants(spec)),
     ),
     KnownIssue(
@@ -1025,7 +1097,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "forward AD running; eager runs it, and so does torch.compile where Dynamo traces the "
                "Function, or without the flag"),
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
-        paths=("dynamo",),  # its reproducer, with backend eager or inductor too, reproduces it
+        # the same error under backends eager and inductor (its reproducer with them, 2.13.0; a 25-minute
+        # eager,dynamo:eager,dynamo:inductor campaign met it on both)
+        paths=("dynamo",),
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
         upstream=(),
         related=("pytorch/pytorch#173833 (the closed pull request that added clear_saved_tensors_on_access)",),

@@ -46,6 +46,16 @@ def _vjp_as_backward(spec: GraphSpec) -> GraphSpec:
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, backward_method="backward"))
 
 
+def _aliases_of(spec: GraphSpec, refs: frozenset[str]) -> frozenset[str]:
+    """`refs` and the Function outputs that alias one of them (a view, the input as-is or
+    modified in place, of the value itself, not of a clone), transitively."""
+    aliases = set(refs)
+    for n, fn in enumerate(spec.functions):
+        aliases |= {f"f{n}.{k}" for k, o in enumerate(fn.outputs) if o.kind in ("view", "input", "dirty")
+                    and not fn.args[o.slot].clone and fn.args[o.slot].ref in aliases}
+    return frozenset(aliases)
+
+
 def _gradient_record_of(spec: GraphSpec, values: frozenset[str], m: Mismatch) -> bool:
     """A gradient-side record at backward of one of `values`: a leaf's .grad (also after a
     second backward, or from autograd.grad), a retained grad, what a hook on it saw, and

@@ -34,8 +34,8 @@ What torch promises, per path family, and so what is compared exactly:
   (torch/_functorch/_aot_autograd/schemas.py, `OutputType`), except for a custom Function's
   view of a graph intermediate (a dirty view input, `Arg.view`), which AOT returns as a
   plain output by design (`custom_function_view`), and a custom Function's view of an
-  intermediate that does not require grad while the view does (AOT regenerates an alias of
-  an intermediate only when both require grad). `_version` is not: AOT functionalizes mutations, and a dirty output here is an intermediate (a clone made
+  intermediate that does not require grad while the view does, or that intermediate returned
+  as-is (AOT regenerates an alias of an intermediate only when both require grad). `_version` is not: AOT functionalizes mutations, and a dirty output here is an intermediate (a clone made
   inside the compiled region). requires_grad, grad_fn and is_leaf are autograd's view of
   the outputs, which the compiled region must reproduce. When the spec asks for
   torch.jit.trace, eager's forward is a trace and dynamo's is a compile: forward keys are
@@ -43,7 +43,8 @@ What torch promises, per path family, and so what is compared exactly:
 * math oracle (plain autograd of the same ops, `build.math_apply`): its outputs are
   `y + 0 * inputs` (fresh tensors) or plain views, a different graph, so no alias and no
   `_version`. What its structure allows: output strides of `compute` outputs (both
-  contiguous results of the same ops), grad_fn and is_leaf of every output, leaf `.grad`
+  contiguous results of the same ops; only on paths that promise strides at all, so not on
+  dynamo, where Inductor lays a computed output out as its inputs are), grad_fn and is_leaf of every output, leaf `.grad`
   layouts (the contract above) and grad_is_none. Only keys both sides recorded are compared:
   the math graph may produce a zero gradient where a Function gives None, which the value
   comparison already judges (`none_is_zero`).
@@ -84,7 +85,8 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         # intermediate base and the output require gradients" (collect_metadata_analysis.py, Note
         # [AOT Autograd: outputs aliasing inputs or intermediates!]): a custom Function's view of
         # an intermediate that does not require grad, itself requiring grad (another input does),
-        # comes back a view of another tensor on the same storage. And a view of a clone argument
+        # comes back a view of another tensor on the same storage; so does such an intermediate
+        # returned as-is, which eager returns as a view of it (custom_function.cpp). And a view of a clone argument
         # (Arg.clone; or the clone returned as-is, which eager makes a view of it), an intermediate that no
         # output returns, is one output aliasing an intermediate
         # alone, which AOT hides behind aten._unsafe_view (Note [Intermediate Bases Optimization],
@@ -102,7 +104,7 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
                         or o.kind == "dirty" and fn.args[o.slot].clone and not requires_grad[base]
                         and requires_grad[f"f{n}.{k}"]
                         or o.kind in ("view", "input") and base in views_of_intermediates
-                        or o.kind == "view" and base.startswith("f") and not requires_grad[base]
+                        or o.kind in ("view", "input") and base.startswith("f") and not requires_grad[base]
                         and requires_grad[f"f{n}.{k}"]):
                     views_of_intermediates.add(f"f{n}.{k}")
         not_compared = {f"alias:{ref}" for ref in views_of_intermediates}
@@ -126,6 +128,10 @@ def metadata_mismatches(spec: GraphSpec, expected: RunResult, actual: RunResult)
     the math oracle), over the checkpoints both completed."""
     against_math = expected.path == "math"
     keep = compared_keys("math" if against_math else actual.path, spec)
+    if against_math:  # strides only where the path promises them too (no PT2 output strides)
+        path_keeps, math_keeps = compared_keys(actual.path, spec), keep
+        keep = lambda checkpoint, role: math_keeps(checkpoint, role) and (  # noqa: E731
+            not role.startswith("stride:") or path_keeps(checkpoint, role))
     done = _completed_checkpoints(expected, actual)
     if expected.status == "error" or actual.status == "error":
         # a run cut short may keep no records at all (an exception that escaped the runner,

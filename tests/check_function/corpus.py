@@ -566,7 +566,7 @@ CORPUS = {
     "SparsemaxFunction": (SparsemaxFunction, _sparsemax_samples, ALL, {}),
     "InplaceReLU": (InplaceReLU, lambda: [(torch.tensor([0.5, -1.0, 2.0, -0.25], requires_grad=True),)], ALL,
                     {("gradients", "dynamo:aot_eager"): "torch bug (not the Function's): "
-                     "harness/known_issues/reproducers/dynamo_dirty_graph_input_saved.py, not in the registry"}),
+                     "known torch issue dynamo-aot-dirty-graph-input-skips-backward"}),
     "CheckpointFunction": (CheckpointFunction, lambda: [(_mlp_block, True, _x(3))], ALL, {}),
     "NumpyCube": (NumpyCube, lambda: [(_x(3, low=0.8, high=2),)], ALL, {}),
     "NumpyMul": (NumpyMul, lambda: [(_x(4, low=0.9, high=2), _x(3, 4, low=0.9, high=2, seed=1))], ALL, {}),

@@ -2,11 +2,12 @@
 
 A view of a leaf (`b = x[1]`) is passed into a torch.compile'd region, and a custom
 Function there reads it but sends it no gradient (its backward returns None for it). A
-pre hook (and likewise a post hook) is registered on the view's node (`b.grad_fn`). Eager
-runs that node during backward, with a None gradient, and fires the hook. With an AOT
+pre hook (and likewise a post hook) is registered on the view's node (`b.grad_fn`), and a
+tensor hook on the view (`b.register_hook`, which autograd runs as a pre hook of that node).
+Eager runs that node during backward, with a None gradient, and fires the hooks. With an AOT
 Autograd backend the input is detached first (torch/_functorch/_aot_autograd/
 graph_compile.py, `indices_of_inps_to_detach`: a non-leaf input whose gradient is None), so
-the compiled backward has no edge to the view's node and the hook never fires. The leaf's
+the compiled backward has no edge to the view's node and the hooks never fire. The leaf's
 gradient is right (zeros for that row either way). This is the hook side of
 dynamo-aot-detached-input-drops-requires-grad (its reproducer
 dynamo_aot_detached_input_drops_requires_grad.py, beside this one), where every region input is detached;
@@ -41,6 +42,7 @@ def hooks_fired(fn):
     fired = []
     b.grad_fn.register_prehook(lambda grad_outputs: fired.append("pre"))
     b.grad_fn.register_hook(lambda grad_inputs, grad_outputs: fired.append("post"))
+    b.register_hook(lambda grad: fired.append("tensor"))
     fn(a, b).sum().backward()
     return fired
 
@@ -49,9 +51,9 @@ def reproduces(backend):
     torch._dynamo.reset()
     eager = hooks_fired(region)
     compiled = hooks_fired(torch.compile(region, backend=backend, fullgraph=True))
-    print(f"{backend}: hooks fired on the view's node: eager {eager}, compiled {compiled}")
+    print(f"{backend}: hooks fired on the view and its node: eager {eager}, compiled {compiled}")
     if compiled != eager:
-        print(f"{backend}: REPRODUCED: hooks on a detached input view's node never fire")
+        print(f"{backend}: REPRODUCED: hooks on a detached input view and its node never fire")
         return True
     print(f"{backend}: not reproduced: the hooks fire as in eager")
     return False
