@@ -8,6 +8,7 @@ import re
 from harness.dataflow import (
     VERSION_ERROR,
     Dataflow,
+    base_ref,
     chosen_leaves,
     differentiable,
     differentiated_leaves,
@@ -427,6 +428,53 @@ def _float64_derivative(spec: GraphSpec, m: Mismatch) -> bool:
             and _FLOAT64_TANGENT.match(m.detail) is not None)
 
 
+def _gradient_reaches(spec: GraphSpec, rg: dict[str, bool], ref: str) -> set[str]:
+    """The whole leaves ("x0") the gradient of `ref` flows back to, through what each output
+    reads (`rg`: which values require grad)."""
+    if not rg.get(ref, False):
+        return set()
+    if ref.startswith("x"):
+        return {base_ref(ref)}
+    n, k = (int(i) for i in ref[1:].split("."))
+    fn = spec.functions[n]
+    out = fn.outputs[k]
+    return set().union(*(_gradient_reaches(spec, rg, a.ref) for s, a in enumerate(fn.args)
+                         if a.ref is not None and reads(out.kind, out, s)))
+
+
+def _tangentless_custom_ops(spec: GraphSpec) -> dict[int, set[str]]:
+    """custom_op Functions whose contribution func.jacfwd drops, with the leaves whose gradients
+    lose it: the op gets no tangent under forward mode (its Autograd kernel, torch/_library/autograd.py
+    make_autograd_impl, redispatches below autograd when no input requires grad, and a dual tensor
+    does not), so jacfwd's Jacobian has zeros where the op's outputs depend on a differentiated
+    leaf. Only where eager runs a backward: otherwise jacfwd runs its forward under vjp
+    (harness/paths/func.py), where a custom_op is unsupported."""
+    if not _eager_backward_runs(spec):
+        return {}
+    rg = Dataflow(spec).requires_grad_from(set(chosen_leaves(spec)))
+    found: dict[int, set[str]] = {}
+    for n, fn in enumerate(spec.functions):
+        if fn.api != "custom_op":
+            continue
+        leaves = set().union(*(_gradient_reaches(spec, rg, f"f{n}.{k}") for k in fn.tensor_outputs))
+        if leaves:
+            found[n] = leaves
+    return found
+
+
+def _custom_op_contribution_lost(spec: GraphSpec, m: Mismatch) -> bool:
+    """The gradient of a leaf that one of those ops' outputs depend on."""
+    leaves = set().union(*_tangentless_custom_ops(spec).values())
+    return m.checkpoint == "backward" and m.role.startswith(("grad:", "agrad:")) and _ref_of(m.role) in leaves
+
+
+def _custom_ops_as_functions_with_jvp(spec: GraphSpec) -> GraphSpec:
+    """Those ops written as autograd.Functions with the jvp and vmap rule torch.func.jacfwd needs."""
+    found = _tangentless_custom_ops(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, api="function", jvp=True, vmap=True)
+                               if n in found else fn)
+
+
 def _unchanged(spec: GraphSpec) -> GraphSpec:
     """No smaller spec avoids the bug on this path (the path reports it as known)."""
     return spec
@@ -705,5 +753,26 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=_float64_derivative,
         damages="the dtype of tangents (func.jvp) or of gradients from forward-mode Jacobians (func.jacfwd)",
         workaround=lambda spec: dataclasses.replace(spec, dtype="float64"),
+    ),
+    KnownIssue(
+        id="func-custom-op-forward-ad-zero-tangent",
+        title=("torch.func.jvp and jacfwd of a torch.library.custom_op (register_autograd gives it a backward, no "
+               "forward-mode formula) return an all-zero tangent with no error, where eager forward AD raises "
+               "NotImplementedError: the op's Autograd kernel (torch/_library/autograd.py, make_autograd_impl) "
+               "redispatches below autograd when no input requires grad, which a dual tensor does not, so the "
+               "output has no tangent and jvp fills in zeros; jacfwd's gradients miss the op's part"),
+        first=(2, 13, 0), last=None,
+        # func.jvp observes tangents only where spec.forward_ad, which a custom_op never has (no jvp);
+        # +dynamo: Dynamo keeps the op opaque and the compiled transform runs it the same way
+        paths=("func.jacfwd", "func.jacfwd+dynamo"),
+        reproducer="func_custom_op_forward_ad_zero_tangent.py",
+        upstream=(),
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_tangentless_custom_ops(spec)),
+        witness=lambda spec, result, ms: result.status != "error" and any(
+            _custom_op_contribution_lost(spec, m) for m in ms),
+        damage=_custom_op_contribution_lost,
+        damages="gradients (backward grad:*/agrad:*) of the leaves a custom_op's outputs depend on",
+        workaround=_custom_ops_as_functions_with_jvp,
     ),
 )
