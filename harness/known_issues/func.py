@@ -23,6 +23,7 @@ from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
     _aliasing_output_as_copy,
     _backward_runs,
+    _breaks_the_graph_itself,
     _functions_replaced,
     _invalid_backward_runs,
     _ref_of,
@@ -34,7 +35,7 @@ from harness.known_issues.shared import (
 )
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
-from harness.spec import FunctionSpec, GraphSpec
+from harness.spec import Arg, FunctionSpec, GraphSpec
 
 # --- torch.func ------------------------------------------------------------------------------
 
@@ -475,6 +476,50 @@ def _custom_ops_as_functions_with_jvp(spec: GraphSpec) -> GraphSpec:
                                if n in found else fn)
 
 
+def _apply_template_under_vmap(spec: GraphSpec, backward_side: bool = True) -> int | None:
+    """The Function that torch.compile traces into the autograd_function_apply higher-order op
+    under vmap(grad) (or vmap(vjp), the forward of the batched gradient paths where eager runs no
+    backward), or None.
+
+    Dynamo traces a Function applied with grad mode on to an input that it sees requiring grad into
+    that op (torch/_dynamo/variables/misc.py, AutogradFunctionVariable.call_apply) and inlines the
+    others' forward. Inside the transform it sees a tensor computed from a differentiated leaf (a
+    view, a clone, an inlined Function's output, marks ignored) requiring grad, but not the leaf
+    itself (a transform input reports requires_grad=False). The op's ApplyTemplate has no vmap rule,
+    so the first such Function raises, unless the graph breaks first (the transform then runs
+    eagerly under Dynamo's fallback): at it (`_breaks_the_graph_itself`, checked for that op only:
+    a user jvp or vjp, one tensor twice) or at a print or branch in an earlier inlined forward; or it
+    raises func-dynamo-side-effect-fake-tensor's assertion (a side effect in its forward). `backward_side`: eager runs a backward, so grad
+    differentiates the chosen leaves; else vjp differentiates every float leaf."""
+    differentiated = (set(chosen_leaves(spec)) if backward_side
+                      else {i for i, leaf in enumerate(spec.leaves) if leaf.dtype is None})
+    requires = {ref: int(base_ref(ref)[1:]) in differentiated for ref in spec.value_refs() if ref.startswith("x")}
+    seen = {ref: "[" in ref and requires[ref] for ref in requires}  # as Dynamo sees requires_grad
+
+    def arg_seen(a: Arg) -> bool:
+        return requires[a.ref] if a.clone else seen[a.ref]
+    for n, fn in enumerate(spec.functions):
+        if fn.api == "function" and fn.grad_mode == "enabled" and any(arg_seen(a) for a in fn.args if a.ref):
+            return None if _breaks_the_graph_itself(fn) or fn.untraceable == "side_effect" else n
+        if fn.untraceable in ("print", "data_branch"):  # inlined, its forward breaks the graph too
+            return None
+        for k, o in enumerate(fn.outputs):
+            if o.kind == "const":
+                continue
+            read = [fn.args[t.slot] for t in o.terms] if o.kind == "compute" else [fn.args[o.slot]]
+            ref = f"f{n}.{k}"
+            requires[ref] = fn.grad_mode == "enabled" and any(requires[a.ref] for a in read)
+            seen[ref] = arg_seen(fn.args[o.slot]) if o.kind == "input" else requires[ref]
+    return None
+
+
+def _printing_before_the_op(spec: GraphSpec) -> GraphSpec:
+    """That Function prints in its forward: Dynamo breaks the graph there and runs the transform
+    under its eager fallback."""
+    n = _apply_template_under_vmap(spec, _eager_backward_runs(spec))
+    return _functions_replaced(spec, lambda m, fn: dataclasses.replace(fn, untraceable="print") if m == n else fn)
+
+
 def _unchanged(spec: GraphSpec) -> GraphSpec:
     """No smaller spec avoids the bug on this path (the path reports it as known)."""
     return spec
@@ -774,5 +819,27 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=_custom_op_contribution_lost,
         damages="gradients (backward grad:*/agrad:*) of the leaves a custom_op's outputs depend on",
         workaround=_custom_ops_as_functions_with_jvp,
+    ),
+    KnownIssue(
+        id="func-dynamo-vmap-grad-apply-template",
+        title=("torch.compile of torch.func.vmap(grad(f)) fails with InternalTorchDynamoError \"You tried to vmap "
+               "over ApplyTemplate, but it does not have vmap support\" where f applies a custom Function with "
+               "generate_vmap_rule=True to a tensor computed inside the transform: Dynamo traces it into the "
+               "autograd_function_apply op, whose ApplyTemplate Function (torch/_functorch/autograd_function.py) "
+               "has no vmap rule; eager vmap(grad) runs it (pytorch/pytorch#129845)"),
+        first=(2, 13, 0), last=None,
+        # func.grad_vmap+dynamo runs vmap(vjp) where eager runs no backward (harness/paths/func.py)
+        paths=("func.vmap_grad+dynamo", "func.grad_vmap+dynamo"),
+        reproducer="func_dynamo_vmap_grad_apply_template.py",
+        upstream=("pytorch/pytorch#129845", "pytorch/pytorch#186366"),
+        kind="crash",
+        trigger=lambda spec: _apply_template_under_vmap(spec, _eager_backward_runs(spec)) is not None,
+        path_triggers={"func.grad_vmap+dynamo": lambda spec: not _eager_backward_runs(spec)
+                       and _apply_template_under_vmap(spec, False) is not None},
+        witness=raised("forward", r"You tried to vmap over ApplyTemplate, but it does not have vmap support",
+                       RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_printing_before_the_op,
     ),
 )

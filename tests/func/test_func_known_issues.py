@@ -1,0 +1,71 @@
+"""The torch.func entries' triggers against real runs: where the structure says the bug happens,
+the path shows the bug's own witness, and where it does not, the path runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import paths
+from harness.build import build
+from harness.known_issues import by_ids
+from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+APPLY_TEMPLATE = "func-dynamo-vmap-grad-apply-template"
+
+
+def _doubling(*args: Arg, **changes) -> FunctionSpec:
+    """2 * args[0] (+ the other tensor arguments), generate_vmap_rule, plain style."""
+    terms = (Term(0, "linear", 2.0),) + tuple(Term(s, "linear", 1.0) for s in range(1, len(args)))
+    return FunctionSpec(args=args, outputs=(OutputSpec(terms=terms),), style="setup_context", code="plain",
+                        vmap=True, tuple_output=False, **changes)
+
+
+def _graph(*functions: FunctionSpec, x1_requires_grad: bool = True, backward: str = "backward",
+           views: int = 0) -> GraphSpec:
+    return GraphSpec(shape=(3,), dtype="float64", functions=functions, backward=backward,
+                     leaves=(LeafSpec(views=views), LeafSpec(requires_grad=x1_requires_grad)))
+
+
+@pytest.mark.parametrize("spec, raises", [
+    (_graph(_doubling(Arg("x0"))), False),  # a transform input reads requires_grad=False: inlined
+    (_graph(_doubling(Arg("x0", clone=True))), True),  # computed inside grad from x0
+    (_graph(_doubling(Arg("x0[1]")), views=2), True),  # a view of x0, made inside
+    (_graph(_doubling(Arg("x1", clone=True)), _doubling(Arg("x0")), x1_requires_grad=False), False),  # x1: not
+    # differentiated
+    (_graph(_doubling(Arg("x0")), _doubling(Arg("f0.0"))), True),  # the first one's output, inlined
+    (_graph(_doubling(Arg("x0"), jvp=True), _doubling(Arg("f0.0"))), True),  # F0 inlined: its jvp is ignored
+    (_graph(_doubling(Arg("x0"), untraceable="print"), _doubling(Arg("f0.0"))), False),  # F0's print breaks first
+    (_graph(_doubling(Arg("x0", clone=True), jvp=True)), False),  # the op would be made: its jvp breaks first
+    (_graph(_doubling(Arg("x0"), grad_mode="no_grad"), _doubling(Arg("f0.0"), Arg("x1"))), False),
+    (_graph(_doubling(Arg("x1", clone=True)), x1_requires_grad=False, backward="none"), True),  # vjp: every leaf
+], ids=["leaf", "clone", "view", "undifferentiated-clone", "output", "inlined-jvp-first", "print-first",
+        "jvp-breaks", "no-grad-first", "no-backward"])
+def test_apply_template_trigger_matches_the_real_error(spec, raises):
+    issue = by_ids([APPLY_TEMPLATE])[0]
+    assert issue.triggered(spec, "func.vmap_grad+dynamo") == raises
+    result = paths.run_path(paths.get("func.vmap_grad+dynamo"), build(spec))
+    assert issue.witness(spec, result, []) == (raises and issue.affects_installed_torch()), result.describe_error()
+    if not raises:
+        assert result.status != "error", result.describe_error()
+
+
+def test_apply_template_on_grad_vmap_only_where_its_forward_runs_under_vmap_of_vjp():
+    """func.grad_vmap+dynamo runs grad(vmap), which compiles; where eager runs no backward its
+    forward runs under vmap(vjp), which does not."""
+    issue = by_ids([APPLY_TEMPLATE])[0]
+    path = paths.get("func.grad_vmap+dynamo")
+    for backward, raises in (("backward", False), ("none", True)):
+        spec = _graph(_doubling(Arg("x0", clone=True)), backward=backward)
+        assert issue.triggered(spec, path.name) == raises
+        result = paths.run_path(path, build(spec))
+        assert issue.witness(spec, result, []) == (raises and issue.affects_installed_torch()), backward
+
+
+def test_apply_template_workaround_is_checked_under_dynamo_s_fallback():
+    from harness.check import check
+
+    spec = _graph(_doubling(Arg("x0", clone=True)), _doubling(Arg("f0.0"), Arg("x1")))
+    outcome = check(spec, paths.parse("eager,func.vmap_grad+dynamo")).outcomes["func.vmap_grad+dynamo"]
+    assert (outcome.status, outcome.known) == ("ok", (APPLY_TEMPLATE,)), outcome
+    assert outcome.checked_spec.functions[0].untraceable == "print"
+    assert "eager fallback" in outcome.result.note
