@@ -25,6 +25,7 @@ from harness.known_issues.shared import (
     _returned_as_tuples,
     _second_order_damage,
     _second_order_differs,
+    _traced_under_func_dynamo,
     _without_errors,
 )
 from harness.oracles.compare import Mismatch
@@ -461,12 +462,29 @@ def _invalid_backward_traced(spec: GraphSpec) -> bool:
                for n, fn in enumerate(spec.functions))
 
 
+#: the func+dynamo paths that run the forward inside a reverse-mode transform (jacfwd and grad_vmap only
+#: where eager runs no backward: shared._func_dynamo_gradient_inputs)
+_FUNC_DYNAMO_REVERSE_MODE = tuple(f"func.{t}+dynamo" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap",
+                                                                "jacfwd"))
+
+
+def _invalid_backward_traced_under_func(spec: GraphSpec, path: str) -> bool:
+    """Such a Function is traced as an autograd_function_apply op inside the transform
+    (shared._traced_under_func_dynamo); under vmap only one returning too few gradients, whose
+    backward's trace raises before the op's missing vmap rule does (a wrong shape raises later, in
+    AOT's compile)."""
+    vmapped = path in ("func.vmap_grad+dynamo", "func.grad_vmap+dynamo")
+    errors = ("grad_count",) if vmapped else ("grad_count", "grad_shape")
+    return any(spec.functions[n].error in errors for n in _traced_under_func_dynamo(spec, path))
+
+
 def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """Eager raised its documented error at backward and this path did not raise it there, or
     this path raised it (or compiled autograd's IndexError) somewhere else or under another name."""
     return any(m.role == "error" and (
         "eager raised RuntimeError at backward" in m.detail and _DOCUMENTED_BACKWARD_ERROR.search(m.detail)
-        or _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and "ApplyTemplateBackward" in m.detail
+        # (under a torch.func transform, its single-level Function: "ApplyTemplateGeneratedBackward")
+        or _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and re.search(r"ApplyTemplate(Generated)?Backward", m.detail)
         or m.checkpoint == "forward" and "IndexError at forward: list index out of range" in m.detail
         # a wrong-shaped gradient into a dirty view: AOT's trace of the backward at compile time
         # validates it where the CopySlices node over the view passes it on (eager skips that
@@ -659,9 +677,12 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "with ctx.mark_non_differentiable fails inside Dynamo with 'AssertionError: Expected fwd_out "
                "to be a BaseListVariable', with fullgraph=True and False alike; returning (out,) compiles"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", *_FUNC_DYNAMO_REVERSE_MODE),
         reproducer="dynamo_single_non_differentiable_output.py",
         trigger=lambda spec: bool(_single_non_differentiable_outputs(spec)),
+        # inside a reverse-mode transform, where Dynamo makes the Function an autograd_function_apply op
+        path_triggers={p: (lambda p: lambda spec: bool(_single_non_differentiable_outputs(spec).intersection(
+            _traced_under_func_dynamo(spec, p))))(p) for p in _FUNC_DYNAMO_REVERSE_MODE},
         witness=raised("forward", r"Expected fwd_out to be a BaseListVariable"),
         damage=error_at("forward"),
         damages="the error at forward",
@@ -868,9 +889,11 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "gradient raises IndexError at compile time, a wrongly shaped one raises at compile time "
                "under AOT backends and names the node ApplyTemplateBackward"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", *_FUNC_DYNAMO_REVERSE_MODE),
         reproducer="dynamo_function_backward_checked_differently.py",
         trigger=lambda spec: _invalid_backward_runs(spec) or _invalid_backward_traced(spec),
+        path_triggers={p: (lambda p: lambda spec: _invalid_backward_traced_under_func(spec, p))(p)
+                       for p in _FUNC_DYNAMO_REVERSE_MODE},
         witness=_invalid_backward_checked_differently,
         damage=lambda spec, m: m.role == "error",
         damages="the error (raised elsewhere, under another name, or not at all)",

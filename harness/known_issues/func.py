@@ -23,11 +23,13 @@ from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
     _aliasing_output_as_copy,
     _backward_runs,
-    _breaks_the_graph_itself,
+    _func_dynamo_gradient_inputs,
+    _function_apply_trace,
     _functions_replaced,
     _invalid_backward_runs,
     _ref_of,
     _returned_as_tuples,
+    _traced_under_func_dynamo,
     _version_error_not_raised,
     _vjp_as_backward,
     _vjp_backward_runs,
@@ -35,7 +37,7 @@ from harness.known_issues.shared import (
 )
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
-from harness.spec import Arg, FunctionSpec, GraphSpec
+from harness.spec import FunctionSpec, GraphSpec
 
 # --- torch.func ------------------------------------------------------------------------------
 
@@ -476,48 +478,75 @@ def _custom_ops_as_functions_with_jvp(spec: GraphSpec) -> GraphSpec:
                                if n in found else fn)
 
 
-def _apply_template_under_vmap(spec: GraphSpec, backward_side: bool = True) -> int | None:
-    """The Function that torch.compile traces into the autograd_function_apply higher-order op
-    under vmap(grad) (or vmap(vjp), the forward of the batched gradient paths where eager runs no
-    backward), or None.
+def _apply_template_under_vmap(spec: GraphSpec, path: str) -> int | None:
+    """The Function whose autograd_function_apply op torch.compile applies under vmap (vmap(grad), or
+    vmap(vjp), the forward of the batched gradient paths where eager runs no backward), or None: the
+    op's ApplyTemplate (torch/_functorch/autograd_function.py) has no vmap rule. Not one on which
+    Dynamo fails first, making the op: one that returns too few gradients (the IndexError of
+    dynamo-function-backward-checked-differently) or one tensor marked non-differentiable
+    (dynamo-single-non-differentiable-output)."""
+    how = _func_dynamo_gradient_inputs(spec, path)
+    traced = _traced_under_func_dynamo(spec, path) if how is not None and how[1] else []
+    if not traced:
+        return None
+    fn = spec.functions[traced[0]]
+    return None if fn.error == "grad_count" or not fn.tuple_output and fn.outputs[0].non_differentiable else traced[0]
 
-    Dynamo traces a Function applied with grad mode on to an input that it sees requiring grad into
-    that op (torch/_dynamo/variables/misc.py, AutogradFunctionVariable.call_apply) and inlines the
-    others' forward. Inside the transform it sees a tensor computed from a differentiated leaf (a
-    view, a clone, an inlined Function's output, marks ignored) requiring grad, but not the leaf
-    itself (a transform input reports requires_grad=False). The op's ApplyTemplate has no vmap rule,
-    so the first such Function raises, unless the graph breaks first (the transform then runs
-    eagerly under Dynamo's fallback): at it (`_breaks_the_graph_itself`, checked for that op only:
-    a user jvp or vjp, one tensor twice) or at a print or branch in an earlier inlined forward; or it
-    raises func-dynamo-side-effect-fake-tensor's assertion (a side effect in its forward). `backward_side`: eager runs a backward, so grad
-    differentiates the chosen leaves; else vjp differentiates every float leaf."""
-    differentiated = (set(chosen_leaves(spec)) if backward_side
-                      else {i for i, leaf in enumerate(spec.leaves) if leaf.dtype is None})
-    requires = {ref: int(base_ref(ref)[1:]) in differentiated for ref in spec.value_refs() if ref.startswith("x")}
-    seen = {ref: "[" in ref and requires[ref] for ref in requires}  # as Dynamo sees requires_grad
 
-    def arg_seen(a: Arg) -> bool:
-        return requires[a.ref] if a.clone else seen[a.ref]
-    for n, fn in enumerate(spec.functions):
-        if fn.api == "function" and fn.grad_mode == "enabled" and any(arg_seen(a) for a in fn.args if a.ref):
-            return None if _breaks_the_graph_itself(fn) or fn.untraceable == "side_effect" else n
-        if fn.untraceable in ("print", "data_branch"):  # inlined, its forward breaks the graph too
-            return None
-        for k, o in enumerate(fn.outputs):
-            if o.kind == "const":
-                continue
-            read = [fn.args[t.slot] for t in o.terms] if o.kind == "compute" else [fn.args[o.slot]]
-            ref = f"f{n}.{k}"
-            requires[ref] = fn.grad_mode == "enabled" and any(requires[a.ref] for a in read)
-            seen[ref] = arg_seen(fn.args[o.slot]) if o.kind == "input" else requires[ref]
-    return None
+#: the func+dynamo paths whose forward runs under vmap of a reverse-mode transform (grad_vmap: where
+#: eager runs no backward)
+_VMAP_OUTSIDE_GRAD = ("func.vmap_grad+dynamo", "func.grad_vmap+dynamo")
 
 
 def _printing_before_the_op(spec: GraphSpec) -> GraphSpec:
     """That Function prints in its forward: Dynamo breaks the graph there and runs the transform
     under its eager fallback."""
-    n = _apply_template_under_vmap(spec, _eager_backward_runs(spec))
+    n = next((m for m in (_apply_template_under_vmap(spec, p) for p in _VMAP_OUTSIDE_GRAD) if m is not None), None)
     return _functions_replaced(spec, lambda m, fn: dataclasses.replace(fn, untraceable="print") if m == n else fn)
+
+
+def _gradients_dropped_by_needs_input_grad(spec: GraphSpec, path: str) -> dict[int, set[str]]:
+    """Functions traced as autograd_function_apply ops under a gradient transform (one of
+    _GRADIENT_TRANSFORMS, which run the same forward; not under vmap, where the op raises
+    func-dynamo-vmap-grad-apply-template) whose backward reads
+    ctx.needs_input_grad (harness/build.py: None for a slot it says False), with the leaves whose
+    gradient they drop: Dynamo builds needs_input_grad from requires_grad as it sees it, False for a
+    differentiated transform input passed as is (shared._function_apply_trace), so a slot holding
+    one gets None. Only where eager runs a backward (else the path runs no pullback)."""
+    how = _func_dynamo_gradient_inputs(spec, path)
+    if how is None or how[1] or not _eager_backward_runs(spec):
+        return {}
+    trace = _function_apply_trace(spec, how[0])
+    found: dict[int, set[str]] = {}
+    for n in trace.traced:
+        fn = spec.functions[n]
+        if fn.needs_input_grad == "ignore":
+            continue
+        leaves = set().union(*(
+            _gradient_reaches(spec, trace.requires, a.ref) for s, a in enumerate(fn.args)
+            if a.ref is not None and not a.clone and trace.requires[a.ref] and not trace.seen[a.ref]
+            and any(differentiable(fn, k) and reads(o.kind, o, s) for k, o in enumerate(fn.outputs))))
+        if leaves:
+            found[n] = leaves
+    return found
+
+
+def _needs_input_grad_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient (first or second order) of a leaf such a Function drops the gradient of."""
+    leaves = set().union(*_gradients_dropped_by_needs_input_grad(spec, "func.grad+dynamo").values())
+    return (m.checkpoint in ("backward", "double_backward") and m.role.startswith(("grad:", "agrad:", "dgrad:"))
+            and _ref_of(m.role) in leaves)
+
+
+def _needs_input_grad_ignored(spec: GraphSpec) -> GraphSpec:
+    """Those Functions' backwards return every gradient, whatever needs_input_grad says."""
+    found = _gradients_dropped_by_needs_input_grad(spec, "func.grad+dynamo")
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, needs_input_grad="ignore")
+                               if n in found else fn)
+
+
+#: the func+dynamo paths whose gradients come from a pullback outside any vmap
+_GRADIENT_TRANSFORMS = ("func.grad+dynamo", "func.vjp+dynamo", "func.jacrev+dynamo")
 
 
 def _unchanged(spec: GraphSpec) -> GraphSpec:
@@ -833,13 +862,31 @@ ENTRIES: tuple[KnownIssue, ...] = (
         reproducer="func_dynamo_vmap_grad_apply_template.py",
         upstream=("pytorch/pytorch#129845", "pytorch/pytorch#186366"),
         kind="crash",
-        trigger=lambda spec: _apply_template_under_vmap(spec, _eager_backward_runs(spec)) is not None,
-        path_triggers={"func.grad_vmap+dynamo": lambda spec: not _eager_backward_runs(spec)
-                       and _apply_template_under_vmap(spec, False) is not None},
+        trigger=lambda spec: _apply_template_under_vmap(spec, "func.vmap_grad+dynamo") is not None,
+        path_triggers={"func.grad_vmap+dynamo": lambda spec: _apply_template_under_vmap(
+            spec, "func.grad_vmap+dynamo") is not None},
         witness=raised("forward", r"You tried to vmap over ApplyTemplate, but it does not have vmap support",
                        RuntimeError),
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_printing_before_the_op,
+    ),
+    KnownIssue(
+        id="func-dynamo-needs-input-grad-of-transform-input",
+        title=("torch.compile of torch.func.grad (vjp, jacrev) over a custom Function applied to the differentiated "
+               "input itself and to a tensor computed from it gives ctx.needs_input_grad False for the input (Dynamo "
+               "sees it not requiring grad), so a backward that returns None where needs_input_grad is False drops "
+               "that gradient, silently (x * x: x instead of 2x)"),
+        first=(2, 13, 0), last=None,
+        paths=_GRADIENT_TRANSFORMS,
+        reproducer="func_dynamo_needs_input_grad_of_transform_input.py",
+        upstream=(),
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_gradients_dropped_by_needs_input_grad(spec, "func.grad+dynamo")),
+        witness=lambda spec, result, ms: result.status != "error" and any(
+            _needs_input_grad_damage(spec, m) for m in ms),
+        damage=_needs_input_grad_damage,
+        damages="gradients (grad:*, agrad:*, dgrad:*) of the differentiated leaves such a Function is passed as is",
+        workaround=_needs_input_grad_ignored,
     ),
 )

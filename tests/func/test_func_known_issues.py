@@ -69,3 +69,72 @@ def test_apply_template_workaround_is_checked_under_dynamo_s_fallback():
     assert (outcome.status, outcome.known) == ("ok", (APPLY_TEMPLATE,)), outcome
     assert outcome.checked_spec.functions[0].untraceable == "print"
     assert "eager fallback" in outcome.result.note
+
+
+NEEDS_INPUT_GRAD = "func-dynamo-needs-input-grad-of-transform-input"
+
+
+@pytest.mark.parametrize("args, needs_input_grad, dropped", [
+    ((Arg("x0"), Arg("x0", clone=True)), "read", True),  # x0 as is, beside a tensor computed from it
+    ((Arg("x0"), Arg("x0", clone=True)), "ignore", False),  # the backward returns every gradient
+    ((Arg("x0", clone=True), Arg("x0", clone=True)), "read", False),  # every input computed: seen as is
+    ((Arg("x0"), Arg("x1")), "read", False),  # no input seen requiring grad: inlined, its backward dropped
+], ids=["as-is-beside-computed", "ignored", "all-computed", "inlined"])
+def test_needs_input_grad_trigger_matches_the_real_wrong_gradient(monkeypatch, args, needs_input_grad, dropped):
+    from harness import known_issues
+    from harness.check import check
+
+    spec = _graph(_doubling(*args, needs_input_grad=needs_input_grad))
+    issue = by_ids([NEEDS_INPUT_GRAD])[0]
+    assert issue.triggered(spec, "func.grad+dynamo") == dropped
+    names = "eager,func.grad+dynamo,func.vjp+dynamo"
+    outcomes = check(spec, paths.parse(names), lifetimes=False).outcomes
+    for name in ("func.grad+dynamo", "func.vjp+dynamo"):
+        assert outcomes[name].status == "ok", outcomes[name]
+        assert (NEEDS_INPUT_GRAD in outcomes[name].known) == dropped, outcomes[name]
+    # without the entry: the gradient of x0, and only that, is wrong where it says
+    monkeypatch.setattr(known_issues, "KNOWN_ISSUES", tuple(k for k in known_issues.KNOWN_ISSUES
+                                                           if k.id != NEEDS_INPUT_GRAD))
+    raw = check(spec, paths.parse(names), lifetimes=False).outcomes
+    for name in ("func.grad+dynamo", "func.vjp+dynamo"):
+        if dropped:
+            assert raw[name].status == "failed"
+            assert {(m.checkpoint, m.role) for m in raw[name].mismatches} == {("backward", "grad:x0")}, raw[name]
+        else:
+            assert raw[name].status == "ok", raw[name]
+
+
+@pytest.mark.parametrize("entry, changes, computed, path", [
+    ("dynamo-function-backward-checked-differently", dict(error="grad_count"), True, "func.grad+dynamo"),
+    ("dynamo-function-backward-checked-differently", dict(error="grad_count"), False, "func.grad+dynamo"),
+    ("dynamo-function-backward-checked-differently", dict(error="grad_count"), True, "func.vmap_grad+dynamo"),
+    ("dynamo-function-backward-checked-differently", dict(error="grad_shape"), True, "func.vjp+dynamo"),
+    ("dynamo-single-non-differentiable-output", dict(tuple_output=False), True, "func.grad+dynamo"),
+    ("dynamo-single-non-differentiable-output", dict(tuple_output=False), False, "func.grad+dynamo"),
+], ids=["too-few", "too-few-inlined", "too-few-under-vmap", "wrong-shape", "single-marked", "single-marked-inlined"])
+def test_dynamo_entries_on_func_paths_where_dynamo_makes_the_op(entry, changes, computed, path):
+    """Dynamo's errors in making a Function its autograd_function_apply op show on the func+dynamo
+    paths where it makes one: a tensor computed inside the transform is passed (an inlined Function
+    has its backward dropped instead: func-dynamo-custom-rules-dropped)."""
+    marked = "tuple_output" in changes
+    fn = FunctionSpec(args=(Arg("x0", clone=computed), Arg("x1")),
+                      outputs=(OutputSpec(terms=(Term(0, "linear", 2.0), Term(1, "linear", 1.0)),
+                                          non_differentiable=marked),) + (() if marked else (OutputSpec(
+                                              terms=(Term(1, "linear", 3.0),)),)),
+                      style="setup_context", code="plain", vmap=True, **changes)
+    spec = _graph(fn, *((_doubling(Arg("x0"), Arg("x1")),) if marked else ()))
+    issue = by_ids([entry])[0]
+    assert issue.triggered(spec, path) == computed
+    result = paths.run_path(paths.get(path), build(spec))
+    if computed:
+        assert result.status == "error" and result.error_checkpoint == "forward", result.describe_error()
+        assert issue.witness(spec, result, _error_mismatch(result)), result.describe_error()
+    else:
+        assert result.status != "error" or result.error_checkpoint != "forward", result.describe_error()
+
+
+def _error_mismatch(result):
+    """The mismatch check.py reports for an error at forward where eager raised none."""
+    from harness.oracles.compare import Mismatch
+
+    return [Mismatch(result.path, "eager", "forward", "error", f"{result.path} raised {result.describe_error()}")]
