@@ -25,6 +25,8 @@ from harness.known_issues.shared import (
     _returned_as_tuples,
     _second_order_damage,
     _second_order_differs,
+    _func_dynamo_gradient_inputs,
+    _function_apply_trace,
     _traced_under_func_dynamo,
     _without_errors,
 )
@@ -466,6 +468,20 @@ def _invalid_backward_traced(spec: GraphSpec) -> bool:
 #: where eager runs no backward: shared._func_dynamo_gradient_inputs)
 _FUNC_DYNAMO_REVERSE_MODE = tuple(f"func.{t}+dynamo" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap",
                                                                 "jacfwd"))
+
+
+def _cleared_where_dynamo_stops(spec: GraphSpec, path: str) -> int | None:
+    """On a func+dynamo path, the Function with clear_saved_tensors_on_access that Dynamo set out to
+    make an autograd_function_apply op of and did not, where its trace ended
+    (shared._function_apply_trace): it breaks the graph (a user jvp or vjp, ...) and is generic,
+    and Dynamo's eager fallback then reads ctx.saved_tensors twice (seen on 2.13.0; a plain-style
+    one runs: tests/func/test_func_known_issues.py)."""
+    how = _func_dynamo_gradient_inputs(spec, path)
+    n = None if how is None else _function_apply_trace(spec, how[0]).stopped_at
+    if n is None:
+        return None
+    fn = spec.functions[n]
+    return n if fn.clear_saved_tensors_on_access and _generic(fn) and _breaks_the_graph_itself(fn) else None
 
 
 def _invalid_backward_traced_under_func(spec: GraphSpec, path: str) -> bool:
@@ -961,15 +977,18 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "forward AD running; eager runs it, and so does torch.compile without the jvp (Dynamo traces the "
                "Function then) or without the flag"),
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
-        paths=("dynamo:aot_eager",),
+        paths=("dynamo:aot_eager", *_FUNC_DYNAMO_REVERSE_MODE),
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
         trigger=lambda spec: bool(_cleared_on_a_node(spec)),
+        path_triggers={p: (lambda p: lambda spec: _cleared_where_dynamo_stops(spec, p) is not None)(p)
+                       for p in _FUNC_DYNAMO_REVERSE_MODE},
         witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",
                        RuntimeError),
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=lambda spec: dataclasses.replace(spec, functions=tuple(
-            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_on_a_node(spec) else fn
+            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared_on_a_node(spec)
+            or n in {_cleared_where_dynamo_stops(spec, p) for p in _FUNC_DYNAMO_REVERSE_MODE} else fn
             for n, fn in enumerate(spec.functions))),
     ),
 )

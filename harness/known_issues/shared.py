@@ -179,6 +179,8 @@ class FunctionApplyTrace:
     requires: dict[str, bool]
     #: ... and does Dynamo see it requiring grad (a transform input, passed as is, does not)?
     seen: dict[str, bool]
+    #: the Function Dynamo set out to make an op of where its trace ended there, or None
+    stopped_at: int | None = None
 
 
 def _function_apply_trace(spec: GraphSpec, differentiated: set[int]) -> FunctionApplyTrace:
@@ -197,6 +199,7 @@ def _function_apply_trace(spec: GraphSpec, differentiated: set[int]) -> Function
     requires = {ref: int(base_ref(ref)[1:]) in differentiated for ref in spec.value_refs() if ref.startswith("x")}
     seen = {ref: "[" in ref and requires[ref] for ref in requires}
     traced: list[int] = []
+    stopped_at = None
 
     def arg_seen(ref: str, clone: bool) -> bool:
         return requires[ref] if clone else seen[ref]
@@ -204,6 +207,7 @@ def _function_apply_trace(spec: GraphSpec, differentiated: set[int]) -> Function
         as_op = fn.api == "function" and fn.grad_mode == "enabled" and any(
             arg_seen(a.ref, a.clone) for a in fn.args if a.ref is not None)
         if as_op and _stops_tracing_as_function_apply(fn) or fn.untraceable in ("print", "data_branch"):
+            stopped_at = n if as_op else None
             break  # (an inlined forward's print or branch breaks the graph too)
         if as_op:
             traced.append(n)
@@ -215,7 +219,7 @@ def _function_apply_trace(spec: GraphSpec, differentiated: set[int]) -> Function
             requires[ref] = fn.grad_mode == "enabled" and any(requires[a.ref] for a in read if a.ref is not None)
             # an input returned as-is is the same tensor; the op's outputs and computed ones require grad
             seen[ref] = arg_seen(fn.args[o.slot].ref, fn.args[o.slot].clone) if o.kind == "input" else requires[ref]
-    return FunctionApplyTrace(tuple(traced), requires, seen)
+    return FunctionApplyTrace(tuple(traced), requires, seen, stopped_at)
 
 
 def _traced_under_func_dynamo(spec: GraphSpec, path: str) -> list[int]:

@@ -138,3 +138,24 @@ def _error_mismatch(result):
     from harness.oracles.compare import Mismatch
 
     return [Mismatch(result.path, "eager", "forward", "error", f"{result.path} raised {result.describe_error()}")]
+
+
+@pytest.mark.parametrize("computed, code, raises", [(True, "generic", True), (True, "plain", False),
+                                                    (False, "generic", False)],
+                         ids=["made-an-op", "made-an-op-plain", "inlined"])
+def test_clear_saved_tensors_on_func_paths_where_dynamo_set_out_to_make_the_op(computed, code, raises):
+    """dynamo-clear-saved-tensors-with-jvp on func.grad+dynamo: Dynamo sets out to make a Function
+    with a jvp an autograd_function_apply op (a tensor computed inside the transform is passed),
+    breaks the graph at the jvp, and where the Function is generic its eager fallback reads
+    ctx.saved_tensors twice; a plain one runs, and so does one passed the transform input as is
+    (inlined)."""
+    fn = FunctionSpec(args=(Arg("x0", clone=computed),), outputs=(OutputSpec(terms=(Term(0, "sin", 1.5),)),),
+                      style="setup_context", code=code, vmap=True, tuple_output=False, save=("inputs",),
+                      jvp=True, clear_saved_tensors_on_access=True)
+    spec = _graph(fn)
+    issue = by_ids(["dynamo-clear-saved-tensors-with-jvp"])[0]
+    assert issue.triggered(spec, "func.grad+dynamo") == raises
+    result = paths.run_path(paths.get("func.grad+dynamo"), build(spec))
+    assert issue.witness(spec, result, []) == (raises and issue.affects_installed_torch()), result.describe_error()
+    if not raises:
+        assert result.status != "error", result.describe_error()
