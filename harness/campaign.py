@@ -47,7 +47,7 @@ from harness.devices import is_cuda
 from harness.oracles.math import CAMPAIGN_GRADCHECK_ELEMENTS
 from harness.paths import Path as ExecPath
 from harness.paths.tracing import EXAMPLE_TRACES
-from harness.records import cause_of, features, now, outcome_record, spec_hash, spec_size
+from harness.records import cause_of, causes_of, features, now, outcome_record, same_cause, spec_hash, spec_size
 from harness.repro import write_reproducer
 from harness.spec import GraphSpec
 import strategies
@@ -185,7 +185,7 @@ class TwinCounts:
 class Failure:
     """One cause, grouped across paths and examples, with its smallest reproducer."""
 
-    signature: str  # the cause (records.cause_of), without the paths it was seen on
+    signature: str  # the cause's key (records.Cause: its words, path family and kind of difference)
     spec: GraphSpec  # the smallest failing example seen, or the shrunk one
     report: str
     count: int = 1  # examples that showed it
@@ -555,7 +555,8 @@ def signature(outcome: Any) -> str:
 def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str], *, generate_ms: float,
                    check_ms: float, worker: str = "", key: str | None = None) -> Record:
     """key: spec_hash(spec), when the caller has it already."""
-    outcomes = {name: outcome_record(o) for name, o in verdict.outcomes.items()}
+    causes = causes_of(verdict.outcomes.values())
+    outcomes = {name: outcome_record(o, causes.get(name)) for name, o in verdict.outcomes.items()}
     record: Record = {"kind": "example", "t": now(), "worker": worker, "hash": key or spec_hash(spec),
                       "outcomes": outcomes, "backward": has_backward(spec), "gradcheck": gradcheck[0],
                       "generate_ms": round(generate_ms, 3), "check_ms": round(check_ms, 3),
@@ -853,8 +854,8 @@ def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str,
     if failure.in_child:
         return _in_child(failure, spec, paths, device, lifetimes, until) == failure.signature
     try:
-        return failure.signature in _causes(check(spec, paths, device, lifetimes=lifetimes,
-                                                  twins=twins_of_cause(failure.signature)))
+        causes = _causes(check(spec, paths, device, lifetimes=lifetimes, twins=twins_of_cause(failure.signature)))
+        return any(same_cause(failure.signature, cause, failure.paths) for cause in causes)
     except Exception:  # noqa: BLE001 -- a candidate whose check raises (the oracle itself, say) shows another problem, not this cause
         return False
 
@@ -939,8 +940,15 @@ def twins_of_cause(cause: str) -> str | bool:
     return pair_of_cause(cause) or False
 
 
+def checked_paths(failure: Failure, paths: list[ExecPath]) -> list[ExecPath]:
+    """The paths a cause's examples are checked on again (shrinking, replaying): those it was
+    seen on, and eager where the campaign runs it, since a difference eager shows too is
+    eager's cause (records.causes_of): the cause is told as it was when found."""
+    return [p for p in paths if p.name in failure.paths or p.name == "eager"]
+
+
 def _causes(verdict: Verdict) -> set[str]:
-    return {cause_of(o) for o in verdict.failed}
+    return set(causes_of(verdict.outcomes.values()).values())
 
 
 def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
@@ -953,7 +961,7 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
         if share <= 0:
             return
         failing = [p for p in paths if p.name in failure.paths]
-        spec, how = shrink(failure, failing, device, database, lifetimes,
+        spec, how = shrink(failure, checked_paths(failure, paths), device, database, lifetimes,
                            until=time.perf_counter() + SHRINK_PART * share,
                            drawn=drawing(paths))
         destination: Path | None = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
@@ -1055,6 +1063,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     return result.finish()
 
 
-__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "TwinCounts", "check_example", "example_record", "fuzz",
+__all__ = ["CampaignResult", "CauseDatabase", "Failure", "PathCounts", "TwinCounts", "check_example", "checked_paths", "example_record",
+           "fuzz",
            "record_causes", "reproducer_name", "run_campaign", "shrink", "shrink_failures", "signature", "to_shrink", "twins_of_cause",
            "write_unshrunk_reproducers"]

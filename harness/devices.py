@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import torch
 
@@ -68,27 +69,54 @@ def is_cuda(device: str | torch.device) -> bool:
 def exact_float_math(device: str | torch.device) -> Iterator[None]:
     """On CUDA: TF32 and fp16/bf16 reduced-precision reductions off, restored afterwards.
 
-    torch.backends.cuda.matmul.allow_tf32 and cudnn.allow_tf32 round float32 matmul and
-    convolution inputs to 10 mantissa bits; allow_{fp16,bf16}_reduced_precision_reduction
-    lets cuBLAS reduce in the narrow type (torch docs, "TensorFloat-32 (TF32) on Ampere (and
-    later) devices" and "Reduced Precision Reduction"). Neither is in the rounding model of
-    the error bounds, so comparisons run with both off. On CPU nothing is touched."""
+    TF32 (matmul and cuDNN convolution/RNN float32 inputs rounded to 10 mantissa bits) and
+    allow_{fp16,bf16}_reduced_precision_reduction (cuBLAS reducing in the narrow type) are in
+    the torch docs, "TensorFloat-32 (TF32) on Ampere (and later) devices" and "Reduced Precision
+    Reduction". Neither is in the rounding model of the error bounds, so comparisons run with
+    both off. On CPU nothing is touched.
+
+    TF32 is set through the `fp32_precision` attributes where torch has them, and only through
+    them: torch refuses to read the legacy setting (`get_float32_matmul_precision`) once both
+    APIs were used ("mix of the legacy and new APIs"), and Dynamo restores the matmul precision
+    through the new one after every frame it compiles (torch/_dynamo/convert_frame.py), so a
+    legacy save and restore here broke every run after the first compile (seen on an H200, torch
+    2.11). Older torch has the legacy API alone."""
     if not is_cuda(device):
         yield
         return
     matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
-    saved = (matmul.allow_tf32, cudnn.allow_tf32, matmul.allow_fp16_reduced_precision_reduction,
-             matmul.allow_bf16_reduced_precision_reduction, torch.get_float32_matmul_precision())
+    reductions = (matmul.allow_fp16_reduced_precision_reduction, matmul.allow_bf16_reduced_precision_reduction)
+    with _ieee_float32(matmul, cudnn):
+        try:
+            matmul.allow_fp16_reduced_precision_reduction = False
+            matmul.allow_bf16_reduced_precision_reduction = False
+            yield
+        finally:
+            matmul.allow_fp16_reduced_precision_reduction, matmul.allow_bf16_reduced_precision_reduction = reductions
+
+
+@contextlib.contextmanager
+def _ieee_float32(matmul: Any, cudnn: Any) -> Iterator[None]:
+    """float32 matmuls, convolutions and RNNs in IEEE float32 (no TF32), restored afterwards."""
+    if hasattr(matmul, "fp32_precision"):  # the new API (torch >= 2.9)
+        settings = (matmul, cudnn.conv, cudnn.rnn)
+        saved = [s.fp32_precision for s in settings]
+        try:
+            for s in settings:
+                s.fp32_precision = "ieee"
+            yield
+        finally:
+            for s, precision in zip(settings, saved):
+                s.fp32_precision = precision
+        return
+    saved_legacy = (matmul.allow_tf32, cudnn.allow_tf32, torch.get_float32_matmul_precision())
     try:
         matmul.allow_tf32 = cudnn.allow_tf32 = False
-        matmul.allow_fp16_reduced_precision_reduction = False
-        matmul.allow_bf16_reduced_precision_reduction = False
         torch.set_float32_matmul_precision("highest")
         yield
     finally:
-        (matmul.allow_tf32, cudnn.allow_tf32, matmul.allow_fp16_reduced_precision_reduction,
-         matmul.allow_bf16_reduced_precision_reduction) = saved[:4]
-        torch.set_float32_matmul_precision(saved[4])
+        matmul.allow_tf32, cudnn.allow_tf32 = saved_legacy[:2]
+        torch.set_float32_matmul_precision(saved_legacy[2])
 
 
 def synchronize(device: str | torch.device) -> None:

@@ -158,6 +158,18 @@ def _check_toolchain() -> None:
             f"torch {torch.__version__} ships no C++ headers ({header} is missing); "
             "install a torch wheel that includes them"
         )
+    if not _node_is_intrusive(header.parent / "node.h"):
+        raise NativeBuildError(
+            f"torch {torch.__version__}'s autograd Node is held by std::shared_ptr, and the native apply "
+            "(native/) is written for torch >= 2.13, where it is a c10::intrusive_ptr_target; "
+            "owned and borrowed cannot run here: install torch>=2.13"
+        )
+
+
+def _node_is_intrusive(node_h: Path) -> bool:
+    """torch >= 2.13 declares `struct TORCH_API Node : c10::intrusive_ptr_target` in autograd/node.h;
+    earlier releases derive it from std::enable_shared_from_this in autograd/function.h."""
+    return node_h.is_file() and "Node : c10::intrusive_ptr_target" in node_h.read_text(errors="replace")
 
 
 def _version_define() -> str:
@@ -181,15 +193,26 @@ def _compile(directory: Path, verbose: bool, name: str = _MODULE_NAME,
         library = _library_path(directory, name)
         if (directory / _BUILT_MARKER).is_file() and library.is_file():
             return _import(library, name)  # another process built it while we waited
-        module = cpp_extension.load(
-            name=name,
-            sources=[str(_NATIVE_DIR / source) for source in _SOURCES],
-            extra_cflags=[*_EXTRA_CFLAGS, _version_define(), *defines],
-            build_directory=str(directory),
-            verbose=verbose,
-        )
+        try:
+            module = cpp_extension.load(
+                name=name,
+                sources=[str(_NATIVE_DIR / source) for source in _SOURCES],
+                extra_cflags=[*_EXTRA_CFLAGS, _version_define(), *defines],
+                build_directory=str(directory),
+                verbose=verbose,
+            )
+        except RuntimeError as e:  # cpp_extension's "Error building extension": the compiler's output
+            raise NativeBuildError(f"the native extension did not compile against torch {torch.__version__}: "
+                                   f"{_first_compiler_error(str(e))}; the full log is in {directory}") from e
         (directory / _BUILT_MARKER).write_text(torch.__version__ + "\n")
     return module
+
+
+def _first_compiler_error(output: str) -> str:
+    """The first `error:` line of a compiler's output (the one to read first), else its last line."""
+    lines = output.strip().splitlines() or ["no output"]
+    return next((line.strip() for line in lines if ": error: " in line or ": fatal error: " in line),
+                lines[-1].strip())
 
 
 def _import(path: Path, name: str = _MODULE_NAME) -> ModuleType:

@@ -30,7 +30,8 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ from harness.spec import GraphSpec
 
 if TYPE_CHECKING:
     from harness.check import PathOutcome
+    from harness.oracles.compare import Mismatch
 
 LOG_NAME = "examples.jsonl"
 #: the Hypothesis example database of a campaign folder (failing examples, shrunk ones)
@@ -155,12 +157,117 @@ def features(spec: GraphSpec) -> dict[str, Any]:
     return found
 
 
+# --- causes: what groups failures into one bug ----------------------------------------------
+
+#: a cause this harness writes: its words, then its family and fingerprint (`Cause`)
+_KEYED = re.compile(r"^(?P<words>.+) on (?P<family>[\w+]+) \[(?P<fingerprint>[^\]]*)\]$")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One bug, as failures are grouped, saved, shrunk, replayed and diffed by it. Its text is
+    the key (records, the example database, reproducer names):
+    "mismatch vs math at backward grad on compiled [values]".
+
+    words: the symptom, what it was against, the checkpoint and the kind of role (no indices),
+    an error's exception type. family: where the bug lives, the path family that shows it
+    (`cause_family`). fingerprint: what the difference itself looks like (`fingerprint`). A
+    cause an older harness wrote is its words alone (family and fingerprint "")."""
+
+    words: str
+    family: str = ""
+    fingerprint: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.words} on {self.family} [{self.fingerprint}]" if self.family else self.words
+
+    @classmethod
+    def parse(cls, text: str) -> Cause:
+        keyed = _KEYED.match(text)
+        return cls(keyed["words"], keyed["family"], keyed["fingerprint"]) if keyed else cls(text)
+
+
+def cause_family(path: str) -> str:
+    """The family a cause seen on `path` alone belongs to: eager, compiled, dynamo, func or
+    func+dynamo (known_issues.entry.path_family: every mode, transform and device of one
+    mechanism is one family), and owned or borrowed (`causes_of` makes a cause both show
+    `native`, their one C++ template)."""
+    from harness.known_issues.entry import path_family
+
+    return path_family(path)
+
+
+def causes_of(outcomes: Iterable[PathOutcome]) -> dict[str, str]:
+    """The cause of each failed outcome of one example's check (by path name).
+
+    A difference is the bug of the code every path that shows it shares: one that eager shows
+    too (the same difference from the same reference at the same role, where the path agrees
+    with eager) is eager's, the Function's or the stock autograd's, and the path's cause is
+    eager's; one that owned and borrowed both show is `native`'s. A path's cause is its first
+    difference that is not eager's, else eager's cause. So one bug on several paths is one
+    cause, and a bug of one path's own code is a cause of that path's family, apart from any
+    other path's with the same words."""
+    by_path = {o.path: o for o in outcomes}
+    eager = by_path.get("eager")
+    eager_cause = _cause(eager.mismatches[0], "eager") if eager is not None and eager.status == "failed" else None
+    causes: dict[str, str] = {}
+    for name, o in by_path.items():
+        if o.status != "failed":
+            continue
+        if eager_cause is not None and name != "eager":
+            own = [m for m in o.mismatches if not _shared(m, o, eager, "eager")]
+            if not own:
+                causes[name] = eager_cause
+                continue
+        else:
+            own = o.mismatches
+        causes[name] = _cause(own[0], _family_of(own[0], o, by_path))
+    return causes
+
+
 def cause_of(outcome: PathOutcome) -> str:
-    """The cause of a failed path outcome, for grouping across paths and examples: the paths
-    compared, the symptom, the checkpoint and role (without indices) and, for an error, the
-    exception type. The paths it was seen on and the example's particulars are left out:
-    the same cause on three paths is one bug to shrink and report."""
-    m = outcome.mismatches[0]
+    """The cause of one failed outcome checked alone (`causes_of` of it)."""
+    return causes_of([outcome])[outcome.path]
+
+
+#: the native paths: one C++ template over two input holders
+_NATIVE = ("owned", "borrowed")
+
+
+def _family_of(m: Mismatch, outcome: PathOutcome, by_path: dict[str, PathOutcome]) -> str:
+    owned, borrowed = by_path.get("owned"), by_path.get("borrowed")
+    if outcome.path in _NATIVE and owned is not None and borrowed is not None:
+        other = borrowed if outcome is owned else owned
+        # borrowed is compared with owned too: where it differs from owned, the difference is its own
+        if _shows(other, m) and not _differs(borrowed, "owned", m):
+            return "native"
+    return cause_family(outcome.path)
+
+
+def _shared(m: Mismatch, outcome: PathOutcome, reference: PathOutcome | None, reference_name: str) -> bool:
+    """Whether `reference` shows the difference `m` of `outcome` too, and `outcome` does not
+    differ from `reference` there (reference_name: what the comparison with it is called)."""
+    return _shows(reference, m) and not _differs(outcome, reference_name, m)
+
+
+def _shows(outcome: PathOutcome | None, m: Mismatch) -> bool:
+    """The failed `outcome` has the difference `m`: from the same reference at the same role."""
+    return outcome is not None and outcome.status == "failed" and any(
+        (x.against, x.checkpoint, x.role) == (m.against, m.checkpoint, m.role) for x in outcome.mismatches)
+
+
+def _differs(outcome: PathOutcome, reference_name: str, m: Mismatch) -> bool:
+    """`outcome` differs from `reference_name` at m's checkpoint and role."""
+    return any((x.against, x.checkpoint, x.role) == (reference_name, m.checkpoint, m.role) for x in outcome.mismatches)
+
+
+def _cause(m: Mismatch, family: str) -> str:
+    return str(Cause(_words(m), family, fingerprint(m)))
+
+
+def _words(m: Mismatch) -> str:
+    """The symptom, what it was against, the checkpoint and role (without indices) and, for an
+    error, the exception type."""
     checkpoint = _DIGITS.sub("", m.checkpoint)
     role = _DIGITS.sub("", m.role.split(":")[0])
     if m.against == "lifetime rule" or checkpoint.startswith(("life", "probe")):
@@ -181,14 +288,62 @@ def cause_of(outcome: PathOutcome) -> str:
     return f"{symptom} vs {against} at {checkpoint} {role}{exception}"
 
 
-def outcome_record(outcome: PathOutcome) -> dict[str, Any]:
+def fingerprint(m: Mismatch) -> str:
+    """What the difference itself looks like: its kind (DIFFERENCE_KINDS: a wrong value, a
+    missing gradient, a wrong shape, a leak, a cycle, ...).
+
+    It is read off the difference, not off the example, because a cause's key is fixed by the
+    first example that shows it and shrinking keeps to it: a difference's kind is what a bug
+    does, so every example of one bug and its shrunk form share it. The options of the
+    Function at the difference (its style, what it saves, its output kinds) are what the
+    example happens to be: keyed by them, one bug that any Function meets split into a cause
+    per combination (measured: docs/causes.md), each shrunk apart, and shrinking could not
+    drop an option the bug does not need. Its limit: two bugs of one path family with the same
+    words and the same kind of difference (two wrong gradients of compiled autograd, on two
+    kinds of Function) are one cause; the paths and the reproducer say which examples showed it."""
+    if m.role == "error":  # who raised: this path where its reference did not, or the reference alone
+        alone = m.detail.startswith("ran without") or m.detail.endswith(f"{m.path} ran without error")
+        return "missing error" if alone else "raised"
+    for words, kind in DIFFERENCE_KINDS:
+        if words in m.detail:
+            return kind
+    return "other"
+
+
+#: the kinds of difference the comparisons (harness.oracles.compare, the lifetime rules) report,
+#: by words of their detail: the first that matches names it
+DIFFERENCE_KINDS = (
+    ("present on one side only", "absent"), ("expected None", "extra tensor"), ("got None", "missing tensor"),
+    ("shape (", "shape"), ("dtype torch.", "dtype"), ("not bit-identical", "values"), ("outside tolerance", "values"),
+    ("not finite", "non-finite"), ("non-finite value differs", "non-finite"),
+    ("(leak)", "leak"), ("reference cycle", "cycle"), ("released before backward", "released early"),
+    ("released despite retain_graph", "released early"), ("still alive after", "kept alive"),
+    ("use count", "use count"), ("expected ", "value"),
+)
+
+
+def same_cause(saved: str, cause: str, paths: Iterable[str] = ()) -> bool:
+    """Whether `cause` (as this harness words it) is the saved cause `saved`: the same text, or,
+    for one an older harness saved (its words alone), the same words on the family of one of
+    `paths`, those it was seen on (any family when none are given)."""
+    if saved == cause:
+        return True
+    old, new = Cause.parse(saved), Cause.parse(cause)
+    families = {cause_family(p) for p in paths}
+    if new.family == "native":
+        families |= {"native"} if families & set(_NATIVE) else set()
+    return not old.family and old.words == new.words and (not families or new.family in families)
+
+
+def outcome_record(outcome: PathOutcome, cause: str | None = None) -> dict[str, Any]:
+    """cause: the outcome's (`causes_of` its example's outcomes), else `cause_of` it alone."""
     record: dict[str, Any] = {"status": outcome.status}
     if outcome.reason:
         record["reason"] = outcome.reason
     if outcome.known:
         record["known"] = list(outcome.known)
     if outcome.status == "failed":
-        record["cause"] = cause_of(outcome)
+        record["cause"] = cause or cause_of(outcome)
     if outcome.result is not None and outcome.result.trace:  # how Dynamo ran it (harness.paths.tracing)
         record["trace"] = outcome.result.trace["example"]
     return record
@@ -198,12 +353,18 @@ __all__ = [
     "DATABASE_NAME",
     "LOG_NAME",
     "ExampleLog",
+    "Cause",
+    "cause_family",
     "cause_of",
+    "causes_of",
+    "DIFFERENCE_KINDS",
+    "fingerprint",
     "features",
     "log_path",
     "now",
     "outcome_record",
     "read_log",
+    "same_cause",
     "spec_hash",
     "spec_size",
 ]

@@ -38,6 +38,7 @@ from harness.campaign import (
     Failure,
     OnRecord,
     check_example,
+    checked_paths,
     drawing,
     graph_strategy,
     graph_test_key,
@@ -47,7 +48,7 @@ from harness.campaign import (
     shows,
 )
 from harness.paths import Path as ExecPath
-from harness.records import now
+from harness.records import now, same_cause
 from harness.spec import GraphSpec
 
 STILL_FAILS = "still fails"
@@ -121,10 +122,9 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
     drawn = drawing(paths)
     for failure in earlier:
         if failure.shrinkable and time.perf_counter() < until:
-            failing = [p for p in paths if p.name in failure.paths]
             on_record({"kind": "replay", "t": now(), "cause": failure.signature,
-                       "result": replay_cause(failure, failing, device, database, lifetimes, until=until,
-                                              drawn=drawn)})
+                       "result": replay_cause(failure, checked_paths(failure, paths), device, database, lifetimes,
+                                              until=until, drawn=drawn)})
     examples, left = 0, 0
     settled = set(known) | {f.signature for f in earlier}  # nothing more to learn about these
     results: dict[str, str] = {}
@@ -140,7 +140,8 @@ def replay_first(earlier: list[Failure], paths: list[ExecPath], device: str, dat
                                          worker=worker, on_example=on_example, twins=twins)
         examples += found is not None
         for cause in open_causes or sorted(found or ()) or [UNKNOWN_CAUSE]:
-            result = STILL_FAILS if found and cause in found else DID_NOT_REPRODUCE
+            # a cause saved by an older harness (its words alone) still fails where its words do
+            result = STILL_FAILS if found and any(same_cause(cause, c) for c in found) else DID_NOT_REPRODUCE
             if results.get(cause) != result:  # another saved example of a cause may show it still
                 results[cause] = result
                 on_record({"kind": "replay", "t": now(), "cause": cause, "result": result})

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.campaign import CampaignResult, Failure, PathCounts, shrink_note
-from harness.records import features, log_path, read_log
+from harness.records import features, log_path, read_log, same_cause
 from strategies import INLINE_CAPACITY
 
 #: the band of tensor input counts around the borrowed vector's inline capacity
@@ -315,8 +315,8 @@ def write_reports(r: CampaignResult, folder: str | Path) -> tuple[Path, Path]:
 def diff(last: CampaignResult, tonight: CampaignResult) -> tuple[str, int]:
     """(the difference as text, how many new failure causes). Known torch issues are listed
     apart: they are expected, so they never count as new failures."""
-    new = [f for s, f in tonight.failures.items() if s not in last.failures]
-    fixed = [f for s, f in last.failures.items() if s not in tonight.failures]
+    new = [f for f in tonight.failures.values() if not any(_same_cause(f, g) for g in last.failures.values())]
+    fixed = [g for g in last.failures.values() if not any(_same_cause(f, g) for f in tonight.failures.values())]
     lines = [f"last: {last.examples} examples ({last.examples_per_second:.1f}/s); "
              f"tonight: {tonight.examples} examples ({tonight.examples_per_second:.1f}/s)", ""]
     lines.append(f"new failures ({len(new)}):")
@@ -332,6 +332,13 @@ def diff(last: CampaignResult, tonight: CampaignResult) -> tuple[str, int]:
     changes = _rate_changes(last, tonight)
     lines += changes or ["  none"]
     return "\n".join(lines), len(new)
+
+
+def _same_cause(a: Failure, b: Failure) -> bool:
+    """Whether two campaigns' failures are one cause: the same (cause, path family), which a
+    cause's text holds (records.Cause). A cause an older harness wrote has no family: the
+    families of the paths it was seen on stand for it."""
+    return same_cause(a.signature, b.signature, a.paths) or same_cause(b.signature, a.signature, b.paths)
 
 
 def _rate_changes(last: CampaignResult, tonight: CampaignResult) -> list[str]:

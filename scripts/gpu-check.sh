@@ -110,13 +110,14 @@ SUMMARY=$OUT_DIR/summary.txt
 export HARNESS_NATIVE_CACHE=${HARNESS_NATIVE_CACHE:-$WORK/native} MAX_JOBS=16 TORCHINDUCTOR_COMPILE_THREADS=2 PYTHONUNBUFFERED=1
 cd "$ROOT"
 PATHS="eager,owned,borrowed,compiled:capture,compiled:eager,compiled:aot_eager,compiled:inductor,dynamo:eager,dynamo:aot_eager,dynamo:inductor"
-CROSS_PATHS="eager,owned,borrowed"
+#: the paths also run on cpu,cuda (each on the CPU and as <path>@cuda): one per way of running a
+#: Function, so that a cause seen on <path>@cuda alone is told apart from the release's own
+CROSS_PATHS="eager,owned,borrowed,compiled:aot_eager,dynamo:aot_eager,dynamo:inductor"
 if timeout 150 "$PYTHON" -m harness build-native >"$OUT_DIR/build.log" 2>&1; then
   echo "native extension: built in $(($(date +%s) - START)) s since the start" >>"$SUMMARY"
 else
   echo "native extension: NOT built, so owned and borrowed are left out: $(tail -n1 "$OUT_DIR/build.log")" >>"$SUMMARY"
   PATHS=${PATHS/owned,borrowed,/}
-  CROSS_PATHS=eager
 fi
 # every path that can run here (a missing compiler for inductor, say, is named in the summary)
 { read -r PATHS; read -r UNAVAILABLE; } < <("$PYTHON" - "$PATHS" <<'PY'
@@ -131,6 +132,7 @@ print("; ".join(out).replace("\n", " "))
 PY
 )
 [[ -z "$UNAVAILABLE" ]] || echo "paths that cannot run here: $UNAVAILABLE" >>"$SUMMARY"
+CROSS_PATHS=$(tr , '\n' <<<"$CROSS_PATHS" | grep -Fxf <(tr , '\n' <<<"$PATHS") | paste -sd,)
 
 # --- 3. tests and campaigns, side by side ---------------------------------------------------
 FAILURES=$WORK/failures
@@ -141,7 +143,7 @@ campaign() {  # campaign NAME DEVICE PATHS WORKERS
 }
 campaign cuda "$DEVICE" "$PATHS" "$WORKERS" &
 CUDA_PID=$!
-campaign cpu-cuda "$CROSS" "$CROSS_PATHS" 2 &
+campaign cpu-cuda "$CROSS" "$CROSS_PATHS" "$WORKERS" &
 CROSS_PID=$!
 HARNESS_PROFILE=ci timeout $((BUDGET + 30)) "$PYTHON" -m pytest -p no:xdist -q -rA tests/cuda \
   >"$OUT_DIR/pytest.log" 2>&1

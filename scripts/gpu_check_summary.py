@@ -40,8 +40,17 @@ def campaign_lines(device: str, file: Path, rc: int) -> tuple[list[str], bool]:
         lines.append(f"  memory baseline (CUDA allocator back to its baseline after drop_all, on every "
                      f"lifetime-checked CUDA run): {len(memory)} distinct failure(s)")
     lines.append(f"  {len(failures)} distinct failure(s)" + (":" if failures else ""))
-    lines += [f"    x{f['count']} on {','.join(f['paths'])}: {f['signature']}" for f in failures]
+    cross = "," in device  # each path on the CPU and again as <path>@cuda: say where a cause shows
+    lines += [f"    x{f['count']} on {','.join(f['paths'])}: {f['signature']}"
+              + (f" [{devices_seen(f['paths'])}]" if cross else "") for f in failures]
     return lines, rc == 0 and not failures and data["examples"] > 0
+
+
+def devices_seen(paths: list[str]) -> str:
+    """Where a cause of a cpu,cuda campaign showed: a cause on `<path>@cuda` alone is CUDA's own;
+    one on the CPU paths too is the torch release's (or the harness'), whatever the device."""
+    on_cuda = sum(p.endswith("@cuda") for p in paths)
+    return "CUDA only" if on_cuda == len(paths) else "CPU only" if not on_cuda else "CPU and CUDA"
 
 
 def test_lines(log: Path, rc: int) -> tuple[list[str], bool]:

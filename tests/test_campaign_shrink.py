@@ -55,7 +55,7 @@ def test_a_rare_failure_is_shrunk_from_its_own_example_within_its_time_cap(tmp_p
     shrink_failures([failure], [seeded], "cpu", database, False, until=time.perf_counter() + 30,
                     out_dir=tmp_path, on_record=records.append)
     (done,) = records
-    assert done["kind"] == "shrunk" and done["size_after"] < done["size_before"]
+    assert done["kind"] == "shrunk" and done["size_after"] < done["size_before"], done
     assert (tmp_path / done["reproducer"].split("/")[-1]).exists()
     result.add_record(done)
     assert result.failures[failure.signature].size == done["size_after"]

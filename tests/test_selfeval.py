@@ -80,7 +80,8 @@ def test_a_backward_term_dropped_leaves_the_jvp_right():
 
 
 @pytest.mark.parametrize("name, path", [("compiled_autograd_backward_scaled", "compiled"),
-                                        ("aot_backward_miscompiled", "dynamo")])
+                                        ("aot_backward_miscompiled", "dynamo"),
+                                        ("dynamo_traced_backward_scaled", "dynamo")])
 def test_a_compiler_fault_shows_on_its_path_only(name, path):
     spec = with_(dataclasses.replace(ONE, forward_ad=False), jvp=False)
     chosen = [paths.get("eager"), paths.get(path)]

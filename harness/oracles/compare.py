@@ -139,8 +139,10 @@ def _all_within(pairs: list[tuple[str, torch.Tensor, torch.Tensor, Tolerance]]) 
         if (e.dtype != first.dtype or e.device != first.device or t.exact != exact or t.rtol != rtol
                 or (isinstance(t.atol, torch.Tensor) if exact else not _finite_or_tensor(t.atol))):
             return False
-    e = torch.cat([p[1].detach().reshape(-1) for p in pairs]).cpu()
-    a = torch.cat([p[2].detach().reshape(-1) for p in pairs]).cpu()
+    # each on the CPU before the cat: a CPU scalar leaf's gradient stays on the CPU beside CUDA
+    # tensors (LeafSpec.on_cpu), on one side of a comparison or both
+    e = torch.cat([p[1].detach().reshape(-1).cpu() for p in pairs])
+    a = torch.cat([p[2].detach().reshape(-1).cpu() for p in pairs])
     if exact:
         return torch.equal(e, a) or bool(_same_non_finite(e, a).all())
     atol = torch.cat([t.atol.to(torch.float64).expand(p.shape).reshape(-1) if isinstance(t.atol, torch.Tensor)

@@ -20,8 +20,10 @@ from hypothesis import given, settings
 
 from harness import devices, paths
 from harness.build import build
+from harness.check import check
 from harness.cli import main
 from harness.oracles.lifetimes import rule_violations
+from harness.paths.on_device import on_device
 from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term
 from strategies import graphs
@@ -65,21 +67,50 @@ def test_bench_says_in_one_sentence_that_cuda_is_not_available(capsys):
     assert capsys.readouterr().err == f"error: {NO_CUDA}\n"
 
 
+def _float32_precisions() -> tuple[str, ...]:
+    """matmul, cuDNN convolution and RNN float32 precision, read through the new API (the one
+    exact_float_math uses: reading the legacy one may raise once both were used)."""
+    cudnn = torch.backends.cudnn
+    return (torch.backends.cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+
+
 def test_exact_float_math_turns_tf32_and_reduced_precision_off_on_cuda_and_restores_them():
     matmul = torch.backends.cuda.matmul
-    before = (matmul.allow_tf32, matmul.allow_fp16_reduced_precision_reduction)
+    before = (_float32_precisions(), matmul.allow_fp16_reduced_precision_reduction)
     try:
-        matmul.allow_tf32 = matmul.allow_fp16_reduced_precision_reduction = True
+        matmul.fp32_precision = "tf32"
+        matmul.allow_fp16_reduced_precision_reduction = True
+        outside = _float32_precisions()
         with devices.exact_float_math("cpu"):  # CPU runs touch nothing
-            assert matmul.allow_tf32 and matmul.allow_fp16_reduced_precision_reduction
+            assert _float32_precisions() == outside and matmul.allow_fp16_reduced_precision_reduction
         with devices.exact_float_math("cuda"):
-            assert not matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+            assert _float32_precisions() == ("ieee", "ieee", "ieee")
             assert not matmul.allow_fp16_reduced_precision_reduction
             assert not matmul.allow_bf16_reduced_precision_reduction
-            assert torch.get_float32_matmul_precision() == "highest"
-        assert matmul.allow_tf32 and matmul.allow_fp16_reduced_precision_reduction
+        assert _float32_precisions() == outside and matmul.allow_fp16_reduced_precision_reduction
     finally:
-        matmul.allow_tf32, matmul.allow_fp16_reduced_precision_reduction = before
+        matmul.fp32_precision = before[0][0]
+        matmul.allow_fp16_reduced_precision_reduction = before[1]
+
+
+def test_exact_float_math_leaves_a_users_legacy_tf32_setting_readable():
+    """A user who sets TF32 through the legacy API around a CUDA check (as
+    test_runs_on_cuda_turn_tf32_off_and_restore_it does) must still read it afterwards, and the
+    next check must still run: with a legacy save and restore inside, torch refused every later
+    read ("mix of the legacy and new APIs"), which failed every CUDA test after that one on an
+    H200. Dynamo restores the matmul precision through the new API after each frame it compiles,
+    so a compile runs inside too. Needs no GPU: these are torch's global settings."""
+    matmul = torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    try:
+        for allow in (True, False, True):
+            matmul.allow_tf32 = allow
+            with devices.exact_float_math("cuda"):
+                torch.compile(lambda x: x * 2, backend="eager")(torch.ones(3))
+            assert matmul.allow_tf32 is allow
+        torch.get_float32_matmul_precision()  # raised once the two APIs were mixed
+    finally:
+        matmul.allow_tf32 = before
 
 
 def test_the_error_bounds_cover_cudas_documented_library_accuracy():
@@ -118,6 +149,15 @@ def test_only_a_0_dim_leaf_may_stay_on_the_cpu():
     with pytest.raises(SpecError, match=r"on_cpu"):
         GraphSpec(shape=(), leaves=(LeafSpec(views=2, on_cpu=True),))
     assert GraphSpec.from_json(SCALAR_SPEC.to_json()) == SCALAR_SPEC
+
+
+def test_a_path_on_another_device_is_judged_by_its_own_paths_metadata_rule():
+    """`--device cpu,cuda` adds `<path>@cuda`: its metadata is compared as its path's is (the
+    rule was looked up by the whole name, so every `eager@cuda` check raised on a GPU machine).
+    `eager@cpu` runs the same code here."""
+    verdict = check(SCALAR_SPEC, [paths.get("eager"), on_device(paths.get("eager"), "cpu")], "cpu")
+    assert verdict.outcomes["eager@cpu"].status == "ok", verdict.report()
+    assert any(role.startswith("alias:") for role in verdict.outcomes["eager@cpu"].result.values["meta:forward"])
 
 
 def test_a_cpu_scalar_leaf_changes_nothing_on_the_cpu():
@@ -184,7 +224,7 @@ def test_gpu_check_fails_in_one_sentence_where_torch_cannot_use_the_gpu(tmp_path
     assert line.startswith(f"gpu-check: torch {torch.__version__} at {sys.executable} cannot use the GPU")
 
 
-def _summary(tmp_path, campaign, tests_log: str, tests_rc: int = 0) -> tuple[int, str]:
+def _summary(tmp_path, campaign, tests_log: str, tests_rc: int = 0, device: str = "cuda") -> tuple[int, str]:
     import importlib.util
     loaded = importlib.util.spec_from_file_location("gpu_check_summary", ROOT / "scripts/gpu_check_summary.py")
     module = importlib.util.module_from_spec(loaded)
@@ -195,7 +235,7 @@ def _summary(tmp_path, campaign, tests_log: str, tests_rc: int = 0) -> tuple[int
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         rc = module.main(["--tests-log", str(tmp_path / "pytest.log"), "--tests-rc", str(tests_rc),
-                          "--campaign", f"cuda={tmp_path / 'c.json'}:0", "--wall-seconds", "321"])
+                          "--campaign", f"{device}={tmp_path / 'c.json'}:0", "--wall-seconds", "321"])
     return rc, out.getvalue()
 
 
@@ -219,6 +259,23 @@ def test_the_gpu_check_summary_gives_examples_per_path_failures_and_memory_check
     rc, text = _summary(tmp_path, campaign, log)
     assert rc == 1 and "1 distinct failure(s)" in text and text.rstrip().endswith("result: FAILED")
     assert "on every lifetime-checked CUDA run): 1 distinct failure(s)" in text
+
+
+def test_the_gpu_check_summary_says_where_a_cause_of_a_cross_device_campaign_showed(tmp_path):
+    from harness.campaign import CampaignResult, Failure, PathCounts
+
+    names = ["eager", "eager@cuda", "dynamo:aot_eager", "dynamo:aot_eager@cuda"]
+    campaign = CampaignResult(names, "cpu", examples=5, with_backward=5, seconds=60.0)
+    campaign.counts = {name: PathCounts(ok=5) for name in names}
+    spec = GraphSpec(leaves=(LeafSpec(),))
+    for key, paths_seen in (("a", {"eager@cuda"}), ("b", {"dynamo:aot_eager", "dynamo:aot_eager@cuda"}),
+                            ("c", {"dynamo:aot_eager"})):
+        campaign.failures[key] = Failure(f"mismatch {key}", spec, "report", paths=paths_seen)
+    rc, text = _summary(tmp_path, campaign, "9 passed in 3s\n", device="cpu,cuda")
+    assert rc == 1
+    assert "on eager@cuda: mismatch a [CUDA only]" in text
+    assert "on dynamo:aot_eager,dynamo:aot_eager@cuda: mismatch b [CPU and CUDA]" in text
+    assert "on dynamo:aot_eager: mismatch c [CPU only]" in text
 
 
 def test_the_gpu_check_summary_fails_without_a_campaign_result(tmp_path):

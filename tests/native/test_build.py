@@ -65,6 +65,30 @@ def test_missing_ninja_names_the_fix(monkeypatch):
         native_module._check_toolchain()
 
 
+def test_a_torch_whose_autograd_node_is_a_shared_ptr_is_refused_in_one_sentence(monkeypatch, tmp_path):
+    installed = Path(torch.__file__).parent / "include/torch/csrc/autograd/node.h"
+    assert native_module._node_is_intrusive(installed)  # torch >= 2.13, which the tests run on
+    older = tmp_path / "node.h"  # torch 2.11 declares it so (in function.h; node.h does not exist)
+    older.write_text("struct TORCH_API Node : std::enable_shared_from_this<Node> {")
+    assert not native_module._node_is_intrusive(older)
+    assert not native_module._node_is_intrusive(tmp_path / "missing.h")
+    monkeypatch.setattr(native_module, "_node_is_intrusive", lambda path: False)
+    with pytest.raises(native_module.NativeBuildError, match=r"std::shared_ptr.*install torch>=2.13") as info:
+        native_module._check_toolchain()
+    assert "\n" not in str(info.value)
+
+
+def test_a_compile_error_is_a_build_error_naming_the_first_compiler_error(tmp_path):
+    """A real compiler run that fails (a forced include that does not exist): campaigns on paths
+    without the extension go on (the lifetime probes catch NativeBuildError), so it must be one."""
+    with pytest.raises(native_module.NativeBuildError) as info:
+        native_module._compile(tmp_path / "build", False, "_harness_native_broken",
+                               ("-include", "/nonexistent/harness-test.h"))
+    message = str(info.value)
+    assert message.startswith(f"the native extension did not compile against torch {torch.__version__}: ")
+    assert "fatal error: /nonexistent/harness-test.h" in message and "\n" not in message
+
+
 def test_version_mismatch_is_refused():
     fake = types.SimpleNamespace(TORCH_VERSION="1.0.0")
     with pytest.raises(ImportError, match="was built for torch 1.0.0 but torch .* is imported"):
