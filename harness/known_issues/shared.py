@@ -6,7 +6,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from harness.dataflow import Dataflow
+from harness.dataflow import Dataflow, base_ref, chosen_leaves, has_backward
 from harness.known_issues.entry import Workaround
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
@@ -145,8 +145,6 @@ def _func_dynamo_gradient_inputs(spec: GraphSpec, path: str) -> tuple[set[int], 
     where the forward runs under no reverse-mode transform (jvp, vmap; jacfwd and grad(vmap), whose
     forward sees a BatchedTensor, where eager runs a backward). Where eager runs none, the gradient
     paths run the forward under vjp of every float leaf."""
-    from harness.dataflow import chosen_leaves, has_backward
-
     transform = path.partition("@")[0].removeprefix("func.").removesuffix("+dynamo")
     backward = has_backward(spec)
     if transform not in ("grad", "vjp", "jacrev", "vmap_grad") and (
@@ -194,8 +192,6 @@ def _function_apply_trace(spec: GraphSpec, differentiated: set[int]) -> Function
     differentiated leaf (a view, a clone, an inlined Function's output) requiring grad, but not the
     leaf itself (a transform input reports requires_grad=False). Tracing ends at such a Function
     that `_stops_tracing_as_function_apply`, and at a print or branch in any forward."""
-    from harness.dataflow import base_ref
-
     requires = {ref: int(base_ref(ref)[1:]) in differentiated for ref in spec.value_refs() if ref.startswith("x")}
     seen = {ref: "[" in ref and requires[ref] for ref in requires}
     traced: list[int] = []
