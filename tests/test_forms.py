@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import custom_op, paths, selfeval
+from harness import custom_op, known_issues, paths, selfeval
 from harness.build import build
 from harness.check import check
 from harness.paths import func as func_paths
@@ -155,9 +155,35 @@ def test_custom_op_graph_agrees_with_eager_and_math_on_every_path_that_runs_it()
     got = outcomes(spec, "eager,compiled,dynamo,func.vmap,func.vmap.user,func.grad,func.jvp")
     assert {name: status for name, (status, _) in got.items()} == {
         "eager": "ok", "compiled": "ok", "dynamo": "ok", "func.vmap": "ok", "func.vmap.user": "ok",
-        "func.grad": "unsupported", "func.jvp": "unsupported"}, got
+        "func.grad": "unsupported", "func.jvp": "ok"}, got
     assert got["func.grad"][1] == func_paths.CUSTOM_OP_AUTOGRAD
-    assert got["func.jvp"][1] == func_paths.NO_JVP  # (under torch.func.jvp an op's tangent would be zero)
+
+
+ZERO_TANGENT = "func-custom-op-forward-ad-zero-tangent"
+
+
+def test_jacfwd_of_a_custom_op_drops_its_part_of_the_gradients_as_the_entry_says(monkeypatch):
+    """torch.func.jacfwd gives a custom_op a zero tangent (func-custom-op-forward-ad-zero-tangent):
+    the gradients of the leaves its outputs depend on differ from eager's, and the entry explains
+    exactly those; the graph is then checked on the entry's workaround (the op as a Function with
+    a jvp). A custom_op read only from a leaf that is not differentiated loses nothing."""
+    spec = graph(*as_ops(FIRST, SECOND))
+    outcome = check(spec, paths.parse("eager,func.jacfwd")).outcomes["func.jacfwd"]
+    assert (outcome.status, outcome.known) == ("ok", (ZERO_TANGENT,)), outcome
+    assert outcome.checked_spec is not None and all(fn.api == "function" for fn in outcome.checked_spec.functions)
+    constant = dataclasses.replace(
+        spec, leaves=(LeafSpec(), LeafSpec(layout="transposed", requires_grad=False)),
+        functions=(as_custom_op(dataclasses.replace(FIRST, args=(Arg("x1"), Arg(const=2.5), Arg("x1")))),
+                   dataclasses.replace(SECOND, args=(Arg("f0.0"), Arg("f0.2"), Arg("x0")), jvp=True)))
+    assert not known_issues.by_ids([ZERO_TANGENT])[0].trigger(constant)
+    assert outcomes(constant, "eager,func.jacfwd")["func.jacfwd"] == ("ok", "")
+    # without the entry, the same run fails in exactly the roles it names
+    monkeypatch.setattr(known_issues, "KNOWN_ISSUES", tuple(k for k in known_issues.KNOWN_ISSUES
+                                                           if k.id != ZERO_TANGENT))
+    raw = check(spec, paths.parse("eager,func.jacfwd")).outcomes["func.jacfwd"]
+    assert raw.status == "failed"
+    assert {(m.against, m.checkpoint, m.role) for m in raw.mismatches} == {
+        (against, "backward", role) for against in ("math", "eager") for role in ("grad:x0", "grad:x1")}
 
 
 def test_custom_op_really_runs_as_an_op():

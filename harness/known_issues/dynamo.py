@@ -27,6 +27,9 @@ from harness.known_issues.shared import (
     _returned_as_tuples,
     _second_order_damage,
     _second_order_differs,
+    _func_dynamo_gradient_inputs,
+    _function_apply_trace,
+    _traced_under_func_dynamo,
     _without_errors,
 )
 from harness.oracles import holders
@@ -506,12 +509,43 @@ def _nodes_through_lost_marks(spec: GraphSpec) -> set[int]:
     return {n for n in range(len(spec.functions)) if flow.node_exists(n)}
 
 
+#: the func+dynamo paths that run the forward inside a reverse-mode transform (jacfwd and grad_vmap only
+#: where eager runs no backward: shared._func_dynamo_gradient_inputs)
+_FUNC_DYNAMO_REVERSE_MODE = tuple(f"func.{t}+dynamo" for t in ("grad", "vjp", "jacrev", "vmap_grad", "grad_vmap",
+                                                                "jacfwd"))
+
+
+def _cleared_where_dynamo_stops(spec: GraphSpec, path: str) -> int | None:
+    """On a func+dynamo path, the Function with clear_saved_tensors_on_access that Dynamo set out to
+    make an autograd_function_apply op of and did not, where its trace ended
+    (shared._function_apply_trace): it breaks the graph (a user jvp or vjp, ...) and is generic,
+    and Dynamo's eager fallback then reads ctx.saved_tensors twice (seen on 2.13.0; a plain-style
+    one runs: tests/func/test_func_known_issues.py)."""
+    how = _func_dynamo_gradient_inputs(spec, path)
+    n = None if how is None else _function_apply_trace(spec, how[0]).stopped_at
+    if n is None:
+        return None
+    fn = spec.functions[n]
+    return n if fn.clear_saved_tensors_on_access and _generic(fn) and _breaks_the_graph_itself(fn) else None
+
+
+def _invalid_backward_traced_under_func(spec: GraphSpec, path: str) -> bool:
+    """Such a Function is traced as an autograd_function_apply op inside the transform
+    (shared._traced_under_func_dynamo); under vmap only one returning too few gradients, whose
+    backward's trace raises before the op's missing vmap rule does (a wrong shape raises later, in
+    AOT's compile)."""
+    vmapped = path in ("func.vmap_grad+dynamo", "func.grad_vmap+dynamo")
+    errors = ("grad_count",) if vmapped else ("grad_count", "grad_shape")
+    return any(spec.functions[n].error in errors for n in _traced_under_func_dynamo(spec, path))
+
+
 def _invalid_backward_checked_differently(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """Eager raised its documented error at backward and this path did not raise it there, or
     this path raised it (or compiled autograd's IndexError) somewhere else or under another name."""
     return any(m.role == "error" and (
         "eager raised RuntimeError at backward" in m.detail and _DOCUMENTED_BACKWARD_ERROR.search(m.detail)
-        or _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and "ApplyTemplateBackward" in m.detail
+        # (under a torch.func transform, its single-level Function: "ApplyTemplateGeneratedBackward")
+        or _DOCUMENTED_BACKWARD_ERROR.search(m.detail) and re.search(r"ApplyTemplate(Generated)?Backward", m.detail)
         or m.checkpoint == "forward" and "IndexError at forward: list index out of range" in m.detail
         # a wrong-shaped gradient into a dirty view: AOT's trace of the backward at compile time
         # validates it where the CopySlices node over the view passes it on (eager skips that
@@ -748,12 +782,15 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "with ctx.mark_non_differentiable fails inside Dynamo with 'AssertionError: Expected fwd_out "
                "to be a BaseListVariable', with fullgraph=True and False alike; returning (out,) compiles"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", *_FUNC_DYNAMO_REVERSE_MODE),
         reproducer="dynamo_single_non_differentiable_output.py",
         upstream=("pytorch/pytorch#186366 (a closed pull request with this fix and its test, merge state not shown)",),
         related=("pytorch/pytorch#129845 (open umbrella)",),
         kind="crash",
         trigger=lambda spec: bool(_single_non_differentiable_outputs(spec)),
+        # inside a reverse-mode transform, where Dynamo makes the Function an autograd_function_apply op
+        path_triggers={p: (lambda p: lambda spec: bool(_single_non_differentiable_outputs(spec).intersection(
+            _traced_under_func_dynamo(spec, p))))(p) for p in _FUNC_DYNAMO_REVERSE_MODE},
         witness=raised("forward", r"Expected fwd_out to be a BaseListVariable"),
         damage=error_at("forward"),
         damages="the error at forward",
@@ -1012,12 +1049,14 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "gradient raises IndexError at compile time, a wrongly shaped one raises at compile time "
                "under AOT backends and names the node ApplyTemplateBackward"),
         first=(2, 13, 0), last=None,
-        paths=("dynamo",),
+        paths=("dynamo", *_FUNC_DYNAMO_REVERSE_MODE),
         reproducer="dynamo_function_backward_checked_differently.py",
         upstream=(),
         related=(),
         kind="missing error",
         trigger=lambda spec: _invalid_backward_runs(spec) or _invalid_backward_traced(spec),
+        path_triggers={p: (lambda p: lambda spec: _invalid_backward_traced_under_func(spec, p))(p)
+                       for p in _FUNC_DYNAMO_REVERSE_MODE},
         witness=_invalid_backward_checked_differently,
         damage=lambda spec, m: m.role == "error",
         damages="the error (raised elsewhere, under another name, or not at all)",
@@ -1099,18 +1138,21 @@ ENTRIES: tuple[KnownIssue, ...] = (
         first=(2, 13, 0), last=None,  # the flag is new in 2.13; 2.14.1 and 2.15.0 not run
         # the same error under backends eager and inductor (its reproducer with them, 2.13.0; a 25-minute
         # eager,dynamo:eager,dynamo:inductor campaign met it on both)
-        paths=("dynamo",),
+        paths=("dynamo", *_FUNC_DYNAMO_REVERSE_MODE),
         reproducer="dynamo_clear_saved_tensors_with_jvp.py",
         upstream=(),
         related=("pytorch/pytorch#173833 (the closed pull request that added clear_saved_tensors_on_access)",),
         kind="crash",
         trigger=lambda spec: bool(_cleared(spec)),
+        path_triggers={p: (lambda p: lambda spec: _cleared_where_dynamo_stops(spec, p) is not None)(p)
+                       for p in _FUNC_DYNAMO_REVERSE_MODE},
         witness=raised("forward", r"saved_tensors can only be accessed once when clear_saved_tensors_on_access",
                        RuntimeError),
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=lambda spec: dataclasses.replace(spec, functions=tuple(
-            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared(spec) else fn
+            dataclasses.replace(fn, clear_saved_tensors_on_access=False) if n in _cleared(spec)
+            or n in {_cleared_where_dynamo_stops(spec, p) for p in _FUNC_DYNAMO_REVERSE_MODE} else fn
             for n, fn in enumerate(spec.functions))),
     ),
     KnownIssue(

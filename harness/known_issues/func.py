@@ -8,6 +8,7 @@ import re
 from harness.dataflow import (
     VERSION_ERROR,
     Dataflow,
+    base_ref,
     chosen_leaves,
     differentiable,
     differentiated_leaves,
@@ -22,10 +23,13 @@ from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
     _aliasing_output_as_copy,
     _backward_runs,
+    _func_dynamo_gradient_inputs,
+    _function_apply_trace,
     _functions_replaced,
     _invalid_backward_runs,
     _ref_of,
     _returned_as_tuples,
+    _traced_under_func_dynamo,
     _version_error_not_raised,
     _vjp_as_backward,
     _vjp_backward_runs,
@@ -427,6 +431,124 @@ def _float64_derivative(spec: GraphSpec, m: Mismatch) -> bool:
             and _FLOAT64_TANGENT.match(m.detail) is not None)
 
 
+def _gradient_reaches(spec: GraphSpec, rg: dict[str, bool], ref: str) -> set[str]:
+    """The whole leaves ("x0") the gradient of `ref` flows back to, through what each output
+    reads (`rg`: which values require grad)."""
+    if not rg.get(ref, False):
+        return set()
+    if ref.startswith("x"):
+        return {base_ref(ref)}
+    n, k = (int(i) for i in ref[1:].split("."))
+    fn = spec.functions[n]
+    out = fn.outputs[k]
+    return set().union(*(_gradient_reaches(spec, rg, a.ref) for s, a in enumerate(fn.args)
+                         if a.ref is not None and reads(out.kind, out, s)))
+
+
+def _tangentless_custom_ops(spec: GraphSpec) -> dict[int, set[str]]:
+    """custom_op Functions whose contribution func.jacfwd drops, with the leaves whose gradients
+    lose it: the op gets no tangent under forward mode (its Autograd kernel, torch/_library/autograd.py
+    make_autograd_impl, redispatches below autograd when no input requires grad, and a dual tensor
+    does not), so jacfwd's Jacobian has zeros where the op's outputs depend on a differentiated
+    leaf. Only where eager runs a backward: otherwise jacfwd runs its forward under vjp
+    (harness/paths/func.py), where a custom_op is unsupported."""
+    if not _eager_backward_runs(spec):
+        return {}
+    rg = Dataflow(spec).requires_grad_from(set(chosen_leaves(spec)))
+    found: dict[int, set[str]] = {}
+    for n, fn in enumerate(spec.functions):
+        if fn.api != "custom_op":
+            continue
+        leaves = set().union(*(_gradient_reaches(spec, rg, f"f{n}.{k}") for k in fn.tensor_outputs))
+        if leaves:
+            found[n] = leaves
+    return found
+
+
+def _custom_op_contribution_lost(spec: GraphSpec, m: Mismatch) -> bool:
+    """The gradient of a leaf that one of those ops' outputs depend on."""
+    leaves = set().union(*_tangentless_custom_ops(spec).values())
+    return m.checkpoint == "backward" and m.role.startswith(("grad:", "agrad:")) and _ref_of(m.role) in leaves
+
+
+def _custom_ops_as_functions_with_jvp(spec: GraphSpec) -> GraphSpec:
+    """Those ops written as autograd.Functions with the jvp and vmap rule torch.func.jacfwd needs."""
+    found = _tangentless_custom_ops(spec)
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, api="function", jvp=True, vmap=True)
+                               if n in found else fn)
+
+
+def _apply_template_under_vmap(spec: GraphSpec, path: str) -> int | None:
+    """The Function whose autograd_function_apply op torch.compile applies under vmap (vmap(grad), or
+    vmap(vjp), the forward of the batched gradient paths where eager runs no backward), or None: the
+    op's ApplyTemplate (torch/_functorch/autograd_function.py) has no vmap rule. Not one on which
+    Dynamo fails first, making the op: one that returns too few gradients (the IndexError of
+    dynamo-function-backward-checked-differently) or one tensor marked non-differentiable
+    (dynamo-single-non-differentiable-output)."""
+    how = _func_dynamo_gradient_inputs(spec, path)
+    traced = _traced_under_func_dynamo(spec, path) if how is not None and how[1] else []
+    if not traced:
+        return None
+    fn = spec.functions[traced[0]]
+    return None if fn.error == "grad_count" or not fn.tuple_output and fn.outputs[0].non_differentiable else traced[0]
+
+
+#: the func+dynamo paths whose forward runs under vmap of a reverse-mode transform (grad_vmap: where
+#: eager runs no backward)
+_VMAP_OUTSIDE_GRAD = ("func.vmap_grad+dynamo", "func.grad_vmap+dynamo")
+
+
+def _printing_before_the_op(spec: GraphSpec) -> GraphSpec:
+    """That Function prints in its forward: Dynamo breaks the graph there and runs the transform
+    under its eager fallback."""
+    n = next((m for m in (_apply_template_under_vmap(spec, p) for p in _VMAP_OUTSIDE_GRAD) if m is not None), None)
+    return _functions_replaced(spec, lambda m, fn: dataclasses.replace(fn, untraceable="print") if m == n else fn)
+
+
+def _gradients_dropped_by_needs_input_grad(spec: GraphSpec, path: str) -> dict[int, set[str]]:
+    """Functions traced as autograd_function_apply ops under a gradient transform (one of
+    _GRADIENT_TRANSFORMS, which run the same forward; not under vmap, where the op raises
+    func-dynamo-vmap-grad-apply-template) whose backward reads
+    ctx.needs_input_grad (harness/build.py: None for a slot it says False), with the leaves whose
+    gradient they drop: Dynamo builds needs_input_grad from requires_grad as it sees it, False for a
+    differentiated transform input passed as is (shared._function_apply_trace), so a slot holding
+    one gets None. Only where eager runs a backward (else the path runs no pullback)."""
+    how = _func_dynamo_gradient_inputs(spec, path)
+    if how is None or how[1] or not _eager_backward_runs(spec):
+        return {}
+    trace = _function_apply_trace(spec, how[0])
+    found: dict[int, set[str]] = {}
+    for n in trace.traced:
+        fn = spec.functions[n]
+        if fn.needs_input_grad == "ignore":
+            continue
+        leaves = set().union(*(
+            _gradient_reaches(spec, trace.requires, a.ref) for s, a in enumerate(fn.args)
+            if a.ref is not None and not a.clone and trace.requires[a.ref] and not trace.seen[a.ref]
+            and any(differentiable(fn, k) and reads(o.kind, o, s) for k, o in enumerate(fn.outputs))))
+        if leaves:
+            found[n] = leaves
+    return found
+
+
+def _needs_input_grad_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient (first or second order) of a leaf such a Function drops the gradient of."""
+    leaves = set().union(*_gradients_dropped_by_needs_input_grad(spec, "func.grad+dynamo").values())
+    return (m.checkpoint in ("backward", "double_backward") and m.role.startswith(("grad:", "agrad:", "dgrad:"))
+            and _ref_of(m.role) in leaves)
+
+
+def _needs_input_grad_ignored(spec: GraphSpec) -> GraphSpec:
+    """Those Functions' backwards return every gradient, whatever needs_input_grad says."""
+    found = _gradients_dropped_by_needs_input_grad(spec, "func.grad+dynamo")
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, needs_input_grad="ignore")
+                               if n in found else fn)
+
+
+#: the func+dynamo paths whose gradients come from a pullback outside any vmap
+_GRADIENT_TRANSFORMS = ("func.grad+dynamo", "func.vjp+dynamo", "func.jacrev+dynamo")
+
+
 def _unchanged(spec: GraphSpec) -> GraphSpec:
     """No smaller spec avoids the bug on this path (the path reports it as known)."""
     return spec
@@ -751,5 +873,66 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=_float64_derivative,
         damages="the dtype of tangents (func.jvp) or of gradients from forward-mode Jacobians (func.jacfwd)",
         workaround=lambda spec: dataclasses.replace(spec, dtype="float64"),
+    ),
+    KnownIssue(
+        id="func-custom-op-forward-ad-zero-tangent",
+        title=("torch.func.jvp and jacfwd of a torch.library.custom_op (register_autograd gives it a backward, no "
+               "forward-mode formula) return an all-zero tangent with no error, where eager forward AD raises "
+               "NotImplementedError: the op's Autograd kernel (torch/_library/autograd.py, make_autograd_impl) "
+               "redispatches below autograd when no input requires grad, which a dual tensor does not, so the "
+               "output has no tangent and jvp fills in zeros; jacfwd's gradients miss the op's part"),
+        first=(2, 13, 0), last=None,
+        # func.jvp observes tangents only where spec.forward_ad, which a custom_op never has (no jvp);
+        # +dynamo: Dynamo keeps the op opaque and the compiled transform runs it the same way
+        paths=("func.jacfwd", "func.jacfwd+dynamo"),
+        reproducer="func_custom_op_forward_ad_zero_tangent.py",
+        upstream=(),
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_tangentless_custom_ops(spec)),
+        witness=lambda spec, result, ms: result.status != "error" and any(
+            _custom_op_contribution_lost(spec, m) for m in ms),
+        damage=_custom_op_contribution_lost,
+        damages="gradients (backward grad:*/agrad:*) of the leaves a custom_op's outputs depend on",
+        workaround=_custom_ops_as_functions_with_jvp,
+    ),
+    KnownIssue(
+        id="func-dynamo-vmap-grad-apply-template",
+        title=("torch.compile of torch.func.vmap(grad(f)) fails with InternalTorchDynamoError \"You tried to vmap "
+               "over ApplyTemplate, but it does not have vmap support\" where f applies a custom Function with "
+               "generate_vmap_rule=True to a tensor computed inside the transform: Dynamo traces it into the "
+               "autograd_function_apply op, whose ApplyTemplate Function (torch/_functorch/autograd_function.py) "
+               "has no vmap rule; eager vmap(grad) runs it (pytorch/pytorch#129845)"),
+        first=(2, 13, 0), last=None,
+        # func.grad_vmap+dynamo runs vmap(vjp) where eager runs no backward (harness/paths/func.py)
+        paths=("func.vmap_grad+dynamo", "func.grad_vmap+dynamo"),
+        reproducer="func_dynamo_vmap_grad_apply_template.py",
+        upstream=("pytorch/pytorch#129845", "pytorch/pytorch#186366"),
+        kind="crash",
+        trigger=lambda spec: _apply_template_under_vmap(spec, "func.vmap_grad+dynamo") is not None,
+        path_triggers={"func.grad_vmap+dynamo": lambda spec: _apply_template_under_vmap(
+            spec, "func.grad_vmap+dynamo") is not None},
+        witness=raised("forward", r"You tried to vmap over ApplyTemplate, but it does not have vmap support",
+                       RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_printing_before_the_op,
+    ),
+    KnownIssue(
+        id="func-dynamo-needs-input-grad-of-transform-input",
+        title=("torch.compile of torch.func.grad (vjp, jacrev) over a custom Function applied to the differentiated "
+               "input itself and to a tensor computed from it gives ctx.needs_input_grad False for the input (Dynamo "
+               "sees it not requiring grad), so a backward that returns None where needs_input_grad is False drops "
+               "that gradient, silently (x * x: x instead of 2x)"),
+        first=(2, 13, 0), last=None,
+        paths=_GRADIENT_TRANSFORMS,
+        reproducer="func_dynamo_needs_input_grad_of_transform_input.py",
+        upstream=(),
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_gradients_dropped_by_needs_input_grad(spec, "func.grad+dynamo")),
+        witness=lambda spec, result, ms: result.status != "error" and any(
+            _needs_input_grad_damage(spec, m) for m in ms),
+        damage=_needs_input_grad_damage,
+        damages="gradients (grad:*, agrad:*, dgrad:*) of the differentiated leaves such a Function is passed as is",
+        workaround=_needs_input_grad_ignored,
     ),
 )

@@ -6,7 +6,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from harness.dataflow import Dataflow
+from harness.dataflow import Dataflow, base_ref, chosen_leaves, has_backward
 from harness.known_issues.entry import Damage, Witness, Workaround
 from harness.oracles.compare import Mismatch
 from harness.oracles.lifetimes import RELEASE_CHECKPOINTS, held_by
@@ -158,3 +158,96 @@ def _second_order_damage(spec: GraphSpec, m: Mismatch) -> bool:
 
 SECOND_ORDER_DAMAGES = ("second-order gradients (double_backward dgrad:*), and retained grads and hook-seen "
                         "gradients at backward, which the second backward adds to")
+
+
+# --- Functions under torch.compile of a torch.func transform -------------------------------
+
+
+def _func_dynamo_gradient_inputs(spec: GraphSpec, path: str) -> tuple[set[int], bool] | None:
+    """How a `func.<transform>+dynamo` path (harness/paths/func.py) runs the graph forward inside a
+    reverse-mode transform: (the leaves it differentiates, whether vmap is outside it), or None
+    where the forward runs under no reverse-mode transform (jvp, vmap; jacfwd and grad(vmap), whose
+    forward sees a BatchedTensor, where eager runs a backward). Where eager runs none, the gradient
+    paths run the forward under vjp of every float leaf."""
+    transform = path.partition("@")[0].removeprefix("func.").removesuffix("+dynamo")
+    backward = has_backward(spec)
+    if transform not in ("grad", "vjp", "jacrev", "vmap_grad") and (
+            backward or transform not in ("grad_vmap", "jacfwd")):
+        return None
+    leaves = set(chosen_leaves(spec)) if backward else {i for i, leaf in enumerate(spec.leaves) if leaf.dtype is None}
+    return leaves, transform in ("vmap_grad", "grad_vmap")
+
+
+def _stops_tracing_as_function_apply(fn: FunctionSpec) -> bool:
+    """Dynamo ends its trace at this Function where it would make it an autograd_function_apply op
+    (the checks of call_apply, checked for the op only): it breaks the graph itself (a user jvp or
+    vjp, one tensor twice, a print or a branch), returns the in-place op's result of a dirty input
+    (dynamo-mark-dirty-inplace-result), is generic, whose class body Dynamo cannot read
+    (dynamo-function-closure-object), or has a side effect in its forward
+    (func-dynamo-side-effect-fake-tensor's assertion)."""
+    dirty_result = fn.dirty_return == "result" and any(o.kind == "dirty" for o in fn.outputs)
+    return (_breaks_the_graph_itself(fn) or fn.untraceable == "side_effect" or fn.code == "generic"
+            or dirty_result)
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionApplyTrace:
+    """What torch.compile makes of the graph's Functions inside a reverse-mode torch.func transform
+    (`_function_apply_trace`)."""
+
+    #: the Functions traced as autograd_function_apply ops, in order, up to where tracing ends
+    traced: tuple[int, ...]
+    #: every value up to there: does it require grad at the transform's level?
+    requires: dict[str, bool]
+    #: ... and does Dynamo see it requiring grad (a transform input, passed as is, does not)?
+    seen: dict[str, bool]
+    #: the Function Dynamo set out to make an op of where its trace ended there, or None
+    stopped_at: int | None = None
+
+
+def _function_apply_trace(spec: GraphSpec, differentiated: set[int]) -> FunctionApplyTrace:
+    """The Functions torch.compile traces into the autograd_function_apply higher-order op inside a
+    reverse-mode torch.func transform of these leaves, in order, up to the first graph break.
+
+    Dynamo traces a Function applied with grad mode on to an input it sees requiring grad into that
+    op (torch/_dynamo/variables/misc.py, AutogradFunctionVariable.call_apply: its forward and
+    backward are traced at once) and inlines the others' forward, rules and marks dropped
+    (func-dynamo-custom-rules-dropped). Inside the transform it sees a tensor computed from a
+    differentiated leaf (a view, a clone, an inlined Function's output) requiring grad, but not the
+    leaf itself (a transform input reports requires_grad=False). Tracing ends at such a Function
+    that `_stops_tracing_as_function_apply`, and at a print or branch in any forward."""
+    requires = {ref: int(base_ref(ref)[1:]) in differentiated for ref in spec.value_refs() if ref.startswith("x")}
+    seen = {ref: "[" in ref and requires[ref] for ref in requires}
+    traced: list[int] = []
+    stopped_at = None
+
+    def arg_seen(ref: str, clone: bool) -> bool:
+        return requires[ref] if clone else seen[ref]
+    for n, fn in enumerate(spec.functions):
+        as_op = fn.api == "function" and fn.grad_mode == "enabled" and any(
+            arg_seen(a.ref, a.clone) for a in fn.args if a.ref is not None)
+        if as_op and _stops_tracing_as_function_apply(fn) or fn.untraceable in ("print", "data_branch"):
+            stopped_at = n if as_op else None
+            break  # (an inlined forward's print or branch breaks the graph too)
+        if as_op:
+            traced.append(n)
+        for k, o in enumerate(fn.outputs):
+            if o.kind == "const":
+                continue
+            read = [fn.args[t.slot] for t in o.terms] if o.kind == "compute" else [fn.args[o.slot]]
+            ref = f"f{n}.{k}"
+            requires[ref] = fn.grad_mode == "enabled" and any(requires[a.ref] for a in read if a.ref is not None)
+            # an input returned as-is is the same tensor; the op's outputs and computed ones require grad
+            seen[ref] = arg_seen(fn.args[o.slot].ref, fn.args[o.slot].clone) if o.kind == "input" else requires[ref]
+    return FunctionApplyTrace(tuple(traced), requires, seen, stopped_at)
+
+
+def _traced_under_func_dynamo(spec: GraphSpec, path: str) -> list[int]:
+    """`_function_apply_trace`'s ops on a func+dynamo path; under vmap only the first (its op has no vmap
+    rule, so it raises func-dynamo-vmap-grad-apply-template, unless its own backward's trace raised
+    first: too few gradients, dynamo-function-backward-checked-differently)."""
+    how = _func_dynamo_gradient_inputs(spec, path)
+    if how is None:
+        return []
+    traced = list(_function_apply_trace(spec, how[0]).traced)
+    return traced[:1] if how[1] else traced

@@ -91,9 +91,9 @@ COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex 
 #: generated autograd.Function with an old-style forward(ctx, *args) and no setup_context, which
 #: torch.func refuses (torch/autograd/function.py, Function.apply: "In order to use an
 #: autograd.Function with functorch transforms ... it must override the setup_context
-#: staticmethod"); the forward-mode transforms meet NO_JVP first (a custom_op has no jvp; under
-#: torch.func.jvp its tangent would silently be zero: the op's Autograd kernel sees no input that
-#: requires grad and redispatches below autograd)
+#: staticmethod"): the paths that differentiate by reverse mode (`reverse_mode`). The forward-mode
+#: ones run a custom_op (it has no jvp, and torch.func.jvp does not refuse it: its tangent is
+#: silently zero, known issue func-custom-op-forward-ad-zero-tangent)
 CUSTOM_OP_AUTOGRAD = ("custom_op: torch.func cannot differentiate a custom_op's register_autograd formula "
                       "(its generated Function has no setup_context)")
 TENSOR_HOOK_FORWARD_MODE = "tensor hook: a backward hook, which jacfwd's forward-mode AD never runs"
@@ -467,6 +467,13 @@ TRANSFORMS = {t.name: t for t in (
 DYNAMO_BACKEND = "aot_eager"
 
 
+def reverse_mode(spec: GraphSpec, transform: Transform) -> bool:
+    """Does the transform differentiate the graph by reverse mode (a Function's backward)? The
+    gradient transforms but jacfwd do; jacfwd too where eager runs no backward, since its forward
+    then runs under torch.func.vjp (`observe`)."""
+    return transform.derivative == "grad" and (not transform.forward_mode or not has_backward(spec))
+
+
 def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     """The documented torch limit that keeps `transform` from running `spec`, else None."""
     if any(fn.style == "old" for fn in spec.functions):
@@ -485,9 +492,11 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
         return DATA_BRANCH
     if transform.name in ("jacrev", "jacfwd") and spec.dtype in COMPLEX_DTYPES:
         return COMPLEX_JACOBIAN
-    if transform.forward_mode and not all(fn.jvp for fn in spec.functions):
+    # (a custom_op is no autograd.Function: torch.func.jvp does not refuse it, but gives it a zero
+    # tangent, known issue func-custom-op-forward-ad-zero-tangent)
+    if transform.forward_mode and not all(fn.jvp or fn.api == "custom_op" for fn in spec.functions):
         return NO_JVP
-    if transform.derivative == "grad" and any(fn.api == "custom_op" for fn in spec.functions):
+    if any(fn.api == "custom_op" for fn in spec.functions) and reverse_mode(spec, transform):
         return CUSTOM_OP_AUTOGRAD
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
         if transform.forward_mode:
