@@ -94,7 +94,6 @@ FAULTS: tuple[Fault, ...] = (
     _fault(autograd, "grad_outputs_swapped"),
     _fault(compilers, "compiled_autograd_backward_scaled", COMPILED_PATHS),
     _fault(compilers, "aot_backward_miscompiled", ("dynamo",)),
-    _fault(compilers, "dynamo_traced_backward_scaled", DYNAMO_PATHS),
     # torch.func paths come from another branch (harness/paths/func*); until they are
     # registered, a campaign cannot see this one and selfeval reports it as not run
     _fault(compilers, "func_transform_output_scaled", ("func.grad", "func.vmap", "func.jvp")),

@@ -65,34 +65,6 @@ def aot_backward_miscompiled(p: Patches) -> None:
     p.on_undo(torch._dynamo.reset)
 
 
-def dynamo_traced_backward_scaled(p: Patches) -> None:
-    """torch.compile's trace of a Function's backward (the backward of the
-    `autograd_function_apply` op Dynamo makes of it) scales its first gradient: compiled
-    autograd's fault, on the other side. A Function Dynamo does not trace (a jvp, an
-    untraceable forward: the eager fallback) is unaffected."""
-    import types
-
-    import torch._dynamo
-    from torch._dynamo.variables.builder import SourcelessBuilder
-    from torch._dynamo.variables.higher_order_ops import AutogradFunctionApplyVariable
-
-    def scaled(backward):
-        def backward_scaled(ctx, *grads):
-            return _scale_first(backward(ctx, *grads))
-        return backward_scaled
-
-    def make(original):
-        def prepare_fn_vt(self, tx, ctx, method_name, args):
-            fn_vt, fn_args = original(self, tx, ctx, method_name, args)
-            if method_name == "backward" and isinstance(self.bwd_fn, types.FunctionType):
-                fn_vt = SourcelessBuilder.create(tx, scaled(self.bwd_fn))
-            return fn_vt, fn_args
-        return prepare_fn_vt
-    p.wrap(AutogradFunctionApplyVariable, "prepare_fn_vt", make)
-    torch._dynamo.reset()  # nothing compiled before may be reused
-    p.on_undo(torch._dynamo.reset)
-
-
 def func_transform_output_scaled(p: Patches) -> None:
     """Under a torch.func transform, a Function's first output is scaled (needs the
     func.* paths to be seen by a campaign)."""

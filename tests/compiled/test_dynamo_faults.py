@@ -64,6 +64,10 @@ CASES: dict[str, tuple[str, GraphSpec, GraphSpec]] = {
         "dynamo", _graph(_fn(Arg("x0"), outputs=(OutputSpec("input", slot=0), _computed((0, "linear", 2.0))))),
         _graph(_fn(Arg("x0"), outputs=(OutputSpec("view", slot=0), _computed((0, "linear", 2.0)))))),
     "dynamo_apply_grad_outputs_swapped": ("dynamo", _graph(_TWO_OUTPUTS), _graph(_ONE_OUTPUT)),
+    # outside: the first gradient the backward returns is x0's, and x0 is weighted 0 (zero either way)
+    "dynamo_traced_backward_scaled": (
+        "dynamo", _graph(_DOUBLES_X0),
+        _graph(_fn(Arg("x0"), Arg("x1"), outputs=(_computed((0, "linear", 0.0), (1, "linear", 2.0)),)))),
     # a tensor hook doubles the gradient it sees; outside: a pre-hook on the same node
     "ca_tensor_pre_hook_skipped": ("compiled", _graph(_DOUBLES_X0, _ON_F0, hooks=(HookSpec("tensor", "f0.0"),)),
                                    _graph(_DOUBLES_X0, _ON_F0, hooks=(HookSpec("pre", "f0.0"),))),
