@@ -51,19 +51,24 @@ def test_generated_formulas_pass_gradcheck(spec):
     assert gradcheck_graph(spec)
 
 
-applicable: list[bool] = []
+reasons: list[str | None] = []
 
 
 @settings(max_examples=60, database=None, derandomize=True)
 @given(graphs(max_functions=2, max_inputs=3, max_leaves=2, dtypes=("float64",), max_elements=8))
 def _collect_gradcheck_applicability(spec):
-    applicable.append(gradcheck_reason(spec) is None)
+    reasons.append(gradcheck_reason(spec))
 
 
 def test_gradcheck_applies_often():
-    applicable.clear()
+    """gradcheck runs on most graphs with something to differentiate. A graph with no leaf that
+    requires grad, or only empty ones, has nothing for it (about half of these draws, whose leaves
+    require grad one in two); the rest are refused only for a reason of their own."""
+    reasons.clear()
     _collect_gradcheck_applicability()
-    assert sum(applicable) >= len(applicable) // 3, f"{sum(applicable)} of {len(applicable)}"
+    differentiable = [r for r in reasons if r != "no differentiable input"]
+    assert len(differentiable) >= len(reasons) // 4, collections.Counter(reasons)
+    assert differentiable.count(None) >= len(differentiable) // 3, collections.Counter(reasons)
 
 
 @given(st.data())
