@@ -553,7 +553,7 @@ def test_skipped_saver_form_of_eager_dirty_view_not_first_input(name, fault, mon
 #: only what the torch object it names holds (harness/oracles/holders.py)
 LIFETIME_ENTRIES = {"ca-eager-backend-pins-inputs": holders.STOLEN_INPUTS,
                     "ca-dynamo-function-ctx-cycle": holders.DYNAMO_CTX,
-                    "dynamo-trace-state-cycle": holders.ABANDONED_TRACE,
+                    "dynamo-trace-state-cycle": holders.TRACE_STATE,
                     "dynamo-eager-apply-template-cycle": holders.APPLY_TEMPLATE}
 #: the tensors a leaking Function keeps for ever (cleared after each test)
 KEPT: list = []

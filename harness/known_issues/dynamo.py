@@ -638,7 +638,7 @@ def _shape_one(spec: GraphSpec) -> GraphSpec:
 
 
 #: the holders of dynamo-trace-state-cycle's cycles (harness/oracles/holders.py)
-_TRACE_STATE = (holders.DYNAMO_CTX, holders.ABANDONED_TRACE)
+_TRACE_STATE = (holders.DYNAMO_CTX, holders.TRACE_STATE)
 
 
 ENTRIES: tuple[KnownIssue, ...] = (
@@ -1020,7 +1020,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "gc.collect() frees: the abandoned trace of a frame it skipped after a graph break inside an "
                "enumerate loop (reproduced standalone), and SideEffects of a finished trace holding a "
                "Function's ctx (the holder of ca-dynamo-function-ctx-cycle; seen here without a standalone "
-               "reproducer, with ctx attributes set in forward)"),
+               "reproducer, with ctx attributes set in forward), or the real input a VariableTracker's lazy "
+               "cache keeps"),
         first=(2, 13, 0), last=None,
         paths=("dynamo",),
         reproducer="dynamo_skipped_frame_tracer_cycle.py",
@@ -1032,13 +1033,13 @@ ENTRIES: tuple[KnownIssue, ...] = (
         ),
         kind="leak",
         # every dynamo run traces the graph's Functions; a cycle is this bug's only where the
-        # tensor dies once the ctx Dynamo keeps, or the abandoned trace, lets go of it
+        # tensor dies once the ctx Dynamo keeps, or the trace's state, lets go of it
         # (harness/oracles/holders.py): a cycle the graph makes itself fails
         trigger=lambda spec: bool(spec.functions),
         witness=_held_by(*_TRACE_STATE),
         damage=_released_late_held_by(*_TRACE_STATE),
         damages=("drop_all: 'freed only by gc.collect()' (cycles, never leaks), and the use counts this "
-                 "keeps up at drop_outputs, of the tensors that a ctx Dynamo keeps or an abandoned trace holds"),
+                 "keeps up at drop_outputs, of the tensors that a ctx Dynamo keeps or a trace's state holds"),
         workaround=lambda spec: spec,  # no spec avoids Dynamo's own trace state
         any_function=True,
     ),

@@ -13,7 +13,7 @@ and where it survives torch's holders it is the program's (or torch's unnamed) t
      other cycle holds): `DYNAMO_CTX` (Dynamo's AutogradFunctionContextVariable and
      FakeBackwardCFunction, which keep a Function's real ctx), `APPLY_TEMPLATE` (the class
      autograd_function_apply makes per call, whose closure keeps the saved values),
-     `ABANDONED_TRACE` (an InstructionTranslator or OutputGraph), `OTHER_DYNAMO` (any other
+     `TRACE_STATE` (an InstructionTranslator or OutputGraph), `OTHER_DYNAMO` (any other
      Dynamo object).
   2. The inputs placeholders of compiled backward graphs whose meta['example_value'] is the real
      list of their first call's inputs are emptied (`STOLEN_INPUTS`, a leak).
@@ -48,9 +48,12 @@ DYNAMO_CTX = "a Function's real ctx, kept by Dynamo's AutogradFunctionContextVar
 #: the saved values that autograd_function_apply keeps in the closure of the Function class it
 #: makes per call (a class is always in a reference cycle; dynamo-eager-apply-template-cycle)
 APPLY_TEMPLATE = "the saved_values of autograd_function_apply's per-call ApplyTemplate class, in a reference cycle"
-#: a cycle of an abandoned trace (a skipped frame's InstructionTranslator; dynamo-trace-state-cycle)
-ABANDONED_TRACE = "Dynamo's abandoned trace (InstructionTranslator, OutputGraph), in a reference cycle"
-#: a cycle through other Dynamo objects (no known issue names them)
+#: a cycle of a trace's state: an abandoned trace (a skipped frame's InstructionTranslator), or what
+#: a trace leaves behind, its SideEffects and VariableTrackers (a LazyVariableTracker's cache keeps
+#: the real input it stands for); dynamo-trace-state-cycle
+TRACE_STATE = ("Dynamo's trace state (InstructionTranslator, OutputGraph, SideEffects, VariableTrackers), "
+               "in a reference cycle")
+#: a cycle through other Dynamo objects, none of a trace's state (no known issue names them)
 OTHER_DYNAMO = "other Dynamo objects, in a reference cycle"
 #: the inputs placeholder of a compiled backward graph (ca-eager-backend-pins-inputs)
 STOLEN_INPUTS = "the inputs placeholder of a compiled backward graph (its meta['example_value'])"
@@ -59,7 +62,7 @@ OTHER_CYCLE = "a reference cycle of no torch object named here"
 #: alive after all of the above
 UNKNOWN = "nothing the harness can name"
 #: the holders that are torch's own objects (the others are the program's, or unknown)
-TORCH_HOLDERS = (DYNAMO_CTX, APPLY_TEMPLATE, ABANDONED_TRACE, OTHER_DYNAMO, STOLEN_INPUTS)
+TORCH_HOLDERS = (DYNAMO_CTX, APPLY_TEMPLATE, TRACE_STATE, OTHER_DYNAMO, STOLEN_INPUTS)
 #: what `release` counts as a leak (alive without any reference cycle); the rest are cycles
 LEAK_HOLDERS = (STOLEN_INPUTS, UNKNOWN)
 
@@ -291,6 +294,17 @@ def _clear_all(objects: list) -> None:
         _clear(obj)
 
 
+#: the modules of the objects a trace builds and keeps while it runs (its translator, graph,
+#: side effects, variable trackers and their sources)
+_TRACE_STATE_MODULES = ("torch._dynamo.symbolic_convert", "torch._dynamo.output_graph", "torch._dynamo.side_effects",
+                        "torch._dynamo.variables.", "torch._dynamo.source", "torch._dynamo.codegen",
+                        "torch._dynamo.bytecode_transformation")
+
+
+def _of_trace_state(obj: object) -> bool:
+    return (type(obj).__module__ or "").startswith(_TRACE_STATE_MODULES)
+
+
 def _apply_template(obj: object) -> bool:
     """A Function class that autograd_function_apply made (torch/_functorch/autograd_function.py)."""
     return (issubclass(type(obj), type) and getattr(obj, "__module__", None) == "torch._functorch.autograd_function"
@@ -310,12 +324,12 @@ def _clear_saved_values(cls: object) -> None:
 _CYCLE_STEPS: tuple[tuple[str, Callable[[object], bool], Callable[[object], None]], ...] = (
     (DYNAMO_CTX, _of_dynamo_class("AutogradFunctionContextVariable", "FakeBackwardCFunction"), _clear),
     (APPLY_TEMPLATE, _apply_template, _clear_saved_values),
-    (ABANDONED_TRACE, _of_dynamo_class("InstructionTranslatorBase", "OutputGraph", "SubgraphTracer"), _clear),
+    (TRACE_STATE, _of_trace_state, _clear),
     (OTHER_DYNAMO, _from_dynamo, _clear),
 )
 
 __all__ = [
-    "ABANDONED_TRACE",
+    "TRACE_STATE",
     "APPLY_TEMPLATE",
     "DYNAMO_CTX",
     "LEAK_HOLDERS",

@@ -95,7 +95,9 @@ TORCH_OWN = {"compiled:eager": "ca-eager-backend-pins-inputs", "compiled:aot_eag
 
 @pytest.mark.parametrize("mode", sorted(TORCH_OWN))
 def test_torchs_own_leak_or_cycle_is_explained_by_the_entry_naming_its_holder(mode):
-    """No false positive on unmodified torch: a correct Function passes, its leak or cycle known."""
+    """No false positive on unmodified torch: a correct Function does not fail; torch's own leak or
+    cycle is known, and what it damages reads unjudged (partly), never passed."""
     record = _lifetimes_on(mode, SavesItsInput)
-    assert record.status == "passed", record
+    assert record.status == "partly", record
     assert TORCH_OWN[mode] in record.known, record
+    assert f"what {', '.join(record.known)} damages was left unjudged" in record.detail, record
