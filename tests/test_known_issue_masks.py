@@ -25,7 +25,7 @@ from harness.oracles.lifetimes import RELEASE_CHECKPOINTS
 from harness.paths import compiled as compiled_modes
 from harness.paths import dynamo as dynamo_backends
 from harness.run import RunResult
-from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
+from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term, as_custom_op
 
 X0, X1 = Arg("x0"), Arg("x1")
 
@@ -173,6 +173,26 @@ CASES = {
         shape=(0,), dtype="complex64", leaves=(LeafSpec(),), functions=(
             fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.5),)),), save=("inputs",),
                code="plain", style="setup_context"),)), None, None),
+    # a sum (bias plus a term) of 0-dim complex tensors: Inductor returns it as a view
+    "inductor-complex-zero-dim-sum-is-a-view": ("dynamo:inductor", GraphSpec(
+        shape=(), dtype="complex128", leaves=(LeafSpec(), LeafSpec()), functions=(
+            fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),), bias=0.5),), code="plain"),
+            fn(X1, outputs=(lin(0),), code="plain"))), (0, 0), None),
+    # F0 inside grad(vmap) from x0's clone (computed inside the transform): the op Dynamo makes
+    "func-dynamo-vmap-grad-apply-template": ("func.vmap_grad+dynamo", graph(
+        fn(Arg("x0", clone=True), outputs=(lin(0),), style="setup_context", code="plain", vmap=True),
+        fn(Arg("f0.0"), X1, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0), Term(1, "linear", 1.0))),),
+           style="setup_context", code="plain", vmap=True)), (1, 0), None),
+    # x0 as is beside a tensor computed from it, the backward reading needs_input_grad
+    "func-dynamo-needs-input-grad-of-transform-input": ("func.grad+dynamo", graph(
+        fn(X0, Arg("x0", clone=True), outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),
+                                                                             Term(1, "linear", 1.0))),),
+           style="setup_context", code="plain", vmap=True, needs_input_grad="read"),
+        fn(X1, outputs=(lin(0),), style="setup_context", code="plain", vmap=True)), None, None),
+    # a custom_op under jacfwd: its tangent reads zero
+    "func-custom-op-forward-ad-zero-tangent": ("func.jacfwd", graph(
+        as_custom_op(fn(X0, X1, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(1, "linear", 2.0))),),
+                        style="setup_context", save=("inputs",)))), None, None),
     "dynamo-function-single-constant-output": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("const", value=1),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
         (1, 0), None),
