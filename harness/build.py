@@ -176,9 +176,10 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
 
 
 def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
-    """(input by slot: masks and saved inputs, derivative tensors in term order) from ctx.saved_tensors."""
+    """(input by slot: masks and saved inputs, derivative tensors in term order) from ctx.saved_tensors
+    (or the alias the spec reads, ctx.saved_variables)."""
     spec = cls.spec
-    saved = list(ctx.saved_tensors)
+    saved = list(ctx.saved_variables if spec.saved_read == "saved_variables" else ctx.saved_tensors)
     by_slot: dict[int, torch.Tensor] = {}
     for s in spec.mask_slots:
         by_slot[s] = saved.pop(0)

@@ -283,6 +283,8 @@ class CampaignResult:
     replay_examples: int = 0
     #: the seeds from known bugs checked first (harness.seeds): seeds, mutants, failed, seconds, available
     seeded: collections.Counter = field(default_factory=collections.Counter)
+    #: why the seeds were not used (harness.seeds.seeds_refused), "" when they were
+    seeds_refused: str = ""
     #: a campaign of Ray shards (harness.cluster): one row each, node, examples, failures, how it ended
     shards: list[dict[str, Any]] = field(default_factory=list)
     #: the twin-form oracle (harness/oracles/twins.py): whether it ran, and its counts per pair
@@ -327,6 +329,7 @@ class CampaignResult:
             self.replay_examples += record["examples"]
         elif kind == "seeded":
             self.seeded.update({k: record[k] for k in ("seeds", "mutants", "failed", "seconds", "available")})
+            self.seeds_refused = record.get("refused", self.seeds_refused)
         elif kind == "shrunk":
             f = self.failures[record["cause"]]
             f.spec, f.report = GraphSpec.from_json(record["spec"]), record["report"]
@@ -456,6 +459,7 @@ class CampaignResult:
             "replay_seconds": round(self.replay_seconds, 3),
             "replay_examples": self.replay_examples,
             "seeded": dict(self.seeded),
+            **({"seeds_refused": self.seeds_refused} if self.seeds_refused else {}),
             "harness_errors": list(self.harness_errors),
             **({"shards": self.shards} if self.shards else {}),
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
@@ -479,6 +483,7 @@ class CampaignResult:
         result.replay_seconds = data.get("replay_seconds", 0.0)
         result.replay_examples = data.get("replay_examples", 0)
         result.seeded = collections.Counter(data.get("seeded", {}))
+        result.seeds_refused = data.get("seeds_refused", "")
         result.harness_errors = list(data.get("harness_errors", []))
         for f in data["failures"]:
             result.failures[f["signature"]] = Failure(
@@ -528,7 +533,7 @@ class CampaignResult:
             lines += ["", f"{'shard':<6} {'node':<32} {'examples':>9} {'failures':>9}  ended"]
             lines += [f"{s['shard']:<6} {s['node']:<32} {s['examples']:>9} {s['failures']:>9}  {s['ended']}"
                       for s in self.shards]
-        if self.seeded:
+        if self.seeded or self.seeds_refused:
             lines += ["", self.seed_note()]
         if self.replays:
             lines += ["", self.replay_note() + ":"]
@@ -574,6 +579,8 @@ class CampaignResult:
 
     def seed_note(self) -> str:
         """The seeds from known bugs checked first (harness.seeds), and what that cost."""
+        if self.seeds_refused:
+            return f"not started from known bugs: {self.seeds_refused}"
         s = self.seeded
         return (f"started from known bugs: {s['seeds']} seed(s) of {s['available']} for these paths and "
                 f"{s['mutants']} mutant(s) of them, {s['failed']} with a failure no known torch issue explains, "

@@ -573,6 +573,9 @@ def cmd_seeds(args: argparse.Namespace) -> int:
             return 2
         print(f"\nwrote {seeds.SEEDS_FILE}: seeds for {len(found)} of {len(known_issues.KNOWN_ISSUES)} entries")
         return 0
+    refused = seeds.seeds_refused()
+    if refused:
+        print(f"campaigns do not use these seeds: {refused}")
     print("\n".join(seeds.seed_table(seeds.load_seeds(), known_issues.KNOWN_ISSUES)))
     return 0
 

@@ -49,6 +49,7 @@ __all__ = [
     "apply",
     "build",
     "cache_dir",
+    "ctx_attributes_missing",
     "info",
     "load_variant",
     "node_use_count",
@@ -71,7 +72,9 @@ class Unsupported(Exception):
     Reasons: ``"tracing"`` (``torch.jit.trace``), ``"functorch transform"``
     (``torch.func``/vmap), ``"compiled autograd"`` (backward under compiled
     autograd), ``"boxed_grads_call"``, ``"clear_saved_tensors_on_access"``,
-    ``"set_output_grad_dtype"``.
+    ``"set_output_grad_dtype"``; and for a member of torch's ctx that the native
+    ctx does not offer (``ctx_attributes_missing``), one sentence starting
+    ``"ctx.<name> is not offered by the native ctx"``.
     """
 
     def __init__(self, reason: str) -> None:
@@ -318,6 +321,29 @@ def apply(function_cls: type, *args: Any, holder: str) -> Any:
         _extension()
         fn = _apply_fns[holder]
     return fn(function_cls, _bind_default_args(function_cls, args))
+
+
+# --------------------------------------------------------------------------- ctx
+
+
+def _torch_ctx_names() -> set[str]:
+    """The members of the ctx torch hands a Function (an instance of the Function's
+    ``_backward_cls``, a BackwardCFunction), dunder names aside. FunctionMeta sets two of them
+    on each Function's own backward class."""
+    names = set(dir(torch.autograd.function.BackwardCFunction)) | {"_forward_cls", "_autograd_function_id"}
+    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+
+
+def ctx_attributes_missing() -> dict[str, str]:
+    """The members of torch's ctx that the native ctx does not offer, each with the sentence
+    the native paths report when a Function uses one (they raise Unsupported with it)."""
+    ext = _extension()
+    offered = set(dir(ext.NativeCtx)) - set(ext.CTX_NOT_OFFERED)
+    missing = dict(ext.CTX_NOT_OFFERED)
+    for name in sorted(_torch_ctx_names() - offered - set(missing)):
+        missing[name] = (f"ctx.{name} is not offered by the native ctx: it is a member of torch's ctx "
+                         "that the native ctx does not know")
+    return dict(sorted(missing.items()))
 
 
 # --------------------------------------------------------------------------- probes

@@ -226,7 +226,7 @@ class _Writer:
             saved += _names("d", range(sum(1 for o in spec.outputs for t in o.terms if t.op != "linear")))
         saved_outputs = [self.outs[k] for k in spec.tensor_outputs] if "outputs" in spec.save else []
         if saved or saved_outputs:
-            c.add(_unpack(saved + saved_outputs, "ctx.saved_tensors"))
+            c.add(_unpack(saved + saved_outputs, f"ctx.{spec.saved_read}"))
         for o in saved_outputs:  # unpacked (version checks) and sanity-checked, as generic does
             c.add(f"if tuple({o}.shape) != {self.shape}:")
             c.add(f"{_INDENT}raise AssertionError(f\"saved output has shape {{tuple({o}.shape)}}, "

@@ -61,6 +61,9 @@ VMAP_RULES = ("generate", "user")
 #: (`with torch.no_grad(): F.apply(...)`, as users evaluate a Function inside a model; where a
 #: path compiles the forward, the block is inside the compiled region)
 GRAD_MODES = ("enabled", "no_grad")
+#: how a Function's backward reads what its forward saved: ctx.saved_tensors, or its deprecated alias
+#: ctx.saved_variables, which torch still serves (a DeprecationWarning) and public code still uses
+SAVED_READS = ("saved_tensors", "saved_variables")
 ERROR_CASES = ("grad_count", "grad_shape", "grad_for_nontensor")
 LAYOUTS = ("contiguous", "strided", "transposed")
 #: the graph's floating-point dtype: every leaf (but the non-float ones below), value and gradient has it
@@ -167,6 +170,10 @@ class FunctionSpec:
     clear_saved_tensors_on_access: bool = False
     #: GRAD_MODES: the grad mode the runner applies the Function under
     grad_mode: str = "enabled"
+    #: SAVED_READS: the ctx attribute the backward reads its saved tensors from (the jvp reads
+    #: ctx.saved_tensors, which there is the save_for_forward tuple). Not drawn by the strategy:
+    #: set by hand (tests, reproducers, a user's own spec)
+    saved_read: str = "saved_tensors"
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -436,6 +443,7 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(fn.code in CODE_STYLES, f"{w}.code", fn.code, f"choose one of {CODE_STYLES}")
     _check(fn.dirty_return in DIRTY_RETURNS, f"{w}.dirty_return", fn.dirty_return, f"choose one of {DIRTY_RETURNS}")
     _check(fn.grad_mode in GRAD_MODES, f"{w}.grad_mode", fn.grad_mode, f"choose one of {GRAD_MODES}")
+    _check(fn.saved_read in SAVED_READS, f"{w}.saved_read", fn.saved_read, f"choose one of {SAVED_READS}")
     _check(fn.grad_mode != "no_grad" or all(o.kind in ("compute", "const") for o in fn.outputs), f"{w}.grad_mode",
            fn.grad_mode, "under no_grad a Function returns computed and constant outputs only: torch's no_grad "
            "rules for aliases (a view output keeps requires_grad, an input returned as-is does not, an input "
@@ -604,10 +612,16 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
     return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
 
 
+#: fields added after specs were first saved, written only where they differ from their default:
+#: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
+_WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors"}
+
+
 def _to_plain(obj: Any) -> Any:
     names = _field_names(type(obj))
     if names is not None:
-        return {name: _to_plain(getattr(obj, name)) for name in names}
+        return {name: _to_plain(getattr(obj, name)) for name in names
+                if _WRITTEN_WHEN_SET.get((type(obj), name), _to_plain) != getattr(obj, name)}
     if isinstance(obj, tuple):
         return {"tuple": [_to_plain(v) for v in obj]} if _is_const_tuple(obj) else [_to_plain(v) for v in obj]
     return obj
@@ -683,6 +697,6 @@ def load_spec(path: str) -> GraphSpec:
 
 
 __all__ = [
-    "APIS", "VMAP_RULES", "as_custom_op", "custom_op_limit", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "APIS", "VMAP_RULES", "as_custom_op", "custom_op_limit", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "SAVED_READS", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
     "SpecError", "Term", "load_spec", "validate",
 ]

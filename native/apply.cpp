@@ -73,8 +73,9 @@ void check_supported(PyObject* cls) {
   }
 }
 
-NativeCtx& new_ctx(py::object& ctx_obj) {
+NativeCtx& new_ctx(py::object& ctx_obj, PyObject* cls) {
   auto owned = std::make_unique<NativeCtx>();
+  owned->forward_cls = py::reinterpret_borrow<py::object>(cls);
   NativeCtx* raw = owned.get();
   ctx_obj = py::cast(std::move(owned));
   return *raw;
@@ -336,6 +337,7 @@ optional_variable_list call_wrap_outputs(
     const c10::intrusive_ptr<Node>& cdata,
     const _jvp_fn_t& jvp_user_function,
     const ImplSet& to_save_if_setup_context,
+    bool pure_view,
     c10::intrusive_ptr<Node>& attached_node) {
   static const _view_as_self_fn_t view_as_self_fn = view_as_self;
   decltype(auto) input_vars = inputs.for_wrap_outputs();
@@ -350,7 +352,7 @@ optional_variable_list call_wrap_outputs(
         jvp_user_function,
         to_save_if_setup_context,
         view_as_self_fn,
-        /*pure_view=*/false,
+        pure_view,
         trailing...);
   };
   if constexpr (kWrapOutputsReportsAttachedNode) {
@@ -424,6 +426,7 @@ PyObject* process_outputs(
       is_executable ? node_ptr : no_node,
       jvp_user_function,
       to_save_if_setup_context,
+      ctx.pure_view,
       attached_node);
 
   for (const auto i : c10::irange(num_outputs)) {
@@ -563,7 +566,7 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
 
   // The ctx and its node, wired to the inputs' gradient edges.
   py::object ctx_obj;
-  NativeCtx& ctx = new_ctx(ctx_obj);
+  NativeCtx& ctx = new_ctx(ctx_obj, cls);
   auto native_node = c10::make_intrusive<NativeNode>(cls, ctx_obj.ptr(), &ctx);
   NativeNode& node = *native_node;
   // Only an executable node reaches the outputs, so only it needs a grad_fn

@@ -32,6 +32,7 @@ using torch::autograd::VariableInfo;
 // stable reason string ("tracing", "functorch transform", ...).
 struct UnsupportedError : std::runtime_error {
   explicit UnsupportedError(const char* reason) : std::runtime_error(reason) {}
+  explicit UnsupportedError(const std::string& reason) : std::runtime_error(reason) {}
 };
 
 // Sets the pending Python exception to harness.native.Unsupported(reason).

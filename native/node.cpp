@@ -68,6 +68,10 @@ py::object NativeCtx::saved_tensors() const {
   if (saved_for_forward) {
     return saved_for_forward;
   }
+  return unpack_saved();
+}
+
+py::object NativeCtx::unpack_saved() const {
   c10::intrusive_ptr<Node> saved_for = node.lock();
   auto* native = static_cast<NativeNode*>(saved_for.get());
   TORCH_CHECK(native && !native->has_freed_buffers, torch::autograd::ERR_BACKWARD_TWICE);

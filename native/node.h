@@ -30,12 +30,20 @@ struct __attribute__((visibility("hidden"))) NativeCtx {
   py::object needs_input_grad;
   bool materialize_grads = true;
   bool materialize_non_diff_grads = true;
+  // ctx._is_pure_view: replaying the output views is enough for their backward
+  // (handed to _wrap_outputs, as torch's process_outputs does).
+  bool pure_view = false;
+  // The Function class (torch's ctx reads it as its class attribute _forward_cls).
+  py::object forward_cls;
 
   c10::weak_intrusive_ptr<Node> node{c10::intrusive_ptr<Node>()};
 
   // ctx.saved_tensors: the save_for_forward tuple while jvp runs, else the
   // unpacked SavedVariables (with torch's version-counter check).
   py::object saved_tensors() const;
+  // The unpacked SavedVariables alone: ctx.saved_variables, torch's deprecated
+  // alias, which (unlike saved_tensors) never reads the save_for_forward tuple.
+  py::object unpack_saved() const;
 };
 
 struct __attribute__((visibility("hidden"))) NativeNode final : Node {

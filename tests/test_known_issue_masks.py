@@ -161,6 +161,10 @@ CASES = {
     "dynamo-input-returned-as-is-not-a-view": ("dynamo", without_grad(
         fn(X0, X1, outputs=(OutputSpec("input", slot=0), lin(1)), code="plain"),
         fn(Arg("x2"), outputs=(lin(0),), code="plain")), (1, 0), None),
+    # a backward that unpacks ctx.saved_variables, empty in Dynamo's traced backward
+    "dynamo-function-saved-variables-empty": ("dynamo", graph(
+        fn(X0, outputs=(SIN0,), save=("inputs",), code="plain", saved_read="saved_variables"),
+        fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-no-inputs-needs-input-grad-none": ("dynamo", NO_ARGUMENTS_READING_NEEDS_INPUT_GRAD, (1, 0), None),
     "dynamo-no-inputs-needs-input-grad-missing": ("dynamo", NO_ARGUMENTS_READING_NEEDS_INPUT_GRAD, (1, 0), None),
     "dynamo-hook-on-output-used-inside": ("dynamo", GraphSpec(

@@ -571,6 +571,27 @@ def _dirty_sites_with_grad(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
 
+def _saves_tensors(fn: FunctionSpec) -> bool:
+    """The backward unpacks at least one saved tensor (harness/build.py, _unpack_saved): a mask, an input
+    of a nonlinear term, a derivative, or an output."""
+    return bool(fn.mask_slots or ("inputs" in fn.save and fn.nonlinear_slots)
+                or ("intermediates" in fn.save and any(t.op != "linear" for o in fn.outputs for t in o.terms))
+                or ("outputs" in fn.save and fn.tensor_outputs))
+
+
+def _reads_saved_variables(spec: GraphSpec) -> bool:
+    """A Function with a backward node reads what it saved through ctx.saved_variables (Dynamo traces
+    the backward with the forward, whether a backward runs or not)."""
+    flow = Dataflow(spec)
+    return any(fn.api == "function" and fn.saved_read == "saved_variables" and _saves_tensors(fn)
+               and flow.node_exists(n) for n, fn in enumerate(spec.functions))
+
+
+def _saved_tensors_read(spec: GraphSpec) -> GraphSpec:
+    """Every backward reads ctx.saved_tensors."""
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, saved_read="saved_tensors"))
+
+
 def _anything(spec: GraphSpec, m: Mismatch) -> bool:
     return True
 
@@ -892,6 +913,27 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("forward"),
         damages="the error at forward",
         workaround=_needs_input_grad_read_in_backward_only,
+    ),
+    KnownIssue(
+        id="dynamo-function-saved-variables-empty",
+        title=("torch.compile of a custom Function whose backward reads ctx.saved_variables (the deprecated alias "
+               "of saved_tensors, still served by eager): Dynamo's traced ctx gives the empty tuple, so a backward "
+               "that loops over it returns a wrong gradient silently, and one that unpacks it raises ('not enough "
+               "values to unpack', an Observed exception graph break under fullgraph=True)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_function_saved_variables_empty.py",
+        upstream=(),
+        related=("pytorch/pytorch#118396 (open: Dynamo does not model every ctx member; it names mark_dirty, "
+                 "mark_non_differentiable and set_materialize_grads)",),
+        kind="silent wrong result",
+        trigger=_reads_saved_variables,
+        # the generated backwards unpack a fixed number of saved tensors: plain code raises ValueError,
+        # generic code pops from an empty list (IndexError); Dynamo traces the backward at forward
+        witness=raised("forward", r"not enough values to unpack \(expected \d+, got 0\)|pop from empty list"),
+        damage=error_at("forward"),
+        damages="the error at forward",
+        workaround=_saved_tensors_read,
     ),
     KnownIssue(
         id="dynamo-fallback-drops-mark-non-differentiable",
