@@ -175,11 +175,12 @@ def _setup(cls: type[GeneratedFunction], ctx: Any, args: Sequence[Any], outputs:
         ctx.save_for_forward(*masks, *nonlinear)
 
 
-def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
-    """(input by slot: masks and saved inputs, derivative tensors in term order) from ctx.saved_tensors
-    (or the alias the spec reads, ctx.saved_variables)."""
+def _unpack_saved(cls: type[GeneratedFunction], saved_tensors: Sequence[torch.Tensor]
+                  ) -> tuple[dict[int, torch.Tensor], list[torch.Tensor]]:
+    """(input by slot: masks and saved inputs, derivative tensors in term order) from what the
+    backward read of ctx.saved_tensors (or of the alias the spec reads, ctx.saved_variables)."""
     spec = cls.spec
-    saved = list(ctx.saved_variables if spec.saved_read == "saved_variables" else ctx.saved_tensors)
+    saved = list(saved_tensors)
     by_slot: dict[int, torch.Tensor] = {}
     for s in spec.mask_slots:
         by_slot[s] = saved.pop(0)
@@ -197,9 +198,9 @@ def _unpack_saved(cls: type[GeneratedFunction], ctx: Any) -> tuple[dict[int, tor
     return by_slot, derivs
 
 
-def _backward(cls: type[GeneratedFunction], ctx: Any, *grads: Any) -> Any:
+def _backward(cls: type[GeneratedFunction], ctx: Any, saved_tensors: Sequence[torch.Tensor], *grads: Any) -> Any:
     spec = cls.spec
-    by_slot, derivs = _unpack_saved(cls, ctx)
+    by_slot, derivs = _unpack_saved(cls, saved_tensors)
     coeffs = ctx.term_coeffs if spec.ctx_state else _term_coeffs(spec)
     needs = tuple(ctx.needs_input_grad)
     if spec.needs_input_grad == "saved" and needs != ctx.needs_input_grad_at_forward:
@@ -380,8 +381,12 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     def finish(outputs: list[Any]) -> Any:
         return tuple(outputs) if spec.tuple_output else outputs[0]
 
+    # chosen here, not in the backward: Dynamo's trace of a backward under compiled autograd cannot
+    # compare a string read from the class's spec ("Unresolved GetAttrVariable comparison")
+    reads_saved_variables = spec.saved_read == "saved_variables"
+
     def backward(ctx: Any, *grads: Any) -> Any:
-        return _backward(cls, ctx, *grads)
+        return _backward(cls, ctx, ctx.saved_variables if reads_saved_variables else ctx.saved_tensors, *grads)
 
     if spec.once_differentiable:
         backward = once_differentiable(backward)

@@ -192,11 +192,14 @@ def _register(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: tor
         build._setup(attrs, ctx, arguments(inputs), _outputs(spec, output),
                      needs_input_grad=per_argument(ctx.needs_input_grad[:len(slots)]))
 
+    reads_saved_variables = spec.saved_read == "saved_variables"  # (as build decides it: outside the trace)
+
     def backward(ctx: Any, *grads: Any) -> Any:
         # build._backward reads needs_input_grad per Function argument; torch restores its own
         # tuple after this returns (autograd.py, backward's `finally`)
         ctx.needs_input_grad = per_argument(ctx.needs_input_grad)
-        grads_by_argument = build._backward(attrs, ctx, *_grads_per_output(spec, grads))
+        saved = ctx.saved_variables if reads_saved_variables else ctx.saved_tensors
+        grads_by_argument = build._backward(attrs, ctx, saved, *_grads_per_output(spec, grads))
         return tuple(grads_by_argument[s] for s in slots)
 
     if spec.once_differentiable:

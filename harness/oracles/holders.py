@@ -302,6 +302,11 @@ _TRACE_STATE_MODULES = ("torch._dynamo.symbolic_convert", "torch._dynamo.output_
 
 
 def _of_trace_state(obj: object) -> bool:
+    """An object of a trace's state, or a frame of Dynamo's own code (the exception a trace
+    raised at a graph break keeps its traceback, whose frames keep the translator and what the
+    user's frames held)."""
+    if type(obj) is types.FrameType:
+        return "/torch/_dynamo/" in obj.f_code.co_filename.replace("\\", "/")
     return (type(obj).__module__ or "").startswith(_TRACE_STATE_MODULES)
 
 

@@ -41,8 +41,8 @@ def _contributing_slots(spec: Any, grads: tuple) -> set[int]:
 
 def wrong_backward(p: Patches) -> None:
     def make(original):
-        def _backward(cls, ctx, *grads):
-            result = list(original(cls, ctx, *grads))
+        def _backward(cls, ctx, saved_tensors, *grads):
+            result = list(original(cls, ctx, saved_tensors, *grads))
             slots = _contributing_slots(cls.spec, grads)
             if slots and min(slots) < len(result) and result[min(slots)] is not None:
                 result[min(slots)] = result[min(slots)] * SCALE
