@@ -67,9 +67,10 @@ def test_the_fuzz_loop_draws_for_torch_func_in_a_func_campaign() -> None:
     """The real fuzz loop over a func path (a few examples, each really checked)."""
     drawn: list[str] = []
     fuzz(paths.parse("func.grad"), until=time.perf_counter() + 120, device="cpu", database=InMemoryExampleDatabase(),
-         lifetimes=False, on_record=lambda record: None, known=set(), max_examples=12,
+         lifetimes=False, on_record=lambda record: None, known=set(), max_examples=30,
          on_example=lambda spec: drawn.extend(fn.style for fn in spec.functions))
-    assert len(drawn) >= 12
+    # (30 examples: the loop draws at random, 7 in 8 setup_context; over 12, 13 of 19 was seen)
+    assert len(drawn) >= 30
     assert drawn.count("setup_context") / len(drawn) >= 0.7, drawn
 
 
