@@ -34,8 +34,10 @@ def test_a_crash_or_hang_is_isolated_and_the_campaign_goes_on(tmp_path, fault, e
     assert summary["paths"]["eager"]["ok"] > 0  # examples before and after the crash count
     assert summary["examples"] == summary["paths"]["eager"]["ok"] + failure["count"]
     if fault == "crash_wide":
-        # shrunk from the example the worker died on (its choice sequence, sent before it began)
-        assert failure["shrink"] in ("complete", "time cap") and failure["size_after"] < failure["size_before"], failure
+        # shrunk from the example the worker died on (its choice sequence, sent before it began): the
+        # shrinker ran on it to its end or its cap (a first crash already near its minimum, 34 or 40,
+        # was seen to end "complete" with no smaller crash; from 86 it reached 42)
+        assert failure["shrink"] in ("complete", "time cap") and failure["size_after"] <= failure["size_before"], failure
         # the recorded spec, checked with the fault installed, crashes the same way
         spec = tmp_path / "spec.json"
         spec.write_text(failure["spec"])
