@@ -29,6 +29,7 @@ def test_a_crash_or_hang_is_isolated_and_the_campaign_goes_on(tmp_path, fault, e
     # Without the seeds (harness/seeds.py): a crash on a seed, shrunk already, has nothing to shrink
     done, summary = fuzz(tmp_path, fault, *extra, "--no-seeds", budget="45s" if fault == "crash_wide" else "25s")
     assert done.returncode == 1, done.stderr  # an unknown failure
+    assert len(summary["failures"]) == 1, [(f["signature"], f["count"], f["spec"]) for f in summary["failures"]]
     (failure,) = summary["failures"]
     assert failure["signature"] == f"{symptom} while checking paths eager"
     assert summary["paths"]["eager"]["ok"] > 0  # examples before and after the crash count

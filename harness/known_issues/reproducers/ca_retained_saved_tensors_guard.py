@@ -12,8 +12,10 @@ saving two tensors, with built-in ops, or with the captured graph run as is (cap
 harness's audit also met it without saved-tensor hooks (a retained graph of four Functions
 saving inputs, outputs and intermediates); that form is not reduced here.
 
-Exit status 1 and "REPRODUCED" when the bug is present (with backend eager); 0 when fixed.
-Other backends (arguments: eager aot_eager inductor) are reported for information.
+Exit status 1 and "REPRODUCED" when the bug is present (with backend eager, in either retained form);
+0 when fixed. Which of the two forms fails varies from run to run on 2.13.0: CI saw create_graph run
+and retain_graph fail, where runs here fail both. Other backends (arguments: eager aot_eager
+inductor) are reported for information.
 """
 import contextlib
 import sys
@@ -65,5 +67,5 @@ if __name__ == "__main__":
         eager = gradients(retained)
         assert all(torch.equal(g, 2 * x) for g, x in zip(eager, (torch.ones(3), torch.full((3,), 2.0)))), eager
     backends = sys.argv[1:] or ["eager"]
-    results = [reproduces(b, retained) for b in backends for retained in ("create_graph", "retain_graph")]
-    raise SystemExit(1 if results[0] else 0)
+    results = {(b, retained): reproduces(b, retained) for b in backends for retained in ("create_graph", "retain_graph")}
+    raise SystemExit(1 if results[backends[0], "create_graph"] or results[backends[0], "retain_graph"] else 0)
