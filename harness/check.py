@@ -23,8 +23,8 @@ from harness import known_issues
 from harness import paths as path_registry
 from harness.build import build
 from harness.dataflow import version_error_expected
-from harness.oracles.bounds import Tolerances, error_bounds
-from harness.oracles.compare import EXACT, Mismatch, Tolerance, Uncompared, compare
+from harness.oracles.bounds import error_bounds
+from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances, Uncompared, compare
 from harness.oracles.lifetimes import LIFE, PROBE, held_by, rule_violations, with_holders, without_lifetimes
 from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, GradcheckRaised, completed, error_is_expected,
                                   gradcheck_graph, gradcheck_reason, run_math)

@@ -490,7 +490,7 @@ def _check_part(w: _Writer, expected_literal: str | None, bound: str | None) -> 
 def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", device: str) -> tuple[str, bool]:
     """(the script's text, whether it is reducible) for one failed comparison."""
     from harness.check import _error_bounds
-    from harness.oracles.bounds import Tolerances
+    from harness.oracles.compare import Tolerances
     from harness.oracles.math import run_math
 
     path = _Path.parse(mismatch.path, outcome.result.note if outcome.result is not None else "")

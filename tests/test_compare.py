@@ -75,7 +75,7 @@ def _roles(draw: st.DrawFn) -> tuple[dict[str, torch.Tensor | None], dict[str, t
 
 
 class _ByRole:
-    """Tolerances per role, as harness.oracles.bounds.Tolerances gives them."""
+    """Tolerances per role, as harness.oracles.bounds.error_bounds gives them."""
 
     def __init__(self, tolerances: dict[str, Tolerance]) -> None:
         self.tolerances = tolerances
@@ -126,7 +126,7 @@ def test_values_differing_only_in_type_are_reported():
 def test_the_error_bounds_are_computed_only_where_a_pair_is_not_bit_identical():
     """check() gives compare() Tolerances that compute the bounds (the float64 twin rerun) at their
     first use: two bit-identical sides never ask for them, two that differ do, and are judged."""
-    from harness.oracles.bounds import Tolerances
+    from harness.oracles.compare import Tolerances
 
     computed = []
 

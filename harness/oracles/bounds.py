@@ -69,7 +69,7 @@ import torch
 
 from harness.build import Applier, BuiltGraph, math_apply, oracle_functions
 from harness.dataflow import Dataflow, differentiable
-from harness.oracles.compare import Tolerance
+from harness.oracles.compare import Tolerance, Tolerances
 from harness.oracles.math import OracleError, math_applier_for
 from harness.run import RunResult, run_graph
 from harness.spec import GraphSpec, LeafSpec, OutputSpec
@@ -124,35 +124,6 @@ def underflow(dtype: torch.dtype) -> float:
     if dtype == torch.float16:
         return max(torch.finfo(dtype).tiny * unit_roundoff(dtype), compute.tiny)
     return compute.tiny
-
-
-class Tolerances:
-    """An elementwise error bound per (checkpoint, role); see the module docstring.
-
-    Given a function instead of the bounds, they are computed at the first `for_role`: the
-    comparisons ask for a role's bound only where the two sides are not bit-identical (an
-    identical pair is within any bound), which is every role of about 98% of generated
-    examples, so most examples never pay for the rerun. A bound is a Tolerance, or a tensor
-    (None: the oracle has no tensor there, a None gradient, so every contribution is an exact zero)."""
-
-    def __init__(self, bounds: dict[tuple[str, str], Tolerance | torch.Tensor | None]
-                 | Callable[[], dict[tuple[str, str], Tolerance | torch.Tensor | None]]) -> None:
-        self._bounds = bounds
-
-    @property
-    def bounds(self) -> dict[tuple[str, str], Tolerance | torch.Tensor | None]:
-        if callable(self._bounds):
-            self._bounds = self._bounds()
-        return self._bounds
-
-    def for_role(self, checkpoint: str, role: str) -> Tolerance:
-        if (checkpoint, role) not in self.bounds:
-            raise KeyError(f"no error bound for {checkpoint} {role}: the float64 rerun records the "
-                           f"roles of run_graph; a new tensor role needs its bound here.")
-        bound = self.bounds[checkpoint, role]
-        if isinstance(bound, Tolerance):
-            return bound
-        return Tolerance(exact=False, atol=0.0 if bound is None else bound)
 
 
 def error_bounds(built: BuiltGraph) -> Tolerances:

@@ -36,14 +36,13 @@ from harness import paths as path_registry
 from harness import build as build_module
 from harness.build import BuiltGraph, build
 from harness.check import _against_eager
-from harness.oracles.compare import EXACT, Mismatch, Tolerance
+from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances
 from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.run import RunResult, tracking_lifetimes
 from harness.spec import FunctionSpec, GraphSpec, as_custom_op, custom_op_limit, with_user_vmap_rule
 
 if TYPE_CHECKING:
     from harness.check import PathOutcome
-    from harness.oracles.bounds import Tolerances
     from harness.paths import Path
 
 #: FunctionSpec -> the same Function in the pair's other form, or None where it does not apply
