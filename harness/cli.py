@@ -71,8 +71,8 @@ def _devices(text: str) -> tuple[str, ...]:
 
 def _on_devices(paths: list, devices: tuple[str, ...]) -> tuple[list, str]:
     """The first device checks every path; each further one adds every path again as
-    "<path>@<device>" (harness.paths.on_device), judged against the first device's results."""
-    from harness.paths.on_device import on_device
+    "<path>@<device>" (harness.paths.OnDevicePath), judged against the first device's results."""
+    from harness.paths import on_device
 
     return paths + [on_device(p, d) for d in devices[1:] for p in paths], devices[0]
 

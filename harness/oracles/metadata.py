@@ -67,7 +67,7 @@ _AUTOGRAD_FLAGS = ("grad_fn:", "is_leaf:")
 def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
     """For a path name ("owned", "compiled:capture", "dynamo:aot_eager", "math"), a predicate
     on (checkpoint, role) of `meta:` values: whether that key is compared (docstring above). A
-    path on another device ("eager@cuda", harness/paths/on_device.py) follows its own path's rule."""
+    path on another device ("eager@cuda", harness.paths.OnDevicePath) follows its own path's rule."""
     family = path.partition("@")[0].partition(":")[0]
     if family in ("eager", "owned", "borrowed"):
         return lambda checkpoint, role: True

@@ -13,7 +13,8 @@ from typing import Callable, Protocol
 
 import torch
 
-from harness.build import BuiltGraph
+from harness import devices
+from harness.build import BuiltGraph, build
 from harness.run import RunResult
 from harness.spec import GraphSpec
 
@@ -129,6 +130,57 @@ class SelectedVariantPath:
         return self.resolved().run(built)
 
 
+class OnDevicePath:
+    """`<path>@<device>`: a path run on another device than the check's, e.g. "eager@cuda".
+
+    `--device cpu,cuda` checks every example on the CPU with the selected paths and again with
+    each of them "@cuda": the same graph (same spec and seed, so the same leaf values, loss
+    weights and tangents: they are drawn on the CPU and moved) built on CUDA. Its results are
+    judged against the CPU's math oracle and the CPU's eager run, never bit for bit (other
+    kernels round differently) but within the per-element error bounds of
+    harness.oracles.bounds, which hold on every device (see harness.devices.LIBRARY_ULPS).
+
+    Lifetimes are held to the expected-lifetime rules on their own device, CUDA memory
+    included, and not compared with the CPU's checkpoint by checkpoint: the CUDA allocator
+    check (`life:released` "cuda_bytes") has no CPU counterpart."""
+
+    exact_vs_eager = False
+    lifetimes_vs_eager = False
+
+    def __init__(self, inner: Path, device: str) -> None:
+        self.inner, self.device = inner, device
+        self.name = f"{inner.name}@{device}"
+
+    def available(self) -> str | None:
+        if devices.is_cuda(self.device):
+            why = devices.cuda_unavailable_reason()
+            if why is not None:
+                return why
+        return self.inner.available()
+
+    def unsupported(self, spec: GraphSpec) -> str | None:
+        return self.inner.unsupported(spec)
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        result = self.inner.run(build(built.spec, self.device))
+        result.path = self.name
+        return result
+
+
+_ON_DEVICE: dict[tuple[str, str], OnDevicePath] = {}
+
+
+def on_device(inner: Path, device: str) -> OnDevicePath:
+    """`inner` run on `device` (one object per pair, as the registry keeps paths)."""
+    if device not in devices.DEVICES:
+        raise UnknownPathError(f"unknown device {device!r} in path '{inner.name}@{device}'; "
+                               f"valid devices: {', '.join(devices.DEVICES)}.")
+    key = (inner.name, device)
+    if key not in _ON_DEVICE:
+        _ON_DEVICE[key] = OnDevicePath(inner, device)
+    return _ON_DEVICE[key]
+
+
 _FAMILIES: dict[str, PathFamily] = {}
 
 
@@ -144,8 +196,7 @@ def register_family(family: PathFamily) -> SelectedVariantPath:
 
 def get(name: str) -> Path:
     base, at, device = name.partition("@")
-    if at:  # "<path>@<device>": that path on another device (harness.paths.on_device)
-        from harness.paths.on_device import on_device
+    if at:  # "<path>@<device>": that path on another device (OnDevicePath)
         return on_device(get(base), device)
     family, colon, variant = name.partition(":")
     if colon and family in _BUILTIN:
@@ -230,5 +281,5 @@ def _close_leaked_dual_levels() -> int:
     return 0
 
 
-__all__ = ["Path", "PathFamily", "SelectedVariantPath", "UnknownPathError", "available_names", "get", "names", "parse", "register", "register_family",
-           "run_path"]
+__all__ = ["OnDevicePath", "Path", "PathFamily", "SelectedVariantPath", "UnknownPathError", "available_names", "get", "names",
+           "on_device", "parse", "register", "register_family", "run_path"]

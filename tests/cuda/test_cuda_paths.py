@@ -15,7 +15,7 @@ from harness import devices, paths
 from harness.build import build
 from harness.check import check
 from harness.paths.eager import apply_eager
-from harness.paths.on_device import on_device
+from harness.paths import on_device
 from harness.run import run_graph
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 from strategies import graphs

@@ -23,7 +23,7 @@ from harness.build import build
 from harness.check import check
 from harness.cli import main
 from harness.oracles.lifetimes import rule_violations
-from harness.paths.on_device import on_device
+from harness.paths import on_device
 from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term
 from strategies import graphs
