@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from torch.autograd.gradcheck import GradcheckError
 
@@ -24,17 +23,16 @@ from harness import paths as path_registry
 from harness.build import build
 from harness.dataflow import version_error_expected
 from harness.oracles.bounds import error_bounds
-from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances, Uncompared, compare
+from harness.oracles.compare import EXACT, Mismatch, Tolerances, Uncompared, against_eager, compare
 from harness.oracles.lifetimes import LIFE, PROBE, held_by, rule_violations, with_holders, without_lifetimes
 from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, GradcheckRaised, completed, error_is_expected,
                                   gradcheck_graph, gradcheck_reason, run_math)
 from harness.oracles.metadata import metadata_mismatches, without_metadata
+from harness.oracles import twins as twin_oracle
+from harness.oracles.twins import TwinCheck
 from harness.paths import Path
 from harness.run import RunResult, tracking_lifetimes
 from harness.spec import GraphSpec
-
-if TYPE_CHECKING:
-    from harness.oracles.twins import TwinCheck
 
 #: a workaround variant may hit another known issue, whose workaround is checked in turn (compiled
 #: autograd examples meet four or five issues in about 2% of examples: at 3 those went unchecked)
@@ -185,7 +183,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
                 # roles a known torch issue damages in eager itself, have no eager reference:
                 # the math oracle alone judges them (a path sharing the bug agrees with eager anyway)
                 unreached = getattr(path, "unreached", lambda spec, reference: set())(spec, eager)
-                vs_eager, eager_known = _explained_by_eager(spec, eager_issues, with_holders(result, _against_eager(
+                vs_eager, eager_known = _explained_by_eager(spec, eager_issues, with_holders(result, against_eager(
                     no_meta(eager_seen), _without_roles(no_meta(result), unreached),
                     EXACT if path.exact_vs_eager else tol, lifetimes=path_registry.lifetimes_vs_eager_on(path, spec),
                     uncompared=uncompared)))
@@ -200,14 +198,24 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
             outcomes[path.name] = _with_eager_known(outcome, eager_known) if path.name != "eager" else outcome
     twin = None
     if twins:
-        from harness.oracles import twins as twin_oracle  # (it compares as this module does: imports it)
-
         with _stage("twins"):
             twin = twin_oracle.check_twin(spec, paths, device, results, own_mismatches, tol,
                                           forced=twins if isinstance(twins, str) else None)
         if twin is not None:
-            twin_oracle.fold_into(outcomes, twin)
+            _fold_in_twin(outcomes, twin)
     return Verdict(spec, device, outcomes, twin)
+
+
+def _fold_in_twin(outcomes: dict[str, PathOutcome], twin_check: TwinCheck) -> None:
+    """A path that differs from its twin fails, whatever its own outcome was (a known issue's
+    workaround, say): the twin's mismatches come after the path's own."""
+    for name, result in twin_check.paths.items():
+        if result.status != "differ":
+            continue
+        o = outcomes[name]
+        own = o.mismatches if o.status == "failed" else []
+        reason = f"{o.reason}; {result.detail}" if o.status == "failed" else result.detail
+        outcomes[name] = replace(o, status="failed", reason=reason, mismatches=own + result.mismatches)
 
 
 def _explained_by_eager(spec: GraphSpec, eager_issues: list, mismatches: list[Mismatch]
@@ -312,12 +320,6 @@ def _without_roles(result: RunResult, roles: set[tuple[str, str]]) -> RunResult:
                                     for c, v in result.tensors.items()})
 
 
-def _without_probes(result: RunResult) -> RunResult:
-    """Native probe counts differ between eager and native by design (eager's ctx owns its
-    node); they are compared between owned and borrowed only."""
-    return replace(result, values=without_lifetimes(result.values, keep_life=True))
-
-
 def _without_hooks(result: RunResult) -> RunResult:
     """What hooks saw depends on graph structure: one custom node versus several plain
     ones, and a None gradient (no hook call) versus the math graph's zeros. So hook
@@ -343,30 +345,6 @@ def _owned_vs_borrowed(owned: RunResult, borrowed: RunResult) -> list[Mismatch]:
         return replace(r, tensors={}, values={c: v for c, v in r.values.items()
                                               if c.startswith((LIFE, PROBE))})
     return compare(lifetimes_only(owned), lifetimes_only(borrowed), EXACT)
-
-
-def _against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Tolerances, *,
-                   lifetimes: bool = True, reference: str = "eager",
-                   uncompared: Uncompared | None = None) -> list[Mismatch]:
-    """lifetimes=False: a path whose checkpoints cannot match eager's (docs/compiled.md) is
-    held to the expected-lifetime rules only. reference: what `eager` is called in the
-    mismatches (the twin oracle compares a path with its own twin the same way). uncompared:
-    where the elements not judged are counted."""
-    eager, result = _without_probes(eager), _without_probes(result)
-    if not lifetimes:
-        eager, result = (replace(r, values=without_lifetimes(r.values, keep_life=False))
-                         for r in (eager, result))
-    if eager.status == "error" or result.status == "error":
-        if eager.status == "error" and result.status == "error":
-            if eager.error_checkpoint != result.error_checkpoint or type(eager.error) is not type(result.error):
-                return [Mismatch(result.path, reference, result.error_checkpoint, "error",
-                                 f"raised {result.describe_error()}; {reference} raised {eager.describe_error()}")]
-            return compare(completed(eager), completed(result), tol, uncompared=uncompared)
-        who, what = (result, f"{reference} ran without error") if result.status == "error" else (
-            eager, f"{result.path} ran without error")
-        return [Mismatch(result.path, reference, who.error_checkpoint, "error",
-                         f"{reference if who is eager else who.path} raised {who.describe_error()}; {what}")]
-    return compare(eager, result, tol, uncompared=uncompared)
 
 
 def gradchecked_spec(spec: GraphSpec) -> GraphSpec:

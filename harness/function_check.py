@@ -624,7 +624,7 @@ def _judged(result: RunResult) -> RunResult:
 
 
 def _against_eager(eager: RunResult, result: RunResult, exact: bool) -> list[Mismatch]:
-    from harness.check import _against_eager as against_eager
+    from harness.oracles.compare import against_eager
 
     eager, result = _judged(eager), _judged(result)
     return against_eager(eager, result, EXACT if exact else _DtypeTolerances(eager), lifetimes=False)

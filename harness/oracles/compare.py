@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import torch
 
+from harness.oracles.lifetimes import without_lifetimes
+from harness.oracles.math import completed
 from harness.run import RunResult
 
 
@@ -174,6 +176,39 @@ def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances,
     return out
 
 
+def _without_probes(result: RunResult) -> RunResult:
+    """Native probe counts differ between eager and native by design (eager's ctx owns its
+    node); they are compared between owned and borrowed only."""
+    return replace(result, values=without_lifetimes(result.values, keep_life=True))
+
+
+def against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Tolerances, *,
+                  lifetimes: bool = True, reference: str = "eager",
+                  uncompared: Uncompared | None = None) -> list[Mismatch]:
+    """A path's run against eager's: an error must be eager's own (the same type at the same
+    checkpoint), and what completed is compared value by value; native probe counts aside.
+
+    lifetimes=False: a path whose checkpoints cannot match eager's (docs/compiled.md) is
+    held to the expected-lifetime rules only. reference: what `eager` is called in the
+    mismatches (the twin oracle compares a path with its own twin the same way). uncompared:
+    where the elements not judged are counted."""
+    eager, result = _without_probes(eager), _without_probes(result)
+    if not lifetimes:
+        eager, result = (replace(r, values=without_lifetimes(r.values, keep_life=False))
+                         for r in (eager, result))
+    if eager.status == "error" or result.status == "error":
+        if eager.status == "error" and result.status == "error":
+            if eager.error_checkpoint != result.error_checkpoint or type(eager.error) is not type(result.error):
+                return [Mismatch(result.path, reference, result.error_checkpoint, "error",
+                                 f"raised {result.describe_error()}; {reference} raised {eager.describe_error()}")]
+            return compare(completed(eager), completed(result), tol, uncompared=uncompared)
+        who, what = (result, f"{reference} ran without error") if result.status == "error" else (
+            eager, f"{result.path} ran without error")
+        return [Mismatch(result.path, reference, who.error_checkpoint, "error",
+                         f"{reference if who is eager else who.path} raised {who.describe_error()}; {what}")]
+    return compare(eager, result, tol, uncompared=uncompared)
+
+
 def _same_value(e: Any, a: Any) -> bool:
     if isinstance(e, float) and isinstance(a, float) and math.isnan(e) and math.isnan(a):
         return True
@@ -305,4 +340,4 @@ def _errors(e: torch.Tensor, a: torch.Tensor) -> tuple[float, float]:
     return float(diff.max()), float(rel.max())
 
 
-__all__ = ["EXACT", "Mismatch", "Tolerance", "Uncompared", "compare"]
+__all__ = ["EXACT", "Mismatch", "Tolerance", "Tolerances", "Uncompared", "against_eager", "compare"]

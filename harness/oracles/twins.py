@@ -35,14 +35,12 @@ from harness import known_issues
 from harness import paths as path_registry
 from harness import build as build_module
 from harness.build import BuiltGraph, build
-from harness.check import _against_eager
-from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances
+from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances, against_eager
 from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.run import RunResult, tracking_lifetimes
 from harness.spec import FunctionSpec, GraphSpec, as_custom_op, custom_op_limit, with_user_vmap_rule
 
 if TYPE_CHECKING:
-    from harness.check import PathOutcome
     from harness.paths import Path
 
 #: FunctionSpec -> the same Function in the pair's other form, or None where it does not apply
@@ -349,7 +347,7 @@ def _differences(spec: GraphSpec, result: RunResult, reference: RunResult, tol: 
                  label: str = "eager") -> list[Mismatch]:
     """`result` against `reference` (called `label`) as check.py compares a path with eager
     (lifetimes aside), and the metadata the two must share (harness.oracles.metadata)."""
-    found = _against_eager(without_metadata(reference), without_metadata(result), tol, lifetimes=False,
+    found = against_eager(without_metadata(reference), without_metadata(result), tol, lifetimes=False,
                            reference=label)
     return found + metadata_mismatches(spec, reference, result)
 
@@ -372,7 +370,7 @@ def _explained(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunRe
     from_twin = {(m.checkpoint, m.role): _as_reference(m, "eager") for m in _differences(twin.spec, mirrored, original, tol)}
     twin_side = list(from_twin.values())
     if mirrored.path != "eager":
-        twin_side += _against_eager(without_metadata(twin_eager), without_metadata(mirrored), tol, lifetimes=False)
+        twin_side += against_eager(without_metadata(twin_eager), without_metadata(mirrored), tol, lifetimes=False)
     twin_issues = known_issues.hits(twin.spec, mirrored, twin_side)
     issues = tuple(dict.fromkeys(k.id for k in original_issues + twin_issues))
 
@@ -390,19 +388,7 @@ def _explained(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunRe
     return TwinPathResult("differ", f"{twin.label} differs on {original.path}: {where}{beside}", unexplained, issues)
 
 
-def fold_into(outcomes: dict[str, PathOutcome], twin_check: TwinCheck) -> None:
-    """A path that differs from its twin fails, whatever its own outcome was (a known issue's
-    workaround, say): the twin's mismatches come after the path's own."""
-    for name, result in twin_check.paths.items():
-        if result.status != "differ":
-            continue
-        o = outcomes[name]
-        own = o.mismatches if o.status == "failed" else []
-        reason = f"{o.reason}; {result.detail}" if o.status == "failed" else result.detail
-        outcomes[name] = replace(o, status="failed", reason=reason, mismatches=own + result.mismatches)
-
-
 __all__ = ["CHECKED", "DECLARED_EXCEPTIONS", "PAIRS", "PAIR_NAMES", "DeclaredException", "Pair", "Twin",
-           "TwinCheck", "TwinPathResult", "check_twin", "choose", "compare_twins", "exception_for", "fold_into",
+           "TwinCheck", "TwinPathResult", "check_twin", "choose", "compare_twins", "exception_for",
            "not_compared_on",
            "pair_of_cause", "twin_of"]
