@@ -32,13 +32,23 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.repro import CHECK_LINE, CODE_LINE, FAILS, with_note
-
+#: the lines of a plain reproducer (harness/repro.py writes them) around what the reducer may
+#: change: the data before it and the comparison after it stay as written
+CODE_LINE = "# Above, the data; below, the code (harness reduce deletes from it what the failure does not need):"
+CHECK_LINE = "# The comparison that failed (harness reduce keeps it as written):"
+#: how the script says that it failed (the reducer keeps candidates that print the same line)
+FAILS = "FAILS: "
 #: a value candidate must still exceed its bound by min(the original's multiple, MARGIN)
 MARGIN = 100.0
 #: the reducer in use, recorded in a reduced script's docstring
 REDUCER = "pysource-minimize"
 _RATIO = re.compile(r"^worst error / bound: (\S+)$", re.M)
+
+
+def with_note(text: str, note: str) -> str:
+    """The script with one more line at the end of its docstring."""
+    end = text.find('"""', 3)
+    return text[:end] + "\n" + note + text[end:]
 
 
 def fails_line(output: str) -> str:
@@ -252,4 +262,5 @@ def reduce_file(path: str | Path, *, budget_s: float, out: str | Path | None = N
     return reduced
 
 
-__all__ = ["MARGIN", "REDUCER", "Reduced", "fails_line", "reduce_file", "reduce_text", "run_script", "split"]
+__all__ = ["CHECK_LINE", "CODE_LINE", "FAILS", "MARGIN", "REDUCER", "Reduced", "fails_line", "reduce_file", "reduce_text",
+           "run_script", "split", "with_note"]

@@ -24,18 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from harness import plain
+from harness import plain, reduce
+from harness.reduce import CHECK_LINE, CODE_LINE, FAILS, with_note
 from harness.spec import GraphSpec, SpecError
 
 if TYPE_CHECKING:
     from harness.check import PathOutcome, Verdict
     from harness.oracles.compare import Mismatch
 
-#: the lines around what a reducer may change: the data before it and the comparison after it stay as written
-CODE_LINE = "# Above, the data; below, the code (harness reduce deletes from it what the failure does not need):"
-CHECK_LINE = "# The comparison that failed (harness reduce keeps it as written):"
-#: how the script says that it failed (the reducer keeps candidates that print the same line)
-FAILS = "FAILS: "
 #: how long one run of a written script may take when it is checked
 RUN_TIMEOUT_S = 120.0
 #: metadata roles a plain script can observe (harness.run._record_output_metadata and friends)
@@ -523,12 +519,6 @@ def plain_script(spec: GraphSpec, outcome: "PathOutcome", mismatch: "Mismatch", 
     return text, reducible
 
 
-def with_note(text: str, note: str) -> str:
-    """The script with one more line at the end of its docstring."""
-    end = text.find('"""', 3)
-    return text[:end] + "\n" + note + text[end:]
-
-
 # --- a crash or hang ---------------------------------------------------------------------------------
 
 
@@ -650,8 +640,6 @@ def write_gradcheck_reproducer(spec: GraphSpec, device: str, summary: str, desti
 
 def _checked_and_reduced(text: str, until: float | None, what: str) -> str:
     """`text` once it has failed on its own (NotPlain when it does not), reduced until `until`."""
-    from harness import reduce
-
     timeout = RUN_TIMEOUT_S if until is None else max(1.0, min(RUN_TIMEOUT_S, until - time.perf_counter()))
     code, output = reduce.run_script(text, timeout=timeout)
     if code is None and until is not None and time.perf_counter() >= until - 0.5:
@@ -759,6 +747,6 @@ def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = N
                                 f"{mismatch.against} at {mismatch.checkpoint} {mismatch.role}")
 
 
-__all__ = ["CHECK_LINE", "CODE_LINE", "FAILS", "NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
-           "crash_script", "gradcheck_script", "plain_script", "with_note", "write_crash_reproducer",
+__all__ = ["NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
+           "crash_script", "gradcheck_script", "plain_script", "write_crash_reproducer",
            "write_gradcheck_reproducer", "write_reproducer"]

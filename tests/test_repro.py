@@ -17,7 +17,8 @@ import torch
 
 from harness import paths, selfeval
 from harness.check import check
-from harness.repro import CHECK_LINE, CODE_LINE, FAILS, write_reproducer
+from harness.reduce import CHECK_LINE, CODE_LINE, FAILS
+from harness.repro import write_reproducer
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 
 TIMEOUT = 600
