@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness.selection import campaign_paths, on_devices, selected_devices, selected_paths
+
 DEVICE_HELP = ("cpu (default), cuda, or cpu,cuda: the same graph on both, the CUDA runs judged "
                "against the CPU's within the error bounds")
 DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
@@ -38,43 +40,6 @@ def parse_size(text: str) -> int:
             f"--worker-memory {text!r} is not a size; use e.g. 4GiB, 512MiB or 0 (no limit).")
     number, unit = m.groups()
     return int(float(number) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[unit.upper()])
-
-
-def _paths(text: str | None, built: list[float] | None = None):
-    """The paths named (all available ones when None), each able to run here. built: gets the
-    seconds the availability checks took (a one-time cost: the native paths' builds the extension)."""
-    from harness import paths
-
-    began = time.perf_counter()
-    try:
-        # (available_names asks every path whether it can run: the native ones build the extension)
-        selected = paths.parse(text) if text else [paths.get(n) for n in paths.available_names()]
-    except paths.UnknownPathError as e:
-        raise SystemExit(f"error: {e}") from None
-    for p in selected:
-        why = p.available()
-        if why is not None:
-            raise SystemExit(f"error: path {p.name!r} cannot run here: {why}")
-    if built is not None:
-        built.append(time.perf_counter() - began)
-    return selected
-
-
-def _devices(text: str) -> tuple[str, ...]:
-    from harness.devices import DeviceError, parse_devices
-
-    try:
-        return parse_devices(text)
-    except DeviceError as e:
-        raise SystemExit(f"error: {e}") from None
-
-
-def _on_devices(paths: list, devices: tuple[str, ...]) -> tuple[list, str]:
-    """The first device checks every path; each further one adds every path again as
-    "<path>@<device>" (harness.paths.OnDevicePath), judged against the first device's results."""
-    from harness.paths import on_device
-
-    return paths + [on_device(p, d) for d in devices[1:] for p in paths], devices[0]
 
 
 #: time kept back from the budget for the reports, when it is long enough to spare it
@@ -120,14 +85,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             raise SystemExit(f"error: --resume {args.resume}: no campaign log {log_file}; give the --out folder "
                              f"of the campaign to continue.")
         result = CampaignResult.from_records(read_log(log_file))
-        paths = _paths(args.paths or ",".join(result.paths), built)  # the same campaign, unless told otherwise
+        paths = selected_paths(args.paths or ",".join(result.paths), built)  # the same campaign, unless told otherwise
         device, lifetimes, twins = result.device, result.lifetimes, result.twins_on
     else:
         if log_file.exists():
             raise SystemExit(f"error: {out} already holds a campaign ({log_file}); continue it with "
                              f"--resume {out}, or choose another --out.")
-        devices = _devices(args.device)  # first, so that a missing GPU is the error reported
-        paths, device = _on_devices(_paths(args.paths, built), devices)
+        devices = selected_devices(args.device)  # first, so that a missing GPU is the error reported
+        paths, device = on_devices(selected_paths(args.paths, built), devices)
         lifetimes, twins = not args.no_lifetimes, not args.no_twins
         result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
     # a campaign with a fixed example count (a test, a benchmark) checks just those: no seeds first
@@ -243,7 +208,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 def cmd_nightly(args: argparse.Namespace) -> int:
     """The campaign's property under HypoFuzz (harness.nightly) for the budget, then the reports."""
     started = time.perf_counter() if args.started is None else args.started
-    from harness.nightly import HYPOFUZZ_LOG_NAME, NightlyConfig, campaign_paths, hypofuzz_missing, run_nightly
+    from harness.nightly import HYPOFUZZ_LOG_NAME, NightlyConfig, hypofuzz_missing, run_nightly
     from harness.records import DATABASE_NAME, log_path
 
     missing = hypofuzz_missing()
@@ -383,7 +348,7 @@ def cmd_check_function(args: argparse.Namespace) -> int:
                          "argument tuples or a Hypothesis strategy).")
     function = _attribute(args.spec, "check")
     samples = _attribute(args.samples, "--samples")
-    devices = _devices(args.device)  # one sentence when CUDA is asked for and absent
+    devices = selected_devices(args.device)  # one sentence when CUDA is asked for and absent
     if len(devices) != 1:
         raise SystemExit(f"error: check {args.spec} takes one --device (cpu or cuda), not {args.device!r}.")
     try:
@@ -463,8 +428,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             raise SystemExit(f"error: --twins {args.twins!r} is not a twin pair; use auto (the pair the spec's "
                              f"hash chooses) or one of {', '.join(PAIR_NAMES)}.")
         twins = True if args.twins == "auto" else args.twins
-    devices = _devices(args.device)
-    paths, device = _on_devices(_paths(args.paths), devices)
+    devices = selected_devices(args.device)
+    paths, device = on_devices(selected_paths(args.paths), devices)
     verdict = check(spec, paths, device, twins=twins)
     if verdict.twin is not None:
         print(f"{verdict.twin.twin.label}: " + ", ".join(f"{name} {r.status}" for name, r in verdict.twin.paths.items()))
@@ -615,7 +580,7 @@ PASSTHROUGH = {"bench": "instruction counts under callgrind (see bench --help)",
 def cmd_profile(args: argparse.Namespace) -> int:
     from harness.profile import write_profile
 
-    paths = [p.name for p in _paths(args.paths)]
+    paths = [p.name for p in selected_paths(args.paths)]
     return write_profile(paths, args.examples, json_file=args.json, lifetimes=not args.no_lifetimes,
                          twins=not args.no_twins)
 

@@ -89,7 +89,8 @@ class _Property:
         """graph_key: campaign.graph_test_key(), got outside any test (it makes a @given test,
         which Hypothesis refuses inside another as nested)."""
         from harness.campaign import CauseDatabase, needs_backward
-        from harness.nightly import campaign_paths, open_log
+        from harness.nightly import open_log
+        from harness.selection import campaign_paths
         from harness.replay import shared_failures
 
         self.config = config
@@ -188,7 +189,7 @@ class _Property:
 
 def _make_test():
     from harness.campaign import _graph_test, drawing, graph_test_key
-    from harness.nightly import campaign_paths
+    from harness.selection import campaign_paths
 
     _trace_function_modules_only()
     _let_hypofuzz_shrink()

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.selection import campaign_paths
+
 #: the environment variable naming a nightly's NightlyConfig file, for the property
 CONFIG_ENV = "HARNESS_NIGHTLY_CONFIG"
 CONFIG_NAME = "nightly.json"
@@ -82,15 +84,6 @@ class NightlyConfig:
 def hypofuzz_missing() -> str | None:
     """Why this Python cannot run HypoFuzz, or None."""
     return MISSING_HYPOFUZZ if importlib.util.find_spec("hypofuzz") is None else None
-
-
-def campaign_paths(paths: str | None, device: str) -> tuple[list, str]:
-    """The paths and device a campaign checks, exactly as `fuzz --paths --device` gives them
-    (harness.cli's parsing, with its one-sentence errors)."""
-    from harness.cli import _devices, _on_devices, _paths
-
-    devices = _devices(device)  # first, so that a missing GPU is the error reported
-    return _on_devices(_paths(paths), devices)
 
 
 def open_log(out: str | Path, *, shared: bool = False):
@@ -195,4 +188,4 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait(timeout=grace)
 
 
-__all__ = ["CONFIG_ENV", "NightlyConfig", "campaign_paths", "hypofuzz_command", "hypofuzz_missing", "run_nightly"]
+__all__ = ["CONFIG_ENV", "NightlyConfig", "hypofuzz_command", "hypofuzz_missing", "run_nightly"]
