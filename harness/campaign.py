@@ -1023,7 +1023,7 @@ def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
     from harness.spec import Arg, FunctionSpec, LeafSpec, OutputSpec, Term
 
     # Forward AD's first op on a tangent-less operand goes through torch._refs, which imports
-    # torch._dynamo (~1 s). The math oracle avoids those ops (build._computed), but a mask or an
+    # torch._dynamo (~1 s). The math oracle avoids those ops (generic._computed), but a mask or an
     # output of constants alone still meets one now and then: import it here, not in an example.
     import torch._dynamo  # noqa: F401
 

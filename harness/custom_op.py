@@ -4,14 +4,14 @@ The op takes the Function's tensor arguments (its constant arguments are part of
 which is made per Function spec) and returns its computed outputs; a thin Python wrapper,
 `CustomOpFunction.apply`, takes the Function's arguments and returns its outputs with the
 constant ones in place, as users wrap an op. Registered with it, from the formulas of
-harness.build, so both forms compute the same values:
+harness.generic, so both forms compute the same values:
 
-  * the kernel: the generic forward (`build.forward_values`, untraceable code included);
+  * the kernel: the generic forward (`generic.forward_values`, untraceable code included);
   * `register_fake`: the same ops without the untraceable code, on fake tensors, so the
     strides torch.compile sees are the kernel's;
-  * `register_autograd`: setup_context and backward (`build._setup`, `build._backward`);
-  * `register_vmap` where the spec has `vmap`: the op made for the batched shape runs the
-    batch (every op is elementwise), as a user vmap staticmethod does (`build.with_user_vmap`).
+  * `register_autograd`: setup_context and backward (`generic._setup`, `generic._backward`);
+  * `register_vmap` where the spec has `vmap`: the op made for the batched shape runs the batch
+    (every op is elementwise), as a user vmap staticmethod does (`harness.build.with_user_vmap`).
 
 In the plain code style the same registrations are source text (harness.plain._OpWriter),
 without register_vmap.
@@ -26,22 +26,20 @@ example, its reruns and shrinking reuse them; the least recently used are deregi
 from __future__ import annotations
 
 import collections
-import hashlib
 from typing import Any, Sequence
 
 import torch
 import torch._dynamo  # noqa: F401  (see below)
 from torch.autograd.function import once_differentiable
 
-from harness import build, plain
-from harness.spec import FunctionSpec
+from harness import generic, plain
+from harness.spec import FunctionSpec, custom_op_name
 
 # torch._dynamo is imported here, not by the first call of an op: an op's kernel is wrapped in
 # torch._disable_dynamo (custom_ops.py, register_kernel), whose first call imports torch._dynamo,
 # and that import leaves frames in a reference cycle that hold the call's arguments until gc
 # runs; the lifetime oracle (gc off) would see the first op's inputs kept alive by it
 
-NAMESPACE = "afh"
 #: ops kept registered; older ones are deregistered (a campaign makes new specs all night)
 OPS_KEPT = 2048
 
@@ -114,10 +112,10 @@ def _generic_class(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype
 def _plain_class(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                  device: torch.device) -> type[CustomOpFunction]:
     """The class `F<index>` of plain.function_source, which registers its op as it is compiled (or
-    the one a reproducer defined and handed over in build.PLAIN_CLASSES: what the user reads
+    the one a reproducer defined and handed over in plain.PLAIN_CLASSES: what the user reads
     is what runs), with the attributes the harness reads."""
     global _registered
-    cls = build.PLAIN_CLASSES.get(index)
+    cls = plain.PLAIN_CLASSES.get(index)
     if cls is None:
         source = plain.function_source(spec, index, shape, dtype, device)
         cls = plain.compile_function(source, f"F{index}")
@@ -127,13 +125,6 @@ def _plain_class(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: 
                         "is_custom_op": True}.items():
         setattr(cls, name, value)
     return cls  # type: ignore[return-value]
-
-
-def op_name(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
-            device: torch.device) -> str:
-    """'afh::g<hash>_f<index>': a name per Function spec and graph setting, so names never clash."""
-    digest = hashlib.sha1(repr((spec, shape, str(dtype), str(device))).encode()).hexdigest()[:16]
-    return f"{NAMESPACE}::g{digest}_f{index}"
 
 
 def _outputs(spec: FunctionSpec, made: Any) -> list[Any]:
@@ -155,11 +146,11 @@ def _register(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: tor
     n_computed = sum(1 for o in spec.outputs if o.kind == "compute")
     returns = "Tensor" if n_computed == 1 else f"({', '.join(['Tensor'] * n_computed)})"
     schema = f"({', '.join(f'Tensor a{s}' for s in slots)}) -> {returns}"
-    # a class with the attributes build's formulas read (its `index` names saved intermediates
+    # a class with the attributes generic's formulas read (its `index` names saved intermediates
     # for the lifetime oracle)
     attrs = type(f"F{index}Formulas", (), {
         "spec": spec, "index": index, "shape": shape, "dtype": dtype, "device": device})
-    inner = (build.make_generic_function(spec.inner(), index, shape, dtype, device, "Inner")
+    inner = (generic.make_generic_function(spec.inner(), index, shape, dtype, device, "Inner")
              if spec.nested else None)
 
     def arguments(tensors: Sequence[Any]) -> list[Any]:
@@ -177,41 +168,41 @@ def _register(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: tor
         return tuple(needs)
 
     def kernel(*tensors: torch.Tensor) -> Any:
-        return _computed_only(spec, build.forward_values(spec, index, shape, dtype, device, inner,
+        return _computed_only(spec, generic.forward_values(spec, index, shape, dtype, device, inner,
                                                          arguments(tensors)))
 
     def fake(*tensors: torch.Tensor) -> Any:
         # the kernel's ops on fake tensors, without its untraceable code (a print, a side
         # effect, a branch on a value, which fake tensors have not)
-        return _computed_only(spec, build._raw_outputs(spec, arguments(tensors), shape, dtype, device))
+        return _computed_only(spec, generic._raw_outputs(spec, arguments(tensors), shape, dtype, device))
 
     def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
         # torch/_library/autograd.py calls this inside its generated Function's forward, whose
         # ctx.needs_input_grad has one entry more than the op has arguments (its metadata
         # argument; backward strips it, setup_context does not): the op's own come first
-        build._setup(attrs, ctx, arguments(inputs), _outputs(spec, output),
+        generic._setup(attrs, ctx, arguments(inputs), _outputs(spec, output),
                      needs_input_grad=per_argument(ctx.needs_input_grad[:len(slots)]))
 
-    reads_saved_variables = spec.saved_read == "saved_variables"  # (as build decides it: outside the trace)
+    reads_saved_variables = spec.saved_read == "saved_variables"  # (as generic decides it: outside the trace)
 
     def backward(ctx: Any, *grads: Any) -> Any:
-        # build._backward reads needs_input_grad per Function argument; torch restores its own
+        # generic._backward reads needs_input_grad per Function argument; torch restores its own
         # tuple after this returns (autograd.py, backward's `finally`)
         ctx.needs_input_grad = per_argument(ctx.needs_input_grad)
         saved = ctx.saved_variables if reads_saved_variables else ctx.saved_tensors
-        grads_by_argument = build._backward(attrs, ctx, saved, *_grads_per_output(spec, grads))
+        grads_by_argument = generic._backward(attrs, ctx, saved, *_grads_per_output(spec, grads))
         return tuple(grads_by_argument[s] for s in slots)
 
     if spec.once_differentiable:
         backward = once_differentiable(backward)
-    op = torch.library.custom_op(op_name(spec, index, shape, dtype, device), kernel, mutates_args=(),
+    op = torch.library.custom_op(custom_op_name(spec, index, shape, dtype, device), kernel, mutates_args=(),
                                  schema=schema)
     op.register_fake(fake)
     op.register_autograd(backward, setup_context=setup_context)
     if spec.vmap:
         def vmap_rule(info: Any, in_dims: tuple, *tensors: torch.Tensor) -> tuple[Any, Any]:
             batched = registered_op(spec, index, (info.batch_size, *shape), dtype, device)
-            out = batched(*build.batch_first(info, in_dims, tensors))
+            out = batched(*generic.batch_first(info, in_dims, tensors))
             return out, tuple(0 for _ in out) if isinstance(out, tuple) else 0
         op.register_vmap(vmap_rule)
     _registered += 1
@@ -232,5 +223,4 @@ def _deregister(op: Any) -> None:
     custom_ops.OPDEF_TO_LIB.pop(op._qualname, None)
 
 
-__all__ = ["NAMESPACE", "OPS_KEPT", "CustomOpFunction", "clear", "make_custom_op_function", "op_name",
-           "registered_op", "registrations"]
+__all__ = ["OPS_KEPT", "CustomOpFunction", "clear", "make_custom_op_function", "registered_op", "registrations"]

@@ -103,7 +103,7 @@ class Dataflow:
 
     def gets_gradient(self, n: int, slot: int) -> bool:
         """Does Function n's backward return a tensor (not None) for this slot?
-        Mirrors harness/build.py `_backward`: a differentiable output that requires grad is in
+        Mirrors harness/generic.py `_backward`: a differentiable output that requires grad is in
         the loss, so it receives a gradient; a slot no such output reads gets None unless the
         Function returns zeros for unused inputs."""
         fn = self.spec.functions[n]
@@ -271,7 +271,7 @@ def saved_mutated_outputs(spec: GraphSpec, *, as_inputs: bool = True,
                           backward_runs: Callable[[int], bool] | None = None) -> set[str]:
     """Outputs modified in place after the forward (`mutated_outputs`) that a Function whose
     backward runs saved: as its own outputs, and (`as_inputs`) as the inputs of its nonlinear
-    terms (build._setup saves those). `backward_runs`: which Functions' backward runs
+    terms (generic._setup saves those). `backward_runs`: which Functions' backward runs
     (default: `Dataflow.backward_runs`, the graph torch documents)."""
     if not spec.mutated_outputs or spec.backward == "none":
         return set()

@@ -1,6 +1,6 @@
 """The `plain` generation style: a Function class written out as Python source text.
 
-`harness.build` makes a `generic` Function from one class body that reads its spec from
+`harness.generic` makes a `generic` Function from one class body that reads its spec from
 class attributes, closures and module globals and takes its inputs as `*args`; that is
 how the three Dynamo bugs about such Functions stay covered. A `plain` Function is what a
 user writes instead: explicit parameters (`forward(ctx, a0, a1)`, or `forward(a0, a1)`
@@ -14,7 +14,7 @@ then `y = y + c * op(x)` per term; `g * c * deriv` in the same accumulation orde
 same jvp), so both styles give bit-identical results; tests/test_plain_style.py checks it.
 
 Not in the plain style, by nature:
-  * the lifetime oracle's observer of saved intermediates (`build.SAVED_OBSERVER` is a
+  * the lifetime oracle's observer of saved intermediates (`generic.SAVED_OBSERVER` is a
     module global called from inside the forward): plain Functions report no saved
     intermediates, so the saved-tensor lifetime rules see only generic Functions.
 """
@@ -33,7 +33,12 @@ from typing import Any
 
 import torch
 
-from harness.spec import FunctionSpec, GraphSpec
+from harness.spec import FunctionSpec, GraphSpec, custom_op_name
+
+#: classes to run for plain-style Function n instead of compiling its generated source: a
+#: plain reproducer defines its Functions as code and hands them over here, so what the
+#: user reads is what runs (empty otherwise)
+PLAIN_CLASSES: dict[int, type[torch.autograd.Function]] = {}
 
 _INDENT = "    "
 #: the most recent distinct sources kept compiled and registered with linecache: a campaign
@@ -75,12 +80,12 @@ def _tuple(items: list[str]) -> str:
 
 
 def _op(op: str, x: str) -> str:
-    """The source of op(x), as build._op computes it."""
+    """The source of op(x), as generic._op computes it."""
     return {"linear": x, "sin": f"torch.sin({x})", "square": f"({x} * {x})", "tanh": f"torch.tanh({x})"}[op]
 
 
 def _derivative(op: str, x: str) -> str:
-    """The source of d op/dx at x, as build._derivative computes it (parenthesised)."""
+    """The source of d op/dx at x, as generic._derivative computes it (parenthesised)."""
     return {"sin": f"torch.cos({x})", "square": f"(2 * {x})", "tanh": f"(1 - torch.tanh({x}) ** 2)"}[op]
 
 
@@ -118,7 +123,7 @@ class _Writer:
         #: a custom_op's differ, _OpWriter)
         self.needs_source = "tuple(ctx.needs_input_grad)"
         self.returned_slots: tuple[int, ...] = tuple(range(len(spec.args)))
-        # the index of each nonlinear term among the saved intermediates, as build._backward
+        # the index of each nonlinear term among the saved intermediates, as generic._backward
         # counts them (compute outputs only)
         self.deriv_index: dict[tuple[int, int], int] = {}
         d = 0
@@ -149,7 +154,7 @@ class _Writer:
             c.add("del branch  # both arms compute the same outputs")
 
     def outputs(self, c: _Code) -> None:
-        """The forward's values, in output order, as build._raw_outputs makes them."""
+        """The forward's values, in output order, as generic._raw_outputs makes them."""
         if self.inner is not None:
             computed = [self.outs[k] for k, o in enumerate(self.spec.outputs) if o.kind == "compute"]
             c.add(_unpack(computed, f"{self.inner.name}.apply({', '.join(self.args)})"))
@@ -176,11 +181,11 @@ class _Writer:
                 c.add(f"{o} = {literal(out.value)}")
 
     def mask(self, out: Any) -> str:
-        """The source of an output's int64 / bool mask cast to the dtype (build._masked)."""
+        """The source of an output's int64 / bool mask cast to the dtype (generic._masked)."""
         return f"{self.args[out.mask]}.to({self.dtype})"
 
     def setup(self, c: _Code) -> None:
-        """Everything the forward tells ctx, in build._setup's order."""
+        """Everything the forward tells ctx, in generic._setup's order."""
         spec = self.spec
         if not spec.materialize_grads:
             c.add("ctx.set_materialize_grads(False)")
@@ -265,7 +270,7 @@ class _Writer:
         self._grads_returned(c, state)
 
     def _contributions(self, k: int) -> list[tuple[int, str]]:
-        """(slot, source of the gradient term) that output k adds, in build._backward's order."""
+        """(slot, source of the gradient term) that output k adds, in generic._backward's order."""
         out, g = self.spec.outputs[k], f"g{k}"
         if out.kind == "const" or out.non_differentiable:
             return []
@@ -317,7 +322,7 @@ class _Writer:
             if spec.needs_input_grad != "ignore":
                 grad = f"{grad} if needs[{slot}] else None"
             grads.append(grad)
-        # the deliberate error cases (build._break)
+        # the deliberate error cases (generic._break)
         if spec.error == "grad_count":
             c.add("# deliberately one gradient too few (error case grad_count)")
             grads = grads[:-1]
@@ -530,10 +535,8 @@ def function_source(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtyp
     """The source text of the plain-style class `F<index>` for one Function spec (for a custom_op
     Function, its op's registrations and the class that applies it)."""
     if spec.api == "custom_op":
-        from harness.custom_op import op_name  # (harness.custom_op builds on this module)
-
         return _OpWriter(spec, index, tuple(shape), dtype, torch.device(device),
-                         op_name(spec, index, tuple(shape), dtype, torch.device(device))).source()
+                         custom_op_name(spec, index, tuple(shape), dtype, torch.device(device))).source()
     return _Writer(spec, index, tuple(shape), dtype, torch.device(device)).source()
 
 

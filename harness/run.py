@@ -17,8 +17,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 import torch.utils.checkpoint
 
-from harness import build as build_module
-from harness import devices, plain
+from harness import devices, generic, plain
 from harness.build import Applier, BuiltGraph
 from harness.dataflow import Dataflow
 from harness.oracles.holders import Holders
@@ -302,7 +301,7 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
             # Under torch.compile the generated forward is traced, not run: the observer would
             # see fake tensors, and Dynamo graph-breaks on it ("Attempted to call function
             # marked as skipped"); what AOT Autograd saves at run time is its own choice.
-            build_module.SAVED_OBSERVER = tracker.observe_saved
+            generic.SAVED_OBSERVER = tracker.observe_saved
     if tracker is not None:
         tracker.start_memory_baseline(built.device)
     try:
@@ -313,7 +312,7 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     finally:
         devices.synchronize(built.device)  # every kernel done before a result is read
         _record_strides(result)
-        build_module.SAVED_OBSERVER = None
+        generic.SAVED_OBSERVER = None
         if gc_was_enabled:
             gc.enable()
     if tracker is not None:
@@ -421,20 +420,20 @@ META = "meta:"
 
 def _side_effects(built: BuiltGraph) -> dict[str, list[int]]:
     """What the forwards with untraceable="side_effect" appended so far, by list: generic
-    Functions to build.FORWARD_CALLS (one shared list), plain ones each to the `forward_calls`
+    Functions to generic.FORWARD_CALLS (one shared list), plain ones each to the `forward_calls`
     list its own source defines (in the namespace its class was made in)."""
     lists: dict[str, list[int]] = {}
     for n, (fn, cls) in enumerate(zip(built.spec.functions, built.functions)):
         # the code whose module holds the list: a Function's forward, a custom_op's wrapper (whose
         # source, plain style, defines the op's kernel beside it; a generic op's kernel is
-        # build.forward_values). The error bounds' stand-ins run no forward
+        # generic.forward_values). The error bounds' stand-ins run no forward
         forward = getattr(cls, "apply" if getattr(cls, "is_custom_op", False) else "forward", None)
         if fn.untraceable == "side_effect" and forward is not None:
             calls = getattr(forward, "__globals__", {}).get("forward_calls")
             if isinstance(calls, list):
                 lists[f"f{n}"] = list(calls)
             else:
-                lists["generic"] = list(build_module.FORWARD_CALLS)
+                lists["generic"] = list(generic.FORWARD_CALLS)
     return lists
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -578,6 +579,18 @@ def custom_op_limit(fn: FunctionSpec) -> str | None:
     return None
 
 
+#: the torch.library namespace of the harness's custom_op Functions' ops
+CUSTOM_OP_NAMESPACE = "afh"
+
+
+def custom_op_name(fn: FunctionSpec, index: int, shape: tuple[int, ...], dtype: Any, device: Any) -> str:
+    """'afh::g<hash>_f<index>': the op of a custom_op Function (harness.custom_op registers it,
+    harness.plain writes its registration), one name per Function spec and graph setting, so
+    names never clash."""
+    digest = hashlib.sha1(repr((fn, shape, str(dtype), str(device))).encode()).hexdigest()[:16]
+    return f"{CUSTOM_OP_NAMESPACE}::g{digest}_f{index}"
+
+
 def as_custom_op(fn: FunctionSpec) -> FunctionSpec | None:
     """The same Function as a torch.library.custom_op, or None where custom_op_limit says it
     cannot be one. The forms a custom_op has no choice of are set to its own: setup_context
@@ -697,6 +710,6 @@ def load_spec(path: str) -> GraphSpec:
 
 
 __all__ = [
-    "APIS", "VMAP_RULES", "as_custom_op", "custom_op_limit", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "SAVED_READS", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "APIS", "VMAP_RULES", "CUSTOM_OP_NAMESPACE", "as_custom_op", "custom_op_limit", "custom_op_name", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "SAVED_READS", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
     "SpecError", "Term", "load_spec", "validate",
 ]

@@ -18,7 +18,7 @@ from harness.check import check
 from harness.paths import func as func_paths
 from harness.paths.native import ALL_CUSTOM_OPS, NativePath
 from harness.spec import (Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term, as_custom_op,
-                          custom_op_limit, with_user_vmap_rule)
+                          custom_op_limit, custom_op_name, with_user_vmap_rule)
 from strategies import function_specs
 
 #: a Function of three arguments (a constant among them) and three outputs (one constant, one
@@ -255,7 +255,7 @@ def test_registrations_are_cached_by_the_function_spec():
     other = graph(*as_ops(FIRST, dataclasses.replace(SECOND, outputs=(OutputSpec(terms=(Term(0, "tanh", 0.5),)),))))
     build(other)
     assert custom_op.registrations() == before + 1  # one new Function spec, one new op
-    assert custom_op.op_name(FIRST, 0, (2, 3), torch.float64, torch.device("cpu")).startswith("afh::g")
+    assert custom_op_name(FIRST, 0, (2, 3), torch.float64, torch.device("cpu")).startswith("afh::g")
 
 
 # --- seeded faults of the two forms --------------------------------------------------------------

@@ -238,7 +238,7 @@ def _both_as_is(*refs: str, views: int = 0, materialize_grads: bool = False, unu
         FunctionSpec(args=(Arg("f0.0"), Arg("f0.1")), outputs=(OutputSpec("input", slot=0), OutputSpec("input", slot=1)),
                      materialize_grads=False),
         dataclasses.replace(SQUARES_F00, args=(Arg("f1.0"),)))), True),
-    # generic F0 (harness/build.py) skips the None F1 sends to f0.1 and still returns f0.0's
+    # generic F0 (harness/generic.py) skips the None F1 sends to f0.1 and still returns f0.0's
     # gradient for both x0 slots (plain F0 raises ca-runtime-none-not-materialized's TypeError)
     (dataclasses.replace(_both_as_is("x0", "x0", materialize_grads=True), functions=(
         FunctionSpec(args=(Arg("x0"), Arg("x0")), outputs=(

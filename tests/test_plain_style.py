@@ -10,7 +10,7 @@ import json
 import pytest
 from hypothesis import given
 
-from harness import build, paths, plain
+from harness import build, generic, paths, plain
 from harness.check import check
 from harness.oracles.compare import EXACT, compare
 from harness.oracles.math import completed
@@ -163,13 +163,13 @@ def test_both_styles_are_bit_identical_on_eager(spec):
 
 def _assert_styles_agree(spec: GraphSpec) -> None:
     eager = paths.get("eager")
-    generic = eager.run(build.build(plain.in_code_style(spec, "generic")))
+    generic_run = eager.run(build.build(plain.in_code_style(spec, "generic")))
     written = eager.run(build.build(plain.in_code_style(spec, "plain")))
-    assert (generic.status, generic.error_checkpoint) == (written.status, written.error_checkpoint), \
-        (generic.describe_error(), written.describe_error())
-    if generic.status == "error":
-        assert (type(generic.error), str(generic.error)) == (type(written.error), str(written.error))
-    assert compare(completed(generic), completed(written), EXACT) == []
+    assert (generic_run.status, generic_run.error_checkpoint) == (written.status, written.error_checkpoint), \
+        (generic_run.describe_error(), written.describe_error())
+    if generic_run.status == "error":
+        assert (type(generic_run.error), str(generic_run.error)) == (type(written.error), str(written.error))
+    assert compare(completed(generic_run), completed(written), EXACT) == []
 
 
 def test_the_differential_check_sees_a_one_ulp_difference(monkeypatch):
@@ -339,7 +339,7 @@ def test_untraceable_forward_code_runs_in_both_styles():
             assert sources[2].startswith("forward_calls = []") and "forward_calls.append(2)" in sources[2]
             calls = vars(built.functions[2])["forward"].__func__.__globals__["forward_calls"]
         else:
-            calls = build.FORWARD_CALLS
+            calls = generic.FORWARD_CALLS
         assert calls == [2, 2]  # the backward run's forward, then forward AD's
 
 
@@ -363,6 +363,6 @@ def test_a_checkpointed_forward_runs_the_functions_again_at_backward(code):
     built = build.build(spec)
     assert paths.get("eager").run(built).status == "ok"
     calls = (vars(built.functions[0])["forward"].__func__.__globals__["forward_calls"] if code == "plain"
-             else build.FORWARD_CALLS)
+             else generic.FORWARD_CALLS)
     assert calls == [0, 0]  # the forward, then checkpoint's recomputation at backward
     assert not check(spec, [paths.get("eager")]).failed

@@ -369,7 +369,7 @@ def _backward_skipped_for_a_dirty_frame_input(spec: GraphSpec, result: RunResult
 
 
 def _complex_zero_dim_sums(spec: GraphSpec) -> frozenset[str]:
-    """In a 0-dim complex graph, the computed outputs that add (a bias plus terms: harness/build.py
+    """In a 0-dim complex graph, the computed outputs that add (a bias plus terms: harness/generic.py
     makes `torch.full(shape, bias)` and adds each term) and the outputs aliasing them: Inductor's
     complex add decomposition reshapes 0-dim operands to one element and returns `result[0]`
     (torch/_inductor/decomposition.py, `add`), so the sum comes back a view of a 1-element tensor."""

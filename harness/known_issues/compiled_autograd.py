@@ -87,7 +87,7 @@ class _SecondBackwardNones:
         return self.gets_gradient(ref) or self.spec.functions[n].materialize_grads and ref not in self.reached
 
     def returns_gradient(self, n: int, slot: int) -> bool:
-        """Does Function n's backward return a tensor for this slot? (harness/build.py
+        """Does Function n's backward return a tensor for this slot? (harness/generic.py
         `_backward`, the generic code, skips an output whose gradient is None whatever
         materialize_grads says, and a slot left without a term gets zeros when
         unused_grad="zeros"; harness/plain.py does so only with materialize_grads=False: with
@@ -280,7 +280,7 @@ def _second_backward_entries(spec: GraphSpec) -> frozenset[str]:
     """Values the double backward's graph enters the forward graph by: the second backward
     (harness/run.py: autograd.grad of the weighted first-order gradients of the chosen leaves)
     reaches forward values only through the saved inputs that generated backwards compute
-    nonlinear derivatives from (harness/build.py `_backward`: `g * c * deriv(saved input)`),
+    nonlinear derivatives from (harness/generic.py `_backward`: `g * c * deriv(saved input)`),
     and only where that term reaches a chosen leaf's gradient. Each gets a (defined) gradient."""
     flow = Dataflow(spec)
     chosen = set(spec.grad_leaves) or {i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad}

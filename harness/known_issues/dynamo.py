@@ -75,7 +75,7 @@ def _all_plain(spec: GraphSpec) -> GraphSpec:
 def _saved_mutated_outputs(spec: GraphSpec) -> set[str]:
     """Outputs modified in place after the forward that a Function whose backward runs saved and
     whose data the compiled backward does not need: as its own outputs (the generated backward
-    unpacks them and reads only their shape, harness/build.py), or as the input of a nonlinear term
+    unpacks them and reads only their shape, harness/generic.py), or as the input of a nonlinear term
     where that input does not require grad (the backward reads it only for that input's own
     gradient, which nothing needs, so AOT Autograd's traced backward drops it)."""
     as_outputs = saved_mutated_outputs(spec, as_inputs=False)
@@ -572,7 +572,7 @@ _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\
 
 
 def _saves_tensors(fn: FunctionSpec) -> bool:
-    """The backward unpacks at least one saved tensor (harness/build.py, _unpack_saved): a mask, an input
+    """The backward unpacks at least one saved tensor (harness/generic.py, _unpack_saved): a mask, an input
     of a nonlinear term, a derivative, or an output."""
     return bool(fn.mask_slots or ("inputs" in fn.save and fn.nonlinear_slots)
                 or ("intermediates" in fn.save and any(t.op != "linear" for o in fn.outputs for t in o.terms))

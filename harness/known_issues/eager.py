@@ -42,7 +42,7 @@ def _dirty_views(spec: GraphSpec) -> dict[int, int]:
 
 
 def _wrong_shape_into_dirty_view(spec: GraphSpec) -> set[int]:
-    """Those Functions with a deliberately wrong-shaped gradient (harness/build.py `_break`: the
+    """Those Functions with a deliberately wrong-shaped gradient (harness/generic.py `_break`: the
     first tensor argument's): CopySlices copies their gradient number 0 into the base's slice
     unchecked, whichever input is the view (eager-dirty-view-not-first-input)."""
     return {n for n in _dirty_views(spec) if spec.functions[n].error == "grad_shape"}
@@ -104,7 +104,7 @@ def _leaves_the_misrouted_gradient_depends_on(spec: GraphSpec) -> frozenset[str]
 
 
 def _none_into_a_base_with_grad(spec: GraphSpec) -> bool:
-    """Some such Function returns None for its first tensor input (harness/build.py `_backward`:
+    """Some such Function returns None for its first tensor input (harness/generic.py `_backward`:
     no output reads it, the dirty view being the only one, so it gets None unless the Function
     returns zeros for unused inputs, or skips it by needs_input_grad), and its view's base
     requires grad, so CopySlices passes that None on to the base."""

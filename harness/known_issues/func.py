@@ -98,7 +98,7 @@ def _batched_under_vmap(spec: GraphSpec) -> dict[str, bool]:
 def _saving_output_and_for_forward(spec: GraphSpec) -> set[int]:
     """Functions with generate_vmap_rule and a jvp, whose backward runs under grad(vmap) (as in
     eager, or because func-grad-vmap-mark-non-differentiable-lost made it run), where what they
-    save for backward and for forward (harness/build.py _setup) is batched differently: the
+    save for backward and for forward (harness/generic.py _setup) is batched differently: the
     vmapped ctx keeps one list of batch dims, which save_for_forward overwrites."""
     if not _eager_backward_runs(spec):
         return set()
@@ -247,7 +247,7 @@ def _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec: Gr
     once_differentiable wrapper (torch/autograd/function.py) sees a gradient that requires grad
     and sets requires_grad on detached copies of the results: on a BatchedTensor that raises.
     A gradient requires grad where a nonlinear derivative on its way from the loss is computed
-    from a saved input that requires grad (harness/build.py _backward: an intermediate is saved
+    from a saved input that requires grad (harness/generic.py _backward: an intermediate is saved
     in setup_context, under no grad, so it is a constant); the loss's weights are constants."""
     if not _eager_backward_runs(spec):
         return set()
@@ -509,7 +509,7 @@ def _gradients_dropped_by_needs_input_grad(spec: GraphSpec, path: str) -> dict[i
     """Functions traced as autograd_function_apply ops under a gradient transform (one of
     _GRADIENT_TRANSFORMS, which run the same forward; not under vmap, where the op raises
     func-dynamo-vmap-grad-apply-template) whose backward reads
-    ctx.needs_input_grad (harness/build.py: None for a slot it says False), with the leaves whose
+    ctx.needs_input_grad (harness/generic.py: None for a slot it says False), with the leaves whose
     gradient they drop: Dynamo builds needs_input_grad from requires_grad as it sees it, False for a
     differentiated transform input passed as is (shared._function_apply_trace), so a slot holding
     one gets None. Only where eager runs a backward (else the path runs no pullback)."""

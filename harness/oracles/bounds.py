@@ -488,7 +488,7 @@ class _Float64Graph(BuiltGraph):
 
     def rerun_input(self, t: torch.Tensor) -> torch.Tensor:
         """`inputs(t)` in the rerun's dtype (float64, or complex128 for complex values); an
-        int64 / bool mask as float64 (build._masked casts it to the dtype anyway)."""
+        int64 / bool mask as float64 (generic._masked casts it to the dtype anyway)."""
         if t.dtype == torch.bool:
             t = t.to(torch.int64)
         t = self.inputs(t)

@@ -9,8 +9,9 @@ from typing import Any, Sequence
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from harness.build import Applier, BuiltGraph, GeneratedFunction, build, math_apply
+from harness.build import Applier, BuiltGraph, build, math_apply
 from harness.dataflow import VERSION_ERROR, version_error_expected
+from harness.generic import GeneratedFunction
 from harness.run import CHECKPOINTS, RunResult, forward, run_graph
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 

@@ -31,9 +31,8 @@ import zlib
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
-from harness import known_issues
+from harness import known_issues, plain
 from harness import paths as path_registry
-from harness import build as build_module
 from harness.build import BuiltGraph, build
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances, against_eager
 from harness.oracles.metadata import metadata_mismatches, without_metadata
@@ -97,7 +96,7 @@ def _once_differentiable(fn: FunctionSpec) -> FunctionSpec:
 
 
 def _materialize_grads(fn: FunctionSpec) -> FunctionSpec:
-    # both backwards handle a None gradient (build._backward skips it; plain.py writes
+    # both backwards handle a None gradient (generic._backward skips it; plain.py writes
     # `if g<k> is not None:` under materialize_grads=False), so the math is the same
     return replace(fn, materialize_grads=not fn.materialize_grads)
 
@@ -324,12 +323,12 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
 
 def _built_twin(spec: GraphSpec, device: str) -> BuiltGraph:
     """The twin's Function classes, made from its own spec: a reproducer hands the original's
-    plain classes over (build.PLAIN_CLASSES), which are written in the original's forms."""
-    handed, build_module.PLAIN_CLASSES = build_module.PLAIN_CLASSES, {}
+    plain classes over (plain.PLAIN_CLASSES), which are written in the original's forms."""
+    handed, plain.PLAIN_CLASSES = plain.PLAIN_CLASSES, {}
     try:
         return build(spec, device)
     finally:
-        build_module.PLAIN_CLASSES = handed
+        plain.PLAIN_CLASSES = handed
 
 
 def compare_twins(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunResult,

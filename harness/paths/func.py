@@ -40,7 +40,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from harness.build import BuiltGraph, GeneratedFunction, with_user_vmap
+from harness.build import BuiltGraph, with_user_vmap
+from harness.generic import GeneratedFunction
 from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, has_backward, loss_refs
 from harness.paths import register
 from harness.paths.tracing import TraceRecorder
@@ -182,7 +183,7 @@ def raises_as_eager(spec: GraphSpec, transform: Transform, reference: RunResult)
         """Function n's deliberate error is raised under the transform when its backward runs."""
         fn = spec.functions[n]
         return fn.error is not None and (fn.error != "grad_shape" or differentiated[fn.args[fn.float_slots[0]].ref])
-    # the slot build._break gives the wrong shape is the first float one
+    # the slot generic._break gives the wrong shape is the first float one
     return checked(skipped) or any(n != skipped and checked(n) and flow.backward_runs(n)
                                    for n in range(len(spec.functions)))
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from harness import native
-from harness.build import BuiltGraph, GeneratedFunction
+from harness.build import BuiltGraph
+from harness.generic import GeneratedFunction
 from harness.paths import register
 from harness.run import RunResult, run_graph
 from harness.spec import GraphSpec

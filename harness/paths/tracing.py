@@ -33,8 +33,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from harness.build import BuiltGraph
-from harness.custom_op import NAMESPACE as CUSTOM_OP_NAMESPACE
 from harness.plain import graph_forward_source
+from harness.spec import CUSTOM_OP_NAMESPACE
 
 WAYS = ("traced", "inlined", "eager", "unknown")
 EXAMPLE_TRACES = ("traced", "partly traced", "fallback", "inlined")

@@ -1,7 +1,7 @@
 """Faults in the generated Functions' formulas: what a user's backward or jvp gets wrong.
 
 Each is installed in both code styles: generic Functions by replacing functions of
-harness.build (the derivative table `_derivative`, `_backward`, `_jvp`, `_setup`), plain
+harness.generic (the derivative table `_derivative`, `_backward`, `_jvp`, `_setup`), plain
 ones by changing the source harness.plain writes, as visible lines marked
 `# self-test fault <name>` (so a reproducer shows the bug it runs).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from harness import build, plain
+from harness import generic, plain
 from harness.selfeval._patching import Patches
 
 SCALE = 1.5
@@ -27,7 +27,7 @@ def mark(name: str) -> str:
 
 
 def _contributing_slots(spec: Any, grads: tuple) -> set[int]:
-    """The slots build._backward accumulates a gradient for, given the incoming grads."""
+    """The slots generic._backward accumulates a gradient for, given the incoming grads."""
     slots: set[int] = set()
     for out, g in zip(spec.outputs, grads):
         if g is None or out.kind == "const" or out.non_differentiable:
@@ -48,7 +48,7 @@ def wrong_backward(p: Patches) -> None:
                 result[min(slots)] = result[min(slots)] * SCALE
             return tuple(result)
         return _backward
-    p.wrap(build, "_backward", make)
+    p.wrap(generic, "_backward", make)
 
     def make_plain(original):
         def _grads_returned(self, c, state):
@@ -74,7 +74,7 @@ def wrong_jvp(p: Patches) -> None:
                       for r, o in zip(out if many else (out,), cls.spec.outputs)]
             return tuple(scaled) if many else scaled[0]
         return _jvp
-    p.wrap(build, "_jvp", make)
+    p.wrap(generic, "_jvp", make)
 
     def make_plain(original):
         def jvp(self, c):
@@ -106,14 +106,14 @@ def _flagged(original):
 
 
 def _table_entry(p: Patches, op: str, value, source, backward_only: bool) -> None:
-    """Replace op's derivative: `value(x)` in build, `source(x)` in plain (parenthesised)."""
+    """Replace op's derivative: `value(x)` in generic, `source(x)` in plain (parenthesised)."""
     def make(original):
         def _derivative(name, x):
             if name == op and (not backward_only or _FOR_BACKWARD.get()):
                 return value(x)
             return original(name, x)
         return _derivative
-    p.wrap(build, "_derivative", make)
+    p.wrap(generic, "_derivative", make)
 
     def make_plain(original):
         def _derivative(name, x):
@@ -123,8 +123,8 @@ def _table_entry(p: Patches, op: str, value, source, backward_only: bool) -> Non
         return _derivative
     p.wrap(plain, "_derivative", make_plain)
     if backward_only:
-        p.wrap(build, "_setup", _flagged)  # saves the intermediates backward reads
-        p.wrap(build, "_backward", _flagged)
+        p.wrap(generic, "_setup", _flagged)  # saves the intermediates backward reads
+        p.wrap(generic, "_backward", _flagged)
         p.wrap(plain._Writer, "setup", _flagged)
         p.wrap(plain._Writer, "backward", _flagged)
 

@@ -9,7 +9,7 @@ import weakref
 
 import torch
 
-from harness import build, plain, run
+from harness import generic, plain, run
 from harness.selfeval._patching import Patches
 
 #: where `leak_input` keeps its extra references (emptied when the fault is removed)
@@ -18,13 +18,13 @@ LEAKED: list = []
 
 def _after_setup(p: Patches, action) -> None:
     """Run `action(cls, ctx, args, outputs)` at the end of every generic Function's
-    forward bookkeeping (build._setup)."""
+    forward bookkeeping (generic._setup)."""
     def make(original):
         def _setup(cls, ctx, args, outputs):
             original(cls, ctx, args, outputs)
             action(cls, ctx, args, outputs)
         return _setup
-    p.wrap(build, "_setup", make)
+    p.wrap(generic, "_setup", make)
 
 
 def leak_input(p: Patches) -> None:
