@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.autograd.function import BackwardCFunction
 
-from harness import build, paths, plain, run, selfeval
+from harness import build, generic, paths, plain, run, selfeval
 from harness.check import check
 from harness.selfeval import evaluate
 from harness.spec import Arg, FunctionSpec, GraphSpec, HookSpec, LeafSpec, OutputSpec, Term
@@ -120,7 +120,7 @@ def _patchable_state() -> dict[str, object]:
 
     registry.lookup_backend("aot_eager")
     return {
-        **{f"build.{n}": getattr(build, n) for n in ("_backward", "_jvp", "_setup", "_derivative")},
+        **{f"generic.{n}": getattr(generic, n) for n in ("_backward", "_jvp", "_setup", "_derivative")},
         "plain._derivative": plain._derivative,
         **{f"plain._Writer.{n}": plain._Writer.__dict__[n] for n in ("setup", "backward", "jvp", "_grads_returned")},
         **{f"BackwardCFunction.{n}": BackwardCFunction.__dict__.get(n)
