@@ -69,7 +69,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     # importing torch and the paths is inside the budget too; from the command line, all the
     # process's start-up (main's `started`)
     started = time.perf_counter() if args.started is None else args.started
-    from harness.campaign import CampaignResult, run_campaign
+    from harness.campaign import run_campaign
+    from harness.results import CampaignResult
     from harness.progress import CampaignProgress
     from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
 

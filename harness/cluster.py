@@ -187,7 +187,7 @@ def run_on_ray(address: str, fuzz_argv: list[str], out_dir: str | Path, shards: 
     shard, in out_dir/examples.jsonl. The result, rebuilt from that log, has the wall time of the
     whole run and one row per shard (`shards`: node, examples, failures, how it ended); the errors
     name the shards lost."""
-    from harness.campaign import CampaignResult
+    from harness.results import CampaignResult
 
     earlier = sorted(Path(out_dir).glob(f"shard-*/{LOG_NAME}"))
     if earlier:

@@ -6,8 +6,8 @@ campaign's settings come from the file that HARNESS_NIGHTLY_CONFIG names (harnes
 .NightlyConfig: paths, device, campaign folder, example database). Without it the test is
 skipped, so collecting this file elsewhere checks nothing by accident.
 
-Each example is drawn by the campaign's own strategy (campaign._graph_test) and checked as a
-campaign checks it (campaign.check_example: every path, known torch issues explaining only their
+Each example is drawn by the campaign's own strategy (harness.engine.graph_test) and checked as a
+campaign checks it (harness.engine.check_example: every path, known torch issues explaining only their
 mismatches, gradcheck), and its record is appended to the campaign folder's examples.jsonl, so
 `python -m harness report DIR` rebuilds the report from it. A failure whose cause is new (to this
 process and to the failures saved in the shared database before) gets the harness's reproducer in
@@ -86,9 +86,9 @@ class _Property:
     """The state of the test in one HypoFuzz worker process."""
 
     def __init__(self, config: NightlyConfig, database, graph_key: bytes) -> None:
-        """graph_key: campaign.graph_test_key(), got outside any test (it makes a @given test,
+        """graph_key: engine.graph_test_key(), got outside any test (it makes a @given test,
         which Hypothesis refuses inside another as nested)."""
-        from harness.campaign import CauseDatabase, needs_backward
+        from harness.engine import CauseDatabase, needs_backward
         from harness.nightly import open_log
         from harness.selection import campaign_paths
         from harness.replay import shared_failures
@@ -111,14 +111,9 @@ class _Property:
         self.frozen = False
 
     def check(self, spec) -> None:
-        from harness.campaign import (
-            GRADCHECK_CAUSE,
-            check_example,
-            current_choices,
-            has_backward,
-            record_causes,
-        )
-        from harness.records import now, spec_hash, spec_size
+        from harness.dataflow import has_backward
+        from harness.engine import check_example, current_choices
+        from harness.records import GRADCHECK_CAUSE, now, record_causes, spec_hash, spec_size
 
         if self.only_backward and not has_backward(spec):
             reject()  # every path would call it unsupported: not an example of this campaign
@@ -167,7 +162,8 @@ class _Property:
 
     def _failure(self, record, cause: str) -> UnknownFailure:
         """What the test raises for `cause` (HypoFuzz keeps its message with the failure)."""
-        from harness.campaign import GRADCHECK_CAUSE, reproducer_name
+        from harness.records import GRADCHECK_CAUSE
+        from harness.shrink import reproducer_name
 
         where = ("none (a gradcheck cause)" if cause.startswith(GRADCHECK_CAUSE)
                  else os.path.join(self.config.out, reproducer_name(cause)))
@@ -176,8 +172,9 @@ class _Property:
     def _write_reproducer(self, spec, record, cause: str) -> str | None:
         """The harness's reproducer of `cause` in the campaign folder (a gradcheck cause has none:
         a reproducer script checks paths)."""
-        from harness.campaign import GRADCHECK_CAUSE, reproducer_name
+        from harness.records import GRADCHECK_CAUSE
         from harness.repro import write_reproducer
+        from harness.shrink import reproducer_name
 
         if cause.startswith(GRADCHECK_CAUSE):
             return None
@@ -188,7 +185,7 @@ class _Property:
 
 
 def _make_test():
-    from harness.campaign import _graph_test, drawing, graph_test_key
+    from harness.engine import drawing, graph_test, graph_test_key
     from harness.selection import campaign_paths
 
     _trace_function_modules_only()
@@ -205,10 +202,10 @@ def _make_test():
         state[0].check(spec)
 
     paths, device = campaign_paths(CONFIG.paths, CONFIG.device)
-    test = _graph_test(body, device, drawing(paths), database=database)
-    # _graph_test suppresses every health check, nested_given too, which HypoFuzz takes to mean
+    test = graph_test(body, device, drawing(paths), database=database)
+    # graph_test suppresses every health check, nested_given too, which HypoFuzz takes to mean
     # nested @given tests and will not fuzz; the property nests none. (Set on the test, not passed
-    # to _graph_test: its @settings line is part of the database key of every campaign.)
+    # to graph_test: its @settings line is part of the database key of every campaign.)
     used = test._hypothesis_internal_use_settings
     test._hypothesis_internal_use_settings = settings(
         used, suppress_health_check=[c for c in used.suppress_health_check if c is not HealthCheck.nested_given])

@@ -107,7 +107,7 @@ def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started
                 env: dict[str, str] | None = None) -> tuple[Any, str, str | None]:
     """Replay the saved failures, run HypoFuzz on the property until `started + budget_s`, stop it:
     (the campaign rebuilt from its log, how HypoFuzz ended, an error sentence if it never fuzzed)."""
-    from harness.campaign import CampaignResult
+    from harness.results import CampaignResult
     from harness.replay import replay_first
     from harness.records import log_path, now, read_log
 

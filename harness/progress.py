@@ -7,7 +7,7 @@ import sys
 import time
 from typing import IO, Any
 
-from harness.campaign import CampaignResult, PathCounts
+from harness.results import CampaignResult, PathCounts
 
 #: seconds between plain progress lines, and between redraws of the live display
 LINE_EVERY_S = 10.0

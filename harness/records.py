@@ -1,7 +1,7 @@
 """A campaign's records: one JSON object per line in `DIR/examples.jsonl`, flushed as written.
 
 The log is the campaign's source of truth. Counts, failure groups, coverage and
-throughput are all rebuilt from it (`harness.campaign.CampaignResult.add_record`), by the
+throughput are all rebuilt from it (`harness.results.CampaignResult.add_record`), by the
 live run, by `fuzz --resume` and by `report`, so they cannot disagree. Shards of one
 campaign (worker processes today, machines later) write records of the same kinds, and
 merging shards is concatenating their logs.
@@ -30,15 +30,17 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator
+import traceback
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.dataflow import has_backward
 from harness.spec import GraphSpec
 
 if TYPE_CHECKING:
-    from harness.check import PathOutcome
+    from harness.check import PathOutcome, Verdict
     from harness.oracles.compare import Mismatch
 
 LOG_NAME = "examples.jsonl"
@@ -356,8 +358,101 @@ def outcome_record(outcome: PathOutcome, cause: str | None = None) -> dict[str, 
     return record
 
 
+
+# --- building records ------------------------------------------------------------------
+
+
+Record = dict[str, Any]
+
+
+OnRecord = Callable[[Record], None]
+
+
+GRADCHECK_CAUSE = "gradcheck"
+
+
+#: a saved cause's replay or shrinking where the harness itself failed: its state is unknown
+HARNESS_ERROR = "harness error"
+
+
+
+class HarnessError(Exception):
+    """The harness itself failed (an oracle, the decoder, a comparison) while replaying, shrinking or
+    checking: never a finding about torch, and never "did not reproduce"."""
+
+
+
+def harness_error_record(during: str, error: BaseException, cause: str | None = None,
+                         spec: GraphSpec | None = None) -> Record:
+    """A "harness_error" record: what the harness was doing (and on which cause or example), and its
+    error with the end of its traceback. The campaign exits 2 (cli.campaign_status)."""
+    cause_error = error.__cause__ if isinstance(error, HarnessError) and error.__cause__ is not None else error
+    shown = "".join(traceback.format_exception(cause_error)[-6:]).rstrip()
+    record: Record = {"kind": "harness_error", "t": now(), "during": during, "cause": cause, "error": shown}
+    if spec is not None:
+        record["spec"] = spec.to_json()
+    return record
+
+
+
+def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str], *, generate_ms: float,
+                   check_ms: float, worker: str = "", key: str | None = None) -> Record:
+    """key: spec_hash(spec), when the caller has it already."""
+    causes = causes_of(verdict.outcomes.values())
+    outcomes = {name: outcome_record(o, causes.get(name)) for name, o in verdict.outcomes.items()}
+    record: Record = {"kind": "example", "t": now(), "worker": worker, "hash": key or spec_hash(spec),
+                      "outcomes": outcomes, "backward": has_backward(spec), "gradcheck": gradcheck[0],
+                      "generate_ms": round(generate_ms, 3), "check_ms": round(check_ms, 3),
+                      "features": features(spec)}
+    if verdict.twin is not None:
+        record["twin"] = verdict.twin.as_record()
+    if gradcheck[0] == "failed":
+        record["gradcheck_cause"] = gradcheck_cause(gradcheck)
+    if verdict.failed or gradcheck[0] == "failed":  # what a failure group needs to show and replay it
+        record["spec"] = spec.to_json()
+        record["report"] = verdict.report() if verdict.failed else f"gradcheck failed: {gradcheck[1]}"
+    return record
+
+
+
+def gradcheck_cause(gradcheck: tuple[str, str]) -> str | None:
+    """The cause of a failed gradcheck (gradcheck_verdict's result), numbers left out."""
+    return f"{GRADCHECK_CAUSE}: {_numbers_out(gradcheck[1])}" if gradcheck[0] == "failed" else None
+
+
+
+def crash_cause(what: str, path_names: Iterable[str]) -> str:
+    """The cause of a worker's death on an example: "crash (signal SIGSEGV)", "hang (no
+    progress for 300 s)", "crash (exit code 3)"; the paths it was checking."""
+    return f"{what} while checking paths {','.join(path_names)}"
+
+
+
+def record_causes(record: Record) -> set[str]:
+    """The failure causes an example record shows: its paths' and gradcheck's."""
+    causes = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"}
+    if record["gradcheck"] == "failed":
+        causes.add(record["gradcheck_cause"])
+    return causes
+
+
+
+def _numbers_out(text: str) -> str:
+    return re.sub(r"[-+]?\d[\d.e+-]*", "N", text)[:160]
+
+
 __all__ = [
+    "GRADCHECK_CAUSE",
+    "HARNESS_ERROR",
     "DATABASE_NAME",
+    "HarnessError",
+    "OnRecord",
+    "Record",
+    "crash_cause",
+    "example_record",
+    "gradcheck_cause",
+    "harness_error_record",
+    "record_causes",
     "LOG_NAME",
     "ExampleLog",
     "Cause",

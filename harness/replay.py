@@ -36,25 +36,12 @@ from hypothesis.database import ExampleDatabase, choices_from_bytes
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.internal.conjecture.data import ConjectureData
 
-from harness.campaign import (
-    HARNESS_ERROR,
-    CauseDatabase,
-    Drawing,
-    Failure,
-    OnRecord,
-    check_example,
-    checked_paths,
-    drawing,
-    graph_strategy,
-    graph_test_key,
-    harness_error_record,
-    has_backward,
-    needs_backward,
-    record_causes,
-    shows,
-)
+from harness.dataflow import has_backward
+from harness.engine import CauseDatabase, Drawing, check_example, drawing, graph_strategy, graph_test_key, needs_backward
 from harness.paths import Path as ExecPath
-from harness.records import now, same_cause
+from harness.records import HARNESS_ERROR, OnRecord, harness_error_record, now, record_causes, same_cause
+from harness.results import Failure
+from harness.shrink import checked_paths, shows
 from harness.spec import GraphSpec
 
 STILL_FAILS = "still fails"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.campaign import CampaignResult, Failure, PathCounts, shrink_note
+from harness.results import CampaignResult, Failure, PathCounts, shrink_note
 from harness.records import features, log_path, read_log, same_cause
 from strategies import INLINE_CAPACITY
 

@@ -36,10 +36,11 @@ from hypothesis.database import ExampleDatabase, choices_from_bytes, choices_to_
 from hypothesis.internal.conjecture.data import ConjectureData
 
 from harness import known_issues
-from harness.campaign import Drawing, OnRecord, current_choices, drawing, graph_strategy, harness_error_record
+from harness.engine import Drawing, current_choices, drawing, graph_strategy
 from harness.known_issues import KnownIssue
 from harness.paths import Path as ExecPath
-from harness.records import now
+from harness.records import OnRecord, harness_error_record, now
+from harness.replay import check_outside_the_engine, decode, draw_graph
 from harness.spec import GraphSpec
 
 SEEDS_FILE = Path(__file__).resolve().parent / "known_issues" / "seeds.json"
@@ -58,7 +59,7 @@ SEARCH_EXAMPLES = 3000
 #: example shrunk so far is kept: a seed need not be minimal, its mutants move away from it anyway)
 SEARCH_SECONDS = 20.0
 SHRINK_SECONDS = 4.0
-#: the four graphs() options a campaign can draw with (campaign.drawing)
+#: the four graphs() options a campaign can draw with (harness.engine.drawing)
 DRAWINGS: tuple[Drawing, ...] = tuple({"favour_torch_func": f, "favour_dynamo": d} for f in (False, True)
                                       for d in (False, True))
 
@@ -78,7 +79,7 @@ class _Triggered(Exception):
 
 class _SearchTimeUp(KeyboardInterrupt):
     """The search's time is spent: Hypothesis lets a KeyboardInterrupt through at once, and the
-    best example so far is already in our hands (as campaign._TimeUp)."""
+    best example so far is already in our hands (as harness.shrink's _TimeUp)."""
 
 
 def find_seed(issue: KnownIssue, drawn: Drawing, device: str = "cpu",
@@ -113,8 +114,6 @@ def write_seeds(path: Path = SEEDS_FILE, device: str = "cpu", ids: list[str] | N
                 seconds: float = SEARCH_SECONDS, progress: Callable[[str], None] = lambda line: None) -> dict:
     """Search every entry (or those of `ids`, keeping the others' seeds) under every drawing and
     write the seeds file; returns its content."""
-    from harness.replay import decode
-
     seeds = load_seeds(path) if ids else {}
     for issue in known_issues.by_ids(ids):
         for drawn in DRAWINGS:
@@ -198,8 +197,6 @@ def mutant(choices: bytes, device: str, drawn: Drawing, rng: random.Random) -> t
     the change makes it ask for more choices than there are (a flipped "one more" boolean), goes on
     at random; a choice that no longer fits is fitted as Hypothesis does when it replays a changed
     sequence. Returns the graph and the choices it really drew (what a database saves), or None."""
-    from harness.replay import draw_graph
-
     data = ConjectureData(prefix=mutated(choices, rng), random=rng)
     spec = draw_graph(data, device, drawn)
     return None if spec is None else (spec, choices_to_bytes(tuple(data.choices)))
@@ -219,8 +216,6 @@ def check_seeds(paths: list[ExecPath], device: str, database: ExampleDatabase, l
     record marked with its seed's entry (and "mutant": true); a new cause is saved under it in
     `database` for shrinking, as the fuzz test saves one. Ends with a "seeded" record (with "refused",
     the sentence why, where the seeds' Hypothesis and the installed one may decode them differently)."""
-    from harness.replay import check_outside_the_engine, decode
-
     started, rng = time.perf_counter(), rng or random.Random()
     refused = seeds_refused()
     if refused is not None:

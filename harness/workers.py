@@ -38,18 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign import (
-    SHRINK_SHARE,
-    CampaignResult,
-    Failure,
-    OnRecord,
-    Record,
-    crash_cause,
-    current_choices,
-    to_shrink,
-    write_unshrunk_reproducers,
-)
-from harness.records import DATABASE_NAME, now
+from harness.campaign import SHRINK_SHARE
+from harness.engine import current_choices
+from harness.records import DATABASE_NAME, OnRecord, Record, crash_cause, now
+from harness.results import CampaignResult, Failure
+from harness.shrink import to_shrink, write_unshrunk_reproducers
 from harness.spec import GraphSpec
 
 POLL_S = 0.2
@@ -288,7 +281,8 @@ def _failures(configs: list[dict[str, Any]]) -> list[Failure]:
 
 def _worker_main(config: dict[str, Any]) -> int:
     from harness import paths
-    from harness.campaign import fuzz, shrink_failures, warm_up
+    from harness.campaign import fuzz, warm_up
+    from harness.shrink import shrink_failures
     from harness.cluster import example_database
     from harness.replay import replay_first
 

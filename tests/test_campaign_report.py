@@ -10,7 +10,7 @@ import re
 import pytest
 
 from harness import selfeval
-from harness.campaign import CampaignResult
+from harness.results import CampaignResult
 from harness.cli import main
 from harness.progress import CampaignProgress
 from harness.records import log_path, read_log
@@ -114,7 +114,7 @@ def test_progress_is_a_live_table_on_a_terminal_and_plain_lines_otherwise(campai
 
 
 def test_the_summary_table_keeps_its_columns_for_long_path_names():
-    from harness.campaign import PathCounts
+    from harness.results import PathCounts
 
     paths = ["eager", "func.vmap_grad+dynamo", "func.vmap.user+dynamo"]
     result = CampaignResult(paths=paths, device="cpu", examples=100,
@@ -133,7 +133,7 @@ def test_a_partly_checked_example_is_not_checked():
     """partly (a known torch issue without a workaround left what it damages unjudged, the rest
     agreed) is its own column, outside `checked`, in the summary, the JSON and the report: a path
     with nothing but partly examples checked nothing, and the verdict says so (fuzz exits 3 on it)."""
-    from harness.campaign import PathCounts
+    from harness.results import PathCounts
     from harness.report import PATH_HEADER, _path_rows
 
     result = CampaignResult(["eager", "compiled:eager"], "cpu")

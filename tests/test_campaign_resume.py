@@ -14,7 +14,7 @@ import time
 import pytest
 
 from harness.selfeval import subprocess_env
-from harness.campaign import CampaignResult
+from harness.results import CampaignResult
 from harness.records import log_path, read_log
 
 

@@ -7,7 +7,9 @@ import time
 
 from hypothesis.database import InMemoryExampleDatabase
 
-from harness.campaign import CampaignResult, fuzz, shrink, shrink_failures
+from harness.campaign import fuzz
+from harness.results import CampaignResult
+from harness.shrink import shrink, shrink_failures
 from harness.check import check
 from harness.records import cause_of, spec_size
 from harness.replay import replay_cause

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from harness import paths, selfeval
-from harness.campaign import CampaignResult, Failure, checked_paths, example_record, shows
 from harness.check import PathOutcome, Verdict, check
 from harness.oracles.compare import Mismatch
-from harness.records import Cause, cause_of, causes_of, fingerprint, same_cause
+from harness.records import Cause, cause_of, causes_of, example_record, fingerprint, same_cause
 from harness.report import diff, load, write_reports
+from harness.results import CampaignResult, Failure
+from harness.shrink import checked_paths, shows
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 
 #: a campaign log an older harness wrote (causes were their words alone): `python -m harness fuzz

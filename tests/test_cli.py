@@ -95,7 +95,7 @@ def test_check_of_a_spec_no_selected_path_supports_exits_3(tmp_path):
 
 def test_the_verdict_names_a_path_that_checked_nothing():
     """Examples ran, but one path only ever said unsupported: the verdict names it."""
-    from harness.campaign import CampaignResult
+    from harness.results import CampaignResult
 
     result = CampaignResult(["eager", "compiled"], "cpu")
     result.add_record({"kind": "start", "t": 0.0, "paths": ["eager", "compiled"], "device": "cpu",

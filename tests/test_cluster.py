@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.campaign import CampaignResult, fuzz
+from harness.campaign import fuzz
+from harness.results import CampaignResult
 from harness.cluster import ClusterError, example_database
 from harness.records import log_path, read_log
 from harness.replay import replay_first

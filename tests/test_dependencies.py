@@ -140,7 +140,7 @@ def test_seeds_from_another_hypothesis_are_refused_in_one_sentence(stamp, tmp_pa
 
 def test_a_campaign_skips_refused_seeds_and_says_why(monkeypatch):
     from harness import paths
-    from harness.campaign import CampaignResult
+    from harness.results import CampaignResult
 
     monkeypatch.setattr(seeds, "seeds_refused", lambda path=seeds.SEEDS_FILE: "the reason.")
     records = []

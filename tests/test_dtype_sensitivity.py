@@ -128,7 +128,7 @@ def test_an_element_within_a_wide_bound_is_counted_unchecked(fault):
 
 
 def test_the_campaign_counts_unchecked_and_overflowed_elements():
-    from harness.campaign import PathCounts
+    from harness.results import PathCounts
 
     counts = PathCounts()
     counts.add({"status": "ok", "unchecked": {"backward grad:x0": 2, "backward grad:x1": 1}})

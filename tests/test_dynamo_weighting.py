@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis.database import InMemoryExampleDatabase
 
 from harness import paths
-from harness.campaign import drawing, favours_dynamo, fuzz
+from harness.campaign import fuzz
+from harness.engine import drawing, favours_dynamo
 from harness.spec import GraphSpec
 from strategies import graphs
 

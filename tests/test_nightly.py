@@ -182,9 +182,10 @@ def test_the_property_raises_for_a_new_cause_only_and_writes_every_causes_reprod
     from hypothesis import Phase, given, settings, strategies as st
 
     from harness import paths
-    from harness.campaign import CauseDatabase, check_example, graph_test_key, record_causes
+    from harness.engine import CauseDatabase, check_example, graph_test_key
     from harness.fuzz_target import UnknownFailure, _Property
     from harness.nightly import NightlyConfig
+    from harness.records import record_causes
     from harness.replay import shared_failures
 
     fault(FAULT)
@@ -222,7 +223,7 @@ def test_the_property_raises_for_a_new_cause_only_and_writes_every_causes_reprod
 def test_keep_fuzzing_records_and_saves_a_new_cause_without_raising(tmp_path, fault):
     from hypothesis import Phase, given, settings, strategies as st
 
-    from harness.campaign import graph_test_key
+    from harness.engine import graph_test_key
     from harness.fuzz_target import _Property
     from harness.nightly import NightlyConfig
     from harness.replay import shared_failures

@@ -8,7 +8,9 @@ import time
 from hypothesis.database import InMemoryExampleDatabase
 
 from harness import paths
-from harness.campaign import CampaignResult, CauseDatabase, fuzz, graph_test_key, run_campaign
+from harness.campaign import fuzz, run_campaign
+from harness.engine import CauseDatabase, graph_test_key
+from harness.results import CampaignResult
 
 
 def test_a_saved_failure_that_no_longer_fails_did_not_reproduce_and_the_campaign_goes_on(seeded_path, tmp_path):
@@ -112,8 +114,11 @@ def test_a_harness_error_while_shrinking_is_recorded_and_the_next_cause_goes_on(
 
     from hypothesis.database import InMemoryExampleDatabase
 
-    from harness import campaign, selfeval
-    from harness.campaign import CampaignResult, fuzz, shrink_failures, shrink_note
+    from harness import selfeval
+    from harness.campaign import fuzz
+    from harness.records import HARNESS_ERROR
+    from harness.results import CampaignResult, shrink_note
+    from harness.shrink import shrink_failures
 
     database, result = InMemoryExampleDatabase(), CampaignResult(["eager"], "cpu")
     with selfeval.installed("wrong_backward"):
@@ -133,4 +138,4 @@ def test_a_harness_error_while_shrinking_is_recorded_and_the_next_cause_goes_on(
     assert all(shrink_note(f) == "not shrunk: the harness itself failed (harness errors below)"
                for f in result.failures.values())
     assert "an oracle bug" in result.harness_errors[0]["error"] and result.harness_errors[0]["during"] == "shrinking"
-    assert campaign.HARNESS_ERROR == "harness error"
+    assert HARNESS_ERROR == "harness error"

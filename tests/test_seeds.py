@@ -14,7 +14,7 @@ import pytest
 from hypothesis.database import InMemoryExampleDatabase
 
 from harness import known_issues, paths, seeds
-from harness.campaign import CauseDatabase, graph_test_key
+from harness.engine import CauseDatabase, graph_test_key
 from harness.replay import decode
 from harness.selfeval import installed
 from harness.spec import GraphSpec

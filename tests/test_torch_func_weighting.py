@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis.database import InMemoryExampleDatabase
 
 from harness import paths
-from harness.campaign import favours_torch_func, fuzz
+from harness.campaign import fuzz
+from harness.engine import favours_torch_func
 from harness.spec import GraphSpec
 from strategies import graphs
 

@@ -19,7 +19,9 @@ import harness
 import strategies
 from harness import paths, selfeval
 from harness.build import build
-from harness.campaign import CampaignResult, run_campaign, twins_of_cause
+from harness.campaign import run_campaign
+from harness.results import CampaignResult
+from harness.shrink import twins_of_cause
 from harness.check import check
 from harness.oracles import twins
 from harness.oracles.compare import EXACT, compare

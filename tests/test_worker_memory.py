@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from harness import plain
-from harness.campaign import CampaignResult
+from harness.results import CampaignResult
 from harness.cli import build_parser, parse_size
 from harness.known_issues import REPRODUCERS
 from harness.records import log_path, read_log

@@ -46,7 +46,7 @@ class DynamoPath:
     #: tensors, so lifetimes are held to the rules only, not compared with eager's
     lifetimes_vs_eager = False
     #: compiles the forward: a campaign running it draws mostly graphs Dynamo can trace
-    #: (harness.campaign.favours_dynamo)
+    #: (harness.engine.favours_dynamo)
     runs_dynamo = True
 
     def __init__(self, backend: str, name: str | None = None) -> None:

@@ -511,7 +511,7 @@ class FuncPath:
     exact_vs_eager = False  # batched kernels and Jacobian contractions round differently
     #: torch.func refuses old-style Functions (OLD_STYLE) and vmap Functions without a rule
     #: (NO_VMAP_RULE): a campaign running this path draws most Functions in setup_context style
-    #: with generate_vmap_rule (harness.campaign.favours_torch_func)
+    #: with generate_vmap_rule (harness.engine.favours_torch_func)
     runs_torch_func = True
     #: a transform keeps no per-apply checkpoints or tensor metadata of eager's
     lifetimes_vs_eager = False
@@ -519,7 +519,7 @@ class FuncPath:
     def __init__(self, transform: Transform, dynamo: bool = False) -> None:
         self.transform = transform
         self.dynamo = dynamo
-        self.runs_dynamo = dynamo  # (harness.campaign.favours_dynamo)
+        self.runs_dynamo = dynamo  # (harness.engine.favours_dynamo)
         self.name = f"func.{transform.name}" + ("+dynamo" if dynamo else "")
 
     def available(self) -> str | None:

@@ -169,7 +169,7 @@ def _fails_without(fault_name: str, failure: Any, remove: Callable[[], None]) ->
     remover, the fault being installed again."""
     from harness import paths, selfeval
     from harness.check import check
-    from harness.campaign import twins_of_cause
+    from harness.shrink import twins_of_cause
     from harness.check import gradcheck_verdict
 
     remove()

@@ -59,7 +59,9 @@ def test_a_cause_an_older_harness_saved_is_replayed_by_its_words_on_the_new_key(
     from hypothesis.database import InMemoryExampleDatabase
 
     from harness import paths
-    from harness.campaign import CampaignResult, CauseDatabase, fuzz
+    from harness.campaign import fuzz
+    from harness.engine import CauseDatabase
+    from harness.results import CampaignResult
     from harness.replay import replay_first, shared_failures
 
     chosen = [paths.get("eager"), paths.get("compiled")]

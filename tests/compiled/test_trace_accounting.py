@@ -11,7 +11,7 @@ import pytest
 
 from harness import plain
 from harness.build import build
-from harness.campaign import PathCounts
+from harness.results import PathCounts
 from harness.check import check
 from harness.paths.dynamo import dynamo_path
 from harness.paths.func import PATHS as FUNC_PATHS

@@ -240,7 +240,7 @@ def _summary(tmp_path, campaign, tests_log: str, tests_rc: int = 0, device: str 
 
 
 def test_the_gpu_check_summary_gives_examples_per_path_failures_and_memory_checks(tmp_path):
-    from harness.campaign import CampaignResult, Failure, PathCounts
+    from harness.results import CampaignResult, Failure, PathCounts
 
     campaign = CampaignResult(["eager", "owned"], "cuda", examples=12, with_backward=9, seconds=180.0)
     campaign.counts = {"eager": PathCounts(ok=12), "owned": PathCounts(ok=10)}
@@ -262,7 +262,7 @@ def test_the_gpu_check_summary_gives_examples_per_path_failures_and_memory_check
 
 
 def test_the_gpu_check_summary_says_where_a_cause_of_a_cross_device_campaign_showed(tmp_path):
-    from harness.campaign import CampaignResult, Failure, PathCounts
+    from harness.results import CampaignResult, Failure, PathCounts
 
     names = ["eager", "eager@cuda", "dynamo:aot_eager", "dynamo:aot_eager@cuda"]
     campaign = CampaignResult(names, "cpu", examples=5, with_backward=5, seconds=60.0)
