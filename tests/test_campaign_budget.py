@@ -26,7 +26,7 @@ def test_a_campaign_with_many_failures_ends_within_its_budget(tmp_path):
     assert done.returncode == 1, done.stderr[-3000:]
     summary = json.loads(summary_file.read_text())
     assert len(summary["failures"]) >= 2 and summary["examples"] > 0
-    # the one-time native build and warm-up are not charged to the budget (issue 23), and said so
+    # the one-time native build and warm-up are not charged to the budget, and said so
     uncharged = summary["uncharged_seconds"]
     assert 0 < uncharged < BUDGET_S
     assert took < BUDGET_S + SLACK_S + uncharged, f"the campaign took {took:.1f} s for a {BUDGET_S} s budget"

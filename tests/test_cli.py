@@ -59,8 +59,8 @@ def test_bench_json_on_a_small_subset(tmp_path):
 
 
 def test_a_campaign_that_checked_nothing_says_so_and_exits_3(tmp_path):
-    """Issue 23: a campaign whose budget ran out before its first example printed "no failures" and
-    exited 0. Now its verdict says nothing was checked, and the exit status is 3."""
+    """A campaign whose budget runs out before its first example does not say "no failures" and
+    exit 0: its verdict says nothing was checked, and the exit status is 3."""
     out = tmp_path / "summary.json"
     done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager", "--budget", "1s",
                            "--out", str(tmp_path / "campaign"), "--json", str(out)],
@@ -111,8 +111,8 @@ def test_the_verdict_names_a_path_that_checked_nothing():
 
 @pytest.mark.slow
 def test_the_native_build_is_not_charged_to_the_budget(tmp_path):
-    """Issue 23: on a fresh machine the one-time native build (about 40 s) ate a 60 s budget and the
-    README's main job checked nothing. A fresh native cache now leaves the budget to fuzzing."""
+    """On a fresh machine the one-time native build (about 40 s) would eat a 60 s budget, and the
+    README's main job check nothing: a fresh native cache leaves the budget to fuzzing."""
     import os
 
     out = tmp_path / "summary.json"

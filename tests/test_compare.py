@@ -151,8 +151,8 @@ SPECIAL = (0.5, math.inf, -math.inf, math.nan)
 @given(st.lists(st.tuples(st.sampled_from(SPECIAL), st.sampled_from(SPECIAL)), min_size=1, max_size=4),
        st.sampled_from(["exact", "bound"]))
 def test_non_finite_values_agree_where_assert_close_says_they_do(pairs, kind):
-    """Issue 23: any two non-finite values compared equal (-inf against +inf, nan against inf).
-    Now the verdict on every pair of values is torch.testing.assert_close's (equal_nan=True):
+    """Two non-finite values are not all equal (-inf against +inf, nan against inf): the verdict
+    on every pair of values is torch.testing.assert_close's (equal_nan=True):
     an inf equals only the inf of its sign, a nan only a nan."""
     e = torch.tensor([p[0] for p in pairs], dtype=torch.float64)
     a = torch.tensor([p[1] for p in pairs], dtype=torch.float64)

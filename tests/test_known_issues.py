@@ -56,7 +56,7 @@ def test_known_rates_prints_each_entrys_share(capsys):
 
 
 def test_known_rates_shares_are_the_counts(tmp_path, capsys, monkeypatch):
-    """Issue 23: the --rates test checked the format only. The trigger share is the share of the
+    """Not the format only: the trigger share is the share of the
     generated specs whose structure triggers the entry, and with --campaign the second column is the
     share of that campaign's examples where the entry explained a mismatch (from its log)."""
     import json
@@ -450,7 +450,7 @@ def test_eager_dirty_view_not_first_input_skipped_saver_matches_the_real_runs(sp
 
 
 def test_the_compiled_audit_spec_without_the_version_error_is_checked_past_the_misrouting():
-    """The compiled audit's spec (docs/func_repros/, stop 19): F1 saves f1.0 and f1.3, which are
+    """The compiled audit's spec (docs/func_repros/): F1 saves f1.0 and f1.3, which are
     modified in place, and leads to the only leaf that requires grad (x0) only through F0's first
     input; eager and compiled autograd skip F1 under autograd.grad alike (no compiled-autograd bug)."""
     from harness.spec import load_spec
@@ -482,7 +482,7 @@ def test_the_skipped_saver_script_kept_in_func_repros_reproduces_where_the_entry
                                   # through it, and its backward returns a wrongly shaped gradient
                                   "dynamo_fallback_reader_of_lost_mark_raises_49deffdf.json"])
 def test_the_dynamo_audit_specs_whose_lost_marks_run_an_invalid_backward_are_checked_past_it(name):
-    """The dynamo audit's specs (docs/func_repros/, stop 20): a Function whose one output is
+    """The dynamo audit's specs (docs/func_repros/): a Function whose one output is
     marked non-differentiable returns too few gradients on purpose. Eager never calls that
     backward; through Dynamo's eager fallback the mark is lost, so the backward runs and raises
     autograd's error. That error is the entry's damage, and the rest is checked on its workaround."""
@@ -550,7 +550,7 @@ def test_every_registry_entry_has_a_row_in_the_docs():
 
 
 def test_a_dropped_tangent_that_a_later_as_is_output_zeroes_is_the_early_return():
-    """Stop 20's 2.15.0 func audit (spec kept): F1 returns a view of a tangentless input, so
+    """The 2.15.0 func audit's spec (kept): F1 returns a view of a tangentless input, so
     eager's forward AD drops the tangent of its later output f1.2 (fwad-view-drops-later-tangents);
     F2 then returns f1.2 as-is, and torch materializes its undefined tangent as zeros and sets
     that on it. The dropped tangent reads zeros, not None: still the entry's witness."""
@@ -569,7 +569,7 @@ def test_a_dropped_tangent_that_a_later_as_is_output_zeroes_is_the_early_return(
 
 
 def test_a_dynamo_audit_spec_whose_lost_mark_gives_a_leaf_a_gradient_eager_leaves_none():
-    """Stop 20's 2.14.1 dynamo audit (spec kept): F0's one tensor output is marked
+    """The 2.14.1 dynamo audit's spec (kept): F0's one tensor output is marked
     non-differentiable and its mark is lost in the eager fallback, so F0's backward runs and
     sends its inputs gradients (zeros, empty here: shape (0,)) where eager's are None. That is the
     entry's damage; the rest is checked on its workaround."""

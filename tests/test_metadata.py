@@ -165,7 +165,7 @@ def test_a_compiled_forward_must_replay_eagers_side_effects_exactly(code, monkey
 
 
 def test_a_second_backward_that_raises_leaves_the_first_backwards_metadata_whole():
-    """The compiled-path audit's spec (torch 2.15.0, stop 19): on the variant past
+    """The compiled-path audit's spec (torch 2.15.0): on the variant past
     ca-unpack-hook-create-graph, compiled autograd raises at double_backward
     (ca-none-gradient-accumulated). The backward checkpoint, which both runs completed, must hold
     the same metadata as eager's: grad_is_none of a leaf that does not require grad was recorded
@@ -210,7 +210,7 @@ def test_dynamo_does_not_compare_the_alias_of_a_view_of_a_clone_argument(kind):
     """A clone argument is an intermediate of the compiled graph that no output returns; a
     Function's view of it (or the clone returned as-is, which eager makes a view of) is the one
     output aliasing it, which AOT hides behind aten._unsafe_view (Note [Intermediate Bases
-    Optimization]): it comes back fresh, by design. The 5-minute dynamo campaign of stop 31 met
+    Optimization]): it comes back fresh, by design. A 5-minute dynamo campaign met
     it in 88 examples. Of an uncloned argument the alias is still compared."""
     spec = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), backward="backward",
                      forward_code="straight", functions=(
@@ -227,7 +227,7 @@ def test_dynamo_does_not_compare_the_alias_of_a_clone_without_grad_made_dirty_by
     """Note [AOT Autograd: outputs aliasing inputs or intermediates!]'s other side: F0 scales in
     place a clone of x0 (no grad) beside x1 (grad), so its dirty output requires grad while the
     intermediate it is does not; AOT returns a view of another tensor on that storage, eager the
-    clone itself (the 2.14.1 dynamo campaign of stop 31, 112 examples). A dirty clone of a value
+    clone itself (a 2.14.1 dynamo campaign met it in 112 examples). A dirty clone of a value
     that requires grad is still compared."""
     def spec(x0_requires_grad: bool) -> GraphSpec:
         return GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(x0_requires_grad), LeafSpec()),

@@ -184,9 +184,9 @@ WIDE_SPEC = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(),), functio
 
 
 def test_a_crash_counts_only_if_its_example_runs_clean_without_the_fault(tmp_path, monkeypatch):
-    """Issue 23: selfeval counted any crash or hang of its worker as a detection (an unrelated
-    SystemExit(1) turned a missed fault into "detected"). Now the example the worker died on runs
-    again in a child process with no fault installed, and only a clean run makes it the fault's."""
+    """Not any crash or hang of selfeval's worker is a detection (an unrelated SystemExit(1) would
+    turn a missed fault into "detected"): the example the worker died on runs again in a child
+    process with no fault installed, and only a clean run makes it the fault's."""
     # this process's environment carries a fault (as a selfeval worker's may): the rerun drops it
     for key, value in selfeval.subprocess_env("crash_wide", {}).items():
         monkeypatch.setenv(key, value)

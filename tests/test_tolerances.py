@@ -41,7 +41,7 @@ SMALL_ROLES = [("backward", "grad:x1"), ("forward", "out:f0.1"), ("forward_ad", 
 
 
 def _graph_wide_tolerance(spec: GraphSpec, math: RunResult) -> Tolerance:
-    """The tolerance before issue 9: one for the whole graph, scaled by its largest value."""
+    """The tolerance used before per-element error bounds: one for the whole graph, scaled by its largest value."""
     eps = torch.finfo(getattr(torch, spec.dtype)).eps
     rtol = eps * (4 + sum(2 * len(o.terms) + 2 for fn in spec.functions for o in fn.outputs))
     largest = max(float(t.abs().max()) for roles in math.tensors.values() for t in roles.values()

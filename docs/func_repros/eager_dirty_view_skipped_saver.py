@@ -9,7 +9,7 @@ backward never runs, nothing unpacks the saved output, and the version-counter e
 save_for_backward documents is not raised. Compiled autograd does the same. Without inputs
 (loss.backward()), or with the base itself instead of a view, both raise it.
 
-The compiled audit of 2026-12-01 (stop 19) met it as "compiled:capture vs math: ran without
+The compiled audit of 2026-12-01 met it as "compiled:capture vs math: ran without
 torch's version-counter error" (spec compiled_version_error_skipped_saver_916cb58f.json here).
 Exit status 1 and "REPRODUCED" while eager skips the check only in the misrouted case; 0 otherwise.
 Seen on 2.13.0, 2.14.1 and 2.15.0.

@@ -295,7 +295,7 @@ def _lost_marks_damage(spec: GraphSpec, lost: set[str] | frozenset[str], m: Mism
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in tainted
     # the backward that now runs sends its inputs a gradient for the output that lost its mark,
     # which the generated backward ignores: a tensor (zeros where nothing else arrives) where
-    # eager's gradient is None (stop 20's 2.14.1 dynamo audit, spec a8ed736c)
+    # eager's gradient is None (the 2.14.1 dynamo audit, spec a8ed736c)
     now_upstream = frozenset().union(*(flow.upstream(a.ref) for n in _now_running(spec, tainted)
                                        for a in spec.functions[n].args if a.ref is not None))
     return m.checkpoint in ("backward", "meta:backward") and (
@@ -320,7 +320,7 @@ def _skipped_invalid_backward_raised(spec: GraphSpec, lost: set[str] | frozenset
     """The path raised autograd's error for the deliberate invalid results of Function n's
     backward, which eager never calls, and which now runs: it made a value that lost its mark
     (its outputs that reach the loss were all marked non-differentiable), or reads one or what is
-    computed from one (it has a node only through it: stop 20's dynamo audit, spec 49deffdf)."""
+    computed from one (it has a node only through it: the dynamo audit, spec 49deffdf)."""
     detail = m.detail.removeprefix(f"{m.path} ")  # "<path> raised ...; eager ran without error"
     raised = _PATH_RAISED_DOCUMENTED_BACKWARD_ERROR.match(detail)
     if raised is None:
@@ -485,7 +485,7 @@ def _invalid_backward_traced(spec: GraphSpec) -> bool:
     """A Function that returns too few or wrongly shaped gradients on purpose, which Dynamo traces
     (it has a node and does not break the graph itself): Dynamo traces its backward while it
     compiles the forward (AutogradFunctionApplyVariable, rewire_bwd_graph_outputs), also where
-    eager's backward never calls it (a partial backward that does not reach it; stop 20's
+    eager's backward never calls it (a partial backward that does not reach it; the
     dynamo audit, spec 82afbef1)."""
     flow = Dataflow(spec)
     through_lost_marks = _nodes_through_lost_marks(spec)

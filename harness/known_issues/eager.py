@@ -224,7 +224,7 @@ def _tangent_ref(m: Mismatch) -> str | None:
 
 def _dropped_tangent_seen(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """A dropped output has no tangent, or a zero one: a later Function that returns it as-is
-    (or dirty) gets its undefined tangent materialized as zeros and sets that on it (stop 20's
+    (or dirty) gets its undefined tangent materialized as zeros and sets that on it (the
     2.15.0 func audit, spec 9341cbf9)."""
     dropped = Dataflow(spec).forward_ad.dropped
 

@@ -26,7 +26,7 @@ def _without_errors(which: Callable[[int, FunctionSpec], bool]) -> Workaround:
 def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
     """Dynamo cannot trace this Function's apply as a whole: a user jvp, a `vjp` instead of
     `backward` ("Unsupported custom vjp"), one tensor passed twice, or a print or a branch on a
-    tensor's value in its forward (a Python side effect it traces; stop 20's dynamo audits)."""
+    tensor's value in its forward (a Python side effect it traces; the dynamo audits)."""
     refs = [a.ref for a in fn.args if a.ref is not None and not a.clone]
     return (fn.jvp or fn.backward_method == "vjp" or len(refs) != len(set(refs))
             or fn.untraceable in ("print", "data_branch"))

@@ -314,7 +314,7 @@ def test_isolated_skips_only_the_guard_latency_profile_and_guards_still_run() ->
 
 
 def test_aot_modes_do_not_compare_use_counts_with_eager_after_a_create_graph_backward():
-    """Issue 29's compiled:aot_eager audit: after a create_graph backward the first-order gradients'
+    """Found by a compiled:aot_eager audit: after a create_graph backward the first-order gradients'
     graph is AOT Autograd's, which saves its own tensors, so a view the Function saves and returns
     has one use fewer there than in eager (2, not 3) at life:backward: no bug, no comparison. The
     comparison stays on every other mode and backward."""

@@ -94,7 +94,7 @@ MARK_CASES = {
     "the no-input Function after the mark": (_graph(
         _PRINTS, _fn(Arg("f0.0"), outputs=(_MARKED,)), _NO_INPUT), "dynamo-fallback-drops-mark-non-differentiable", set()),
     # a print or a branch on a value in an old-style forward: Dynamo cannot trace the Function as
-    # a whole (stop 20's dynamo audit); a side effect it traces
+    # a whole (the dynamo audit); a side effect it traces
     "a print in the marking forward": (_graph(_fn(Arg("x0"), outputs=(_MARKED, _LIN), untraceable="print")),
                                        "dynamo-fallback-drops-mark-non-differentiable", {"f0.0"}),
     "a branch on a value in the marking forward": (_graph(_fn(Arg("x0"), outputs=(_MARKED, _LIN),
@@ -103,7 +103,7 @@ MARK_CASES = {
     "a side effect in the marking forward": (_graph(_fn(Arg("x0"), outputs=(_MARKED, _LIN), untraceable="side_effect")),
                                              "dynamo-fallback-drops-mark-non-differentiable", set()),
     # a vjp instead of backward: "Unsupported custom vjp"; a setup_context that computes a tensor
-    # to save then marks in a frame Dynamo compiles (stop 20's 2.14.1 dynamo audit)
+    # to save then marks in a frame Dynamo compiles (the 2.14.1 dynamo audit)
     "a vjp, a setup_context saving an intermediate": (_graph(_fn(Arg("x0"), outputs=(OutputSpec(
         "compute", terms=(Term(0, "square", 1.0),), non_differentiable=True), _LIN), style="setup_context",
         save=("intermediates",), backward_method="vjp")), "dynamo-fallback-drops-mark-non-differentiable", {"f0.0"}),
@@ -136,7 +136,7 @@ def test_dynamo_loses_a_mark_exactly_where_the_entry_says(case: str) -> None:
 def test_a_missing_gradient_of_a_backward_eager_never_calls_is_still_traced_by_dynamo() -> None:
     """F0 returns one gradient too few on purpose, and the partial backward over x1 never calls
     its backward: eager raises nothing. Dynamo traces F0's backward while it compiles the forward
-    and raises IndexError there (dynamo-function-backward-checked-differently, stop 20's dynamo
+    and raises IndexError there (dynamo-function-backward-checked-differently, the dynamo
     audit); the rest is checked on the workaround."""
     from harness import paths
     from harness.known_issues import KNOWN_ISSUES

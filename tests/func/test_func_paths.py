@@ -252,7 +252,7 @@ def test_a_wrong_shaped_gradient_raises_under_a_transform_only_for_a_differentia
     """The spec's deliberate wrong-shaped gradient goes to input 0 (x0). Eager's partial
     backward over `grad_leaves` still checks it (x0 requires grad: its edge is valid); under a
     transform that differentiates x1 alone, x0 is a constant, the Function has no edge for it
-    and torch checks nothing there (engine.cpp, validate_outputs). Found by the stop-20 func audit."""
+    and torch checks nothing there (engine.cpp, validate_outputs). Found by a func audit."""
     spec = dataclasses.replace(_with(error="grad_shape"), forward_ad=False, grad_leaves=chosen)
     eager = check(spec, [paths.get("eager")], lifetimes=False).outcomes["eager"]
     assert eager.status == "ok" and eager.result.status == "error", eager  # eager raises either way
@@ -268,7 +268,7 @@ def test_past_a_skipped_wrong_shaped_gradient_the_transform_raises_the_next_deli
     """F1's deliberate wrong-shaped gradient goes to x1, F0's to x0, and only x0 is differentiated.
     Eager's backward runs F1 first and raises there (x1 requires grad); the transform skips
     F1's gradient for the constant x1 and raises F0's instead, which eager never reached: the
-    same error at the same checkpoint (the 2.13.0 func audit of stop 20: 8 examples, where a
+    same error at the same checkpoint (a 2.13.0 func audit met it in 8 examples, where a
     shape (0,) input had a wrong gradient of shape (1,))."""
     spec = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), backward="grad", grad_leaves=(0,),
                      functions=(
@@ -349,16 +349,16 @@ KEPT_GRAD_VMAP = {
     "grad_vmap_smallvector_saved_bdims_a267186b.json": "func-grad-vmap-saved-output-and-forward",
     # the same length, another order: a size error between the batch and the shape (2.15.0 audit)
     "grad_vmap_saved_bdims_swapped_c94f535f.json": "func-grad-vmap-saved-output-and-forward",
-    # a dirty view with no batch dim (the stop-20 audit's open "empty dirty view" specs)
+    # a dirty view with no batch dim (the func audit's open "empty dirty view" specs)
     "grad_vmap_empty_dirty_view_059531cc.json": "func-grad-vmap-dirty-unbatched-view",
     "grad_vmap_empty_dirty_view_43feae5f.json": "func-grad-vmap-dirty-unbatched-view",
     # F0's outputs are marked non-differentiable and its backward returns a wrongly shaped gradient
     # on purpose: eager never calls it, the lost marks make it run under grad(vmap), and reductify's
-    # "is not expandable to size" comes first (stop 20's audit: 11 examples)
+    # "is not expandable to size" comes first (the func audit met it in 11 examples)
     "grad_vmap_marks_lost_wrong_shape_75b4c7d1.json": "func-grad-vmap-wrong-shape-gradient",
     # F1's one output is marked non-differentiable, F2 reads it and raises on purpose (one gradient
-    # too few), F3 reads F2's: F2 runs only through the lost mark, two Functions down (stop 20's
-    # 2.14.1 func audit)
+    # too few), F3 reads F2's: F2 runs only through the lost mark, two Functions down (a 2.14.1
+    # func audit)
     "grad_vmap_marks_lost_two_down_f16bcbc2.json": "func-grad-vmap-mark-non-differentiable-lost",
 }
 
