@@ -34,19 +34,14 @@ from harness.seeds import check_seeds, seeds_until
 from harness.shrink import shrink_failures, to_shrink, write_unshrunk_reproducers
 from harness.spec import GraphSpec
 
-
 BATCH = 25
-
-
 #: the share of a campaign's budget kept for shrinking failures and writing reproducers (Hypothesis'
 #: shrinking, then the script run once and reduced at the source level: what a maintainer reads)
 SHRINK_SHARE = 0.25
 
 
-
 class _Stop(Exception):
     """Raised in the fuzz test when its time or example count is spent, to end the batch."""
-
 
 
 def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
@@ -123,7 +118,6 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
         last_end[0] = time.perf_counter()
 
 
-
 def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
     """Check one small graph, so that a fresh process's first real check does not pay for the
     imports and caches torch fills on first use (seconds, under load)."""
@@ -139,7 +133,6 @@ def warm_up(paths: list[ExecPath], device: str, lifetimes: bool) -> None:
                      jvp=True),))
     check(spec, paths, device, lifetimes=lifetimes)
     gradcheck_verdict(spec, device)
-
 
 
 def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",

@@ -87,10 +87,8 @@ class CauseDatabase(ExampleDatabase):
             self.base.move(s, d, value)
 
 
-
 class Found(Exception):
     """Raised in a Hypothesis test to mark its example as failing (so it is saved or shrunk)."""
-
 
 
 class HarnessFailed(KeyboardInterrupt):
@@ -102,13 +100,11 @@ class HarnessFailed(KeyboardInterrupt):
         self.error = error
 
 
-
 def favours_torch_func(paths: list[ExecPath]) -> bool:
     """Whether a campaign over `paths` draws graphs for torch.func (graphs(favour_torch_func=True):
     mostly setup_context style, with vmap rules): when one of them is a torch.func path
     (`runs_torch_func`), which refuses the others."""
     return any(getattr(p, "runs_torch_func", False) for p in paths)
-
 
 
 def favours_dynamo(paths: list[ExecPath]) -> bool:
@@ -117,17 +113,14 @@ def favours_dynamo(paths: list[ExecPath]) -> bool:
     return any(getattr(p, "runs_dynamo", False) for p in paths)
 
 
-
 #: graphs() options of a campaign (`drawing`)
 Drawing = dict[str, bool]
-
 
 
 def drawing(paths: list[ExecPath]) -> Drawing:
     """The graphs() options of a campaign over `paths`. Fuzzing, replaying and shrinking must
     draw with the same options, or a saved choice sequence decodes to another graph."""
     return {"favour_torch_func": favours_torch_func(paths), "favour_dynamo": favours_dynamo(paths)}
-
 
 
 def needs_backward(paths: list[ExecPath]) -> bool:
@@ -137,13 +130,11 @@ def needs_backward(paths: list[ExecPath]) -> bool:
     return bool(paths) and all(getattr(p, "needs_backward", False) for p in paths)
 
 
-
 def graph_strategy(device: str, drawn: Drawing):
     """The graphs() every campaign test draws from (harness.replay decodes saved examples with it).
     graph_test spells it out: the example database's key is a digest of its source, decorators
     included, so that line must not change (every database saved before would be lost)."""
     return strategies.graphs(mixed_device=is_cuda(device), **drawn)
-
 
 
 def graph_test(body: Callable[[GraphSpec], None], device: str, drawn: Drawing,
@@ -165,14 +156,12 @@ def graph_test(body: Callable[[GraphSpec], None], device: str, drawn: Drawing,
     return graph_example
 
 
-
 def graph_test_key() -> bytes:
     """The example-database key of every test graph_test makes (Hypothesis' digest of the test
     function, which is the same inner function for all of them)."""
     from hypothesis.internal.reflection import function_digest
 
     return function_digest(graph_test(lambda spec: None, "cpu", drawing([])).hypothesis.inner_test)
-
 
 
 def current_choices() -> str:
@@ -183,7 +172,6 @@ def current_choices() -> str:
     from hypothesis.database import choices_to_bytes
 
     return base64.b64encode(choices_to_bytes(current_build_context().data.choices)).decode()
-
 
 
 def check_example(spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool, *, generate_ms: float,

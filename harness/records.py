@@ -358,28 +358,21 @@ def outcome_record(outcome: PathOutcome, cause: str | None = None) -> dict[str, 
     return record
 
 
-
 # --- building records ------------------------------------------------------------------
 
 
+#: a record, and where a campaign sends each one (its result, the log, the progress display)
 Record = dict[str, Any]
-
-
 OnRecord = Callable[[Record], None]
-
-
+#: the cause of a failed gradcheck starts with it
 GRADCHECK_CAUSE = "gradcheck"
-
-
 #: a saved cause's replay or shrinking where the harness itself failed: its state is unknown
 HARNESS_ERROR = "harness error"
-
 
 
 class HarnessError(Exception):
     """The harness itself failed (an oracle, the decoder, a comparison) while replaying, shrinking or
     checking: never a finding about torch, and never "did not reproduce"."""
-
 
 
 def harness_error_record(during: str, error: BaseException, cause: str | None = None,
@@ -392,7 +385,6 @@ def harness_error_record(during: str, error: BaseException, cause: str | None = 
     if spec is not None:
         record["spec"] = spec.to_json()
     return record
-
 
 
 def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str], *, generate_ms: float,
@@ -414,11 +406,9 @@ def example_record(spec: GraphSpec, verdict: Verdict, gradcheck: tuple[str, str]
     return record
 
 
-
 def gradcheck_cause(gradcheck: tuple[str, str]) -> str | None:
     """The cause of a failed gradcheck (gradcheck_verdict's result), numbers left out."""
     return f"{GRADCHECK_CAUSE}: {_numbers_out(gradcheck[1])}" if gradcheck[0] == "failed" else None
-
 
 
 def crash_cause(what: str, path_names: Iterable[str]) -> str:
@@ -427,14 +417,12 @@ def crash_cause(what: str, path_names: Iterable[str]) -> str:
     return f"{what} while checking paths {','.join(path_names)}"
 
 
-
 def record_causes(record: Record) -> set[str]:
     """The failure causes an example record shows: its paths' and gradcheck's."""
     causes = {o["cause"] for o in record["outcomes"].values() if o["status"] == "failed"}
     if record["gradcheck"] == "failed":
         causes.add(record["gradcheck_cause"])
     return causes
-
 
 
 def _numbers_out(text: str) -> str:

@@ -117,7 +117,6 @@ class PathCounts:
         return lines
 
 
-
 @dataclass
 class TwinCounts:
     """The twin-form oracle's work for one pair (harness/oracles/twins.py): the examples whose
@@ -160,7 +159,6 @@ class TwinCounts:
                 f"compared on: {compared}{unchecked}")
 
 
-
 @dataclass
 class Failure:
     """One cause, grouped across paths and examples, with its smallest reproducer."""
@@ -200,10 +198,8 @@ class Failure:
             self.spec, self.report, self.choices = spec, report, choices or self.choices
 
 
-
 def smaller(a: GraphSpec, b: GraphSpec) -> bool:
     return (spec_size(a), len(a.to_json())) < (spec_size(b), len(b.to_json()))
-
 
 
 @dataclass
@@ -547,7 +543,6 @@ class CampaignResult:
                 f"and a fresh one went on; docs/worker_memory.md")
 
 
-
 def shrink_note(f: Failure) -> str:
     if not f.shrinkable:
         return "the smallest example seen; not shrunk: the worker sent no choice sequence"
@@ -556,7 +551,6 @@ def shrink_note(f: Failure) -> str:
             "not saved": "not shrunk: no saved example in the database",
             HARNESS_ERROR: "not shrunk: the harness itself failed (harness errors below)",
             "hypofuzz": "shrunk by HypoFuzz (python -m harness nightly)"}.get(f.shrink, "not shrunk: out of budget")
-
 
 
 def signature(outcome: Any) -> str:

@@ -42,12 +42,10 @@ from harness.spec import GraphSpec
 SHRINK_PART = 0.5
 
 
-
 class _TimeUp(KeyboardInterrupt):
     """A cause's shrinking time is spent. Hypothesis lets KeyboardInterrupt through at once,
     without saving the example it was on (any other exception would be shrunk as a bug of its
     own); its best so far is already in the database and in our hands."""
-
 
 
 def shrink(failure: Failure, paths: list[ExecPath], device: str, database: ExampleDatabase, lifetimes: bool,
@@ -89,7 +87,6 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
     return best[0], "not reproduced"
 
 
-
 def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool, *,
           until: float | None = None, seen: dict | None = None) -> bool:
     """Does `spec` show the failure's cause: the paths' check, gradcheck, or (in a child
@@ -106,14 +103,10 @@ def shows(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str,
     return any(same_cause(failure.signature, cause, failure.paths) for cause in _causes(verdict))
 
 
-
 #: the exit status of a child whose check raised (the harness's own error; torch's are results)
 _CHILD_RAISED = 70
-
-
 #: "hang (no progress for 300 s)": how long a candidate may run before it counts as that hang
 _HANG = re.compile(r"^hang \(no progress for (\d+) s\)")
-
 
 
 def _in_child(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: str, lifetimes: bool,
@@ -153,7 +146,6 @@ def _in_child(failure: Failure, spec: GraphSpec, paths: list[ExecPath], device: 
     return crash_cause(what, failure.signature.partition(" while checking paths ")[2].split(","))
 
 
-
 def _saved(failure: Failure, database: ExampleDatabase, *, unshrunk: bool = False) -> CauseDatabase:
     """The database under the failure's cause; a crash's choice sequence saved there first
     (the worker died before Hypothesis could save it)."""
@@ -161,7 +153,6 @@ def _saved(failure: Failure, database: ExampleDatabase, *, unshrunk: bool = Fals
     if failure.choices is not None:
         db.save(graph_test_key(), base64.b64decode(failure.choices))
     return db
-
 
 
 def twins_of_cause(cause: str) -> str | bool:
@@ -172,7 +163,6 @@ def twins_of_cause(cause: str) -> str | bool:
     return pair_of_cause(cause) or False
 
 
-
 def checked_paths(failure: Failure, paths: list[ExecPath]) -> list[ExecPath]:
     """The paths a cause's examples are checked on again (shrinking, replaying): those it was
     seen on, and eager where the campaign runs it, since a difference eager shows too is
@@ -180,10 +170,8 @@ def checked_paths(failure: Failure, paths: list[ExecPath]) -> list[ExecPath]:
     return [p for p in paths if p.name in failure.paths or p.name == "eager"]
 
 
-
 def _causes(verdict: Verdict) -> set[str]:
     return set(causes_of(verdict.outcomes.values()).values())
-
 
 
 def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str, database: ExampleDatabase,
@@ -210,7 +198,6 @@ def shrink_failures(failures: list[Failure], paths: list[ExecPath], device: str,
                    "size_before": failure.size_before, "size_after": spec_size(spec)})
 
 
-
 def _shrunk_with_reproducer(failure: Failure, failing: list[ExecPath], paths: list[ExecPath], device: str,
                             database: ExampleDatabase, lifetimes: bool, *, until: float, cause_until: float,
                             out_dir: str | Path, name_prefix: str) -> tuple[GraphSpec, str, str, Path | None]:
@@ -235,7 +222,6 @@ def _shrunk_with_reproducer(failure: Failure, failing: list[ExecPath], paths: li
     return spec, how, report, destination
 
 
-
 def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_record: OnRecord) -> None:
     """A reproducer for each cause that has none yet (its shrinking ran out of budget): the
     smallest example seen, written as it is (no check, so it costs no budget to speak of)."""
@@ -247,12 +233,10 @@ def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_r
             on_record({"kind": "reproducer", "t": now(), "cause": f.signature, "reproducer": str(destination)})
 
 
-
 def to_shrink(result: CampaignResult) -> list[Failure]:
     """The causes still to shrink: fuzzing leaves them the last SHRINK_SHARE of the budget
     (and, when there are none, fuzzes on to the end)."""
     return [f for f in result.failures.values() if f.shrinkable and not f.shrink]
-
 
 
 def reproducer_name(cause: str, prefix: str = "") -> str:
