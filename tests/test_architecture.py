@@ -17,7 +17,8 @@ from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
 #: not modules of the harness: standalone scripts kept as data (a reproducer runs on its own)
-#: and the self-evaluation's site directory (a .pth hook copied into a child's site-packages)
+#: and the self-evaluation's site directory (a sitecustomize.py a faulted child process finds on
+#: PYTHONPATH)
 NOT_MODULES = ("harness/known_issues/reproducers/", "harness/selfeval/site/")
 #: the oracles judge results; the machinery that runs campaigns and parses the command line is
 #: built on them, never the other way round
