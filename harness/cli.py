@@ -131,7 +131,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                     run_campaign(paths, budget_s=budget, device=device, out_dir=out, uncharged_s=uncharged,
                                  database=_database(database, local_database), max_examples=args.max_examples,
                                  lifetimes=lifetimes, result=result, on_record=on_record,
-                                 replay_shared=not args.shard, seeds=seeds, twins=twins)
+                                 replay_shared=not args.shard, seeds=seeds, twins=twins, every_path=args.every_path)
                 else:
                     from harness.workers import run_parallel
 
@@ -140,7 +140,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                                  out_dir=out, database=database, max_examples=args.max_examples,
                                  lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
                                  on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged,
-                                 seeds=seeds, twins=twins, **memory)
+                                 seeds=seeds, twins=twins, every_path=args.every_path, **memory)
         except KeyboardInterrupt:
             interrupted = True
             result.finish()
@@ -306,6 +306,7 @@ def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: f
     argv += ["--no-lifetimes"] if args.no_lifetimes else []
     argv += ["--no-seeds"] if args.no_seeds else []
     argv += ["--no-twins"] if args.no_twins else []
+    argv += ["--every-path"] if args.every_path else []
     argv += ["--worker-memory", str(args.worker_memory)] if args.worker_memory is not None else []
     try:
         result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
@@ -836,6 +837,10 @@ def _add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) 
     parser.add_argument("--no-twins", action="store_true",
                         help="skip the twin-form oracle (each example's twin with its Functions written in another "
                              "form, run on every path: docs/twins.md); faster, checks less")
+    parser.add_argument("--every-path", action="store_true",
+                        help="run every path on every fuzzed example (by default the cheap paths check each example "
+                             "and a compiling family, one at a time, a share of them: each family about the same "
+                             "part of the time, harness/split.py); slower on the cheap paths")
 
 
 if __name__ == "__main__":
