@@ -184,24 +184,31 @@ def test_a_tensor_in_a_cycle_of_plain_objects_and_one_kept_in_a_list_are_no_torc
     assert not found.named() & set(holders.TORCH_HOLDERS)
 
 
-def test_the_cycles_found_without_a_second_collection_are_the_graphs_cycles():
-    """holders._in_cycles (Tarjan, iterative) against a brute-force search on random graphs."""
+def test_what_letting_go_of_the_garbage_leaves_alive_is_what_the_graphs_cycles_hold():
+    """holders._held_by_cycles (the peel reference counting does) against a brute-force search on
+    random graphs: a node stays when it is on a cycle or reached from a node on one."""
     import random
 
-    from harness.oracles.holders import _in_cycles
+    from harness.oracles.holders import _held_by_cycles
 
-    def on_a_cycle(edges, start):
-        seen, todo = set(), list(edges[start])
+    def reached(edges, starts):
+        seen, todo = set(), [j for s in starts for j in edges[s]]
         while todo:
             node = todo.pop()
-            if node == start:
-                return True
             if node not in seen:
                 seen.add(node)
                 todo += edges[node]
-        return False
+        return seen
+
+    def held(edges):
+        on_cycles = [v for v in range(len(edges)) if v in reached(edges, [v])]
+        return set(on_cycles) | reached(edges, on_cycles)
     rng = random.Random(0)
+    kinds = set()
     for _ in range(500):
         n = rng.randint(1, 14)
         edges = [[rng.randrange(n) for _ in range(rng.randint(0, 3))] for _ in range(n)]
-        assert sorted(_in_cycles(edges)) == [v for v in range(n) if on_a_cycle(edges, v)], edges
+        expected = held(edges)
+        assert [v for v, h in enumerate(_held_by_cycles(edges)) if h] == sorted(expected), edges
+        kinds.add((bool(expected), len(expected) < n))
+    assert kinds == {(False, True), (True, True), (True, False)}  # none held, some, all

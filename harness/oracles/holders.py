@@ -151,53 +151,27 @@ def _still_held(garbage: list) -> list:
     cycle among them, and what those reach (a full collection's own view: gc.get_referents, by
     the objects' tp_traverse). Computed here rather than by another full collection."""
     index = {id(o): i for i, o in enumerate(garbage)}
-    edges = [[index[id(r)] for r in gc.get_referents(o) if id(r) in index] for o in garbage]
-    held = set(_in_cycles(edges))
-    todo = list(held)
-    while todo:
-        for j in edges[todo.pop()]:
-            if j not in held:
-                held.add(j)
-                todo.append(j)
-    return [o for i, o in enumerate(garbage) if i in held]
+    edges = [[j for r in gc.get_referents(o) if (j := index.get(id(r))) is not None] for o in garbage]
+    return [o for o, held in zip(garbage, _held_by_cycles(edges)) if held]
 
 
-def _in_cycles(edges: list[list[int]]) -> list[int]:
-    """The nodes on a cycle of this graph (Tarjan's strongly connected components, iterative):
-    those of a component of two or more, and those with an edge to themselves."""
-    order, low, on_stack, stack, found = {}, {}, set(), [], []
-    for root in range(len(edges)):
-        if root in order:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, i = work.pop()
-            if i == 0:
-                order[node] = low[node] = len(order)
-                stack.append(node)
-                on_stack.add(node)
-            if i < len(edges[node]):
-                work.append((node, i + 1))
-                nxt = edges[node][i]
-                if nxt not in order:
-                    work.append((nxt, 0))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], order[nxt])
-                continue
-            if low[node] == order[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1 or node in edges[node]:
-                    found += component
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-    return found
+def _held_by_cycles(edges: list[list[int]]) -> list[bool]:
+    """Per node of this graph, whether it is on a cycle or reached from one: what reference
+    counting alone never frees. Found as reference counting frees the rest: a node no other node
+    refers to goes, and so do the nodes only it referred to, and so on; what is left has a
+    referrer on a cycle. Linear in the edges, with no search for the cycles themselves (the
+    garbage a Dynamo trace leaves is 15,000-30,000 objects)."""
+    referrers = [0] * len(edges)
+    for targets in edges:
+        for j in targets:
+            referrers[j] += 1
+    freed = [i for i, n in enumerate(referrers) if n == 0]
+    while freed:
+        for j in edges[freed.pop()]:
+            referrers[j] -= 1
+            if referrers[j] == 0:
+                freed.append(j)
+    return [n > 0 for n in referrers]
 
 
 def _ctxs_of(holders: list) -> list:
