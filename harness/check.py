@@ -12,8 +12,6 @@ harness/oracles/twins.py) runs on every path too, and a path that differs from i
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass, field, replace
 
 from torch.autograd.gradcheck import GradcheckError
@@ -33,19 +31,13 @@ from harness.oracles.twins import TwinCheck
 from harness.paths import Path
 from harness.run import RunResult, tracking_lifetimes
 from harness.spec import GraphSpec
+from harness.stages import whole_stage
+from harness.stages import stage as _stage
 
 #: a workaround variant may hit another known issue, whose workaround is checked in turn (compiled
 #: autograd examples meet four or five issues in about 2% of examples: at 3 those went unchecked)
 MAX_WORKAROUNDS = 6
 
-#: while profiling (harness/profile.py), the timer that check() reports its stages to: an
-#: object whose stage(name) is a context manager. None (the default): nothing is timed.
-STAGE_TIMER: contextvars.ContextVar = contextvars.ContextVar("stage_timer", default=None)
-
-
-def _stage(name: str) -> contextlib.AbstractContextManager:
-    timer = STAGE_TIMER.get()
-    return contextlib.nullcontext() if timer is None else timer.stage(name)
 
 
 @dataclass
@@ -267,7 +259,9 @@ def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mism
                            + _holders_text(mismatches), [], result, known, spec)
     if variant == spec or workarounds >= MAX_WORKAROUNDS:
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
-    past = check(variant, [path], device, lifetimes=lifetimes, _workarounds=workarounds + 1).outcomes[path.name]
+    # (all of it one stage when profiled: the paths' stages stay the example's own runs)
+    with whole_stage("workarounds"):
+        past = check(variant, [path], device, lifetimes=lifetimes, _workarounds=workarounds + 1).outcomes[path.name]
     known += tuple(k for k in past.known if k not in known)
     if not past.checked and past.status != "partly":  # nothing past the bug was seen
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)

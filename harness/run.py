@@ -23,6 +23,7 @@ from harness.dataflow import Dataflow
 from harness.oracles.holders import Holders
 from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
 from harness.spec import Arg
+from harness.stages import stage
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
 ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]
@@ -316,10 +317,11 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
         if gc_was_enabled:
             gc.enable()
     if tracker is not None:
-        if result.status != "error":
-            tracker.check_released()
-            tracker.check_memory(t for roles in result.tensors.values() for t in roles.values())
-        tracker.store(result)
+        with stage("lifetime tracking"):
+            if result.status != "error":
+                tracker.check_released()
+                tracker.check_memory(t for roles in result.tensors.values() for t in roles.values())
+            tracker.store(result)
     return result
 
 

@@ -39,6 +39,7 @@ import torch
 
 from harness import devices
 from harness.oracles import holders as holder_search
+from harness.stages import stage
 
 LIFE = "life:"
 PROBE = "probe:"
@@ -105,6 +106,10 @@ class LifetimeTracker:
 
     def record(self, checkpoint: str, held: dict[str, torch.Tensor]) -> None:
         """Counts of the tensors the runner holds, and liveness of everything tracked."""
+        with stage("lifetime tracking"):
+            self._record(checkpoint, held)
+
+    def _record(self, checkpoint: str, held: dict[str, torch.Tensor]) -> None:
         refs = self.refs  # (the runner records a few dozen roles at each of its checkpoints)
         for role, t in held.items():
             if role not in refs:
