@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 
 import harness
 import strategies
@@ -147,6 +147,8 @@ def test_twins_agree_on_the_compiled_paths(pair: str) -> None:
     assert not verdict.failed, verdict.report()
     statuses = {name: r.status for name, r in verdict.twin.paths.items()}
     assert statuses["eager"] == "agree"
+    if pair == "tuple_output":  # compiled runs what differs eagerly, as eager, where the twin agreed
+        assert statuses.pop("compiled") == "as eager"
     assert set(statuses.values()) <= {"agree", "known"}, statuses
     # a known issue explains only what it damages: the rest of the twin was compared there and agreed
     for name in ("compiled", "dynamo"):
@@ -155,6 +157,37 @@ def test_twins_agree_on_the_compiled_paths(pair: str) -> None:
             damaged = {(m.checkpoint, m.role) for m in twin.mismatches}
             compared = {(c, role) for c, roles in verdict.outcomes[name].result.tensors.items() for role in roles}
             assert twin.mismatches and compared - damaged, (name, twin.detail, sorted(compared), sorted(damaged))
+
+
+def _compiled_run_of(spec: GraphSpec) -> RunResult:
+    return paths.run_path(paths.get("compiled"), build(spec))
+
+
+@settings(max_examples=10, deadline=None)
+@given(strategies.graphs())
+def test_where_compiled_is_not_run_on_its_twin_that_run_would_be_the_originals(spec: GraphSpec) -> None:
+    """Pair.as_eager_on: tuple_output on compiled autograd. Wherever eager's twin agrees with eager, the
+    twin's run on compiled is bit for bit the original's (values, metadata, errors), so running it
+    cannot change what the twin oracle finds there."""
+    twin = twins.twin_of(spec, "tuple_output")
+    assume(twin is not None and spec.backward != "none")
+    assume(not twins.compare_twins(spec, twin, paths.run_path(EAGER, build(spec)),
+                                   paths.run_path(EAGER, build(twin.spec)), EXACT))  # eager's twin agrees
+    original, mirrored = _compiled_run_of(spec), _compiled_run_of(twin.spec)
+    assert (original.status, type(original.error)) == (mirrored.status, type(mirrored.error))
+    assert twins.compare_twins(spec, twin, original, mirrored, EXACT) == []
+
+
+def test_a_twin_is_run_on_compiled_where_eager_s_twin_differs() -> None:
+    """A fault of the single-output form (its pre hook fires twice): eager's twin differs, so compiled
+    runs its twin too, and sees the difference there."""
+    pair, spec, _ = FORMS_FAULTS["single_output_pre_hooks_twice"]
+    compiled = paths.get("compiled")
+    assert check(spec, [EAGER, compiled], lifetimes=False, twins=pair).twin.paths["compiled"].status == "as eager"
+    with selfeval.installed("single_output_pre_hooks_twice"):
+        found = check(spec, [EAGER, compiled], lifetimes=False, twins=pair)
+    assert found.twin.paths["eager"].status == "differ"
+    assert found.twin.paths["compiled"].status == "differ", found.twin.paths["compiled"]
 
 
 def _with_hook(spec: GraphSpec, kind: str) -> GraphSpec:

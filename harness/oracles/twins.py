@@ -59,6 +59,13 @@ class Pair:
     #: forms as different, that is a DECLARED_EXCEPTIONS row instead, with its source
     paths: tuple[str, ...] = ("*",)
     backward_modes: tuple[str, ...] = ()
+    #: paths or families on which the two forms differ only in code the path runs exactly as eager
+    #: runs it, with what it compiles the same for both: there the twin's run is the original's
+    #: wherever eager's twin agreed with eager, so it is not run again (status "as eager"; on the
+    #: check's own device only: eager's run there is what the path's eager parts repeat)
+    as_eager_on: tuple[str, ...] = ()
+    #: why that holds, in words (the reason counted with the status)
+    as_eager_because: str = ""
 
     def runs_on(self, path: str, spec: GraphSpec) -> bool:
         return ((not self.backward_modes or spec.backward in self.backward_modes)
@@ -115,8 +122,15 @@ PAIRS: tuple[Pair, ...] = (
     Pair("style", "forward(ctx, ...) (old) vs forward(...) + setup_context", _style, _field_flip("style")),
     Pair("backward_method", "the formula defined as backward vs as vjp (torch's alias)", _backward_method,
          _field_flip("backward_method")),
+    # compiled autograd: the forward (and forward AD) run eagerly, as on eager; the flip changes only
+    # how forward, setup_context and jvp return or unpack the output (generic.py, plain.py), and
+    # Function.apply makes the same node for a lone output as for a 1-tuple, so the backward graph
+    # compiled autograd captures (node, saved tensors, backward code) is the same for both forms
     Pair("tuple_output", "one output returned alone vs as a 1-tuple", _tuple_output,
-         lambda before, after: "single->1-tuple" if after.tuple_output else "1-tuple->single"),
+         lambda before, after: "single->1-tuple" if after.tuple_output else "1-tuple->single",
+         as_eager_on=("compiled",),
+         as_eager_because="the forms differ only in the forward and its jvp, which run eagerly here as on eager "
+                          "(where the twin agreed), and give the same backward graph to compile"),
     Pair("once_differentiable", "backward with @once_differentiable vs without (first-order gradients)",
          _once_differentiable, lambda before, after: "on" if after.once_differentiable else "off"),
     Pair("materialize_grads", "ctx.set_materialize_grads(False), a backward handling None, vs the default",
@@ -259,7 +273,8 @@ def pair_of_cause(cause: str) -> str | None:
 
 #: per path, one of: "agree", "differ", "known" (every difference explained by a known torch
 #: issue), "unsupported" (on either side: not compared), "excepted" (DECLARED_EXCEPTIONS: not
-#: compared). A path-example is checked where it agreed or differed
+#: compared), "as eager" (Pair.as_eager_on: the twin's run there would be the original's, since
+#: eager's twin agreed; not run). A path-example is checked where it agreed or differed
 CHECKED = ("agree", "differ")
 
 
@@ -299,12 +314,20 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
     outcomes: dict[str, TwinPathResult] = {}
     with tracking_lifetimes(False):  # lifetimes are judged on the original; the twin is about values
         twin_results = {"eager": path_registry.run_path(path_registry.get("eager"), built)}
+        eager_agrees = None  # (compared once, where a path needs it)
         for p in paths:
             why_not = not_compared_on(twin.pair, p.name, spec)
             if why_not is not None:
                 outcomes[p.name] = TwinPathResult("excepted", why_not)
             elif results[p.name].status == "unsupported":
                 outcomes[p.name] = TwinPathResult("unsupported", f"original: {results[p.name].reason}")
+            elif p.name != "eager" and "@" not in p.name and _in_family(p.name, twin.pair.as_eager_on):
+                if eager_agrees is None:
+                    eager_agrees = not compare_twins(spec, twin, results["eager"], twin_results["eager"], EXACT)
+                if eager_agrees:
+                    outcomes[p.name] = TwinPathResult("as eager", twin.pair.as_eager_because)
+                else:
+                    twin_results[p.name] = path_registry.run_path(p, built)
             elif p.name != "eager":
                 twin_results[p.name] = path_registry.run_path(p, built)
     for p in paths:
