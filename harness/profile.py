@@ -1,7 +1,7 @@
 """Where a campaign's time goes: `python -m harness profile` (docs/profile.md).
 
 One process runs the campaign's own fuzz loop (harness.campaign.fuzz: Hypothesis
-generation, check(), gradcheck) over N examples, with a StageTimer in check.STAGE_TIMER so
+generation, check(), gradcheck) over N examples, with a StageTimer in stages.STAGE_TIMER so
 that check() reports its stages. After each example the same graph runs once more on the
 same paths with no oracle at all (the path's applier through the runner, lifetimes off):
 the raw execution the whole check is measured against, side by side, in the same run.
