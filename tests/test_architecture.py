@@ -22,9 +22,9 @@ HARNESS = Path(__file__).resolve().parent.parent / "harness"
 NOT_MODULES = ("harness/known_issues/reproducers/", "harness/selfeval/site/")
 #: the oracles judge results; the machinery that runs campaigns and parses the command line is
 #: built on them, never the other way round
-ABOVE_THE_ORACLES = ("harness.cli", "harness.selection", "harness.nightly", "harness.cluster", "harness.workers",
-                     "harness.campaign", "harness.replay", "harness.seeds", "harness.shrink", "harness.engine",
-                     "harness.results", "harness.fuzz_target", "harness.report", "harness.progress")
+ABOVE_THE_ORACLES = ("harness.cli", "harness.session", "harness.selection", "harness.nightly", "harness.cluster",
+                     "harness.workers", "harness.campaign", "harness.replay", "harness.seeds", "harness.shrink",
+                     "harness.engine", "harness.results", "harness.fuzz_target", "harness.report", "harness.progress")
 
 
 def import_graph(package: Path) -> dict[str, set[str]]:
