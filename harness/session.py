@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -358,8 +358,8 @@ def ending(*, errors: bool = False) -> Iterator[Ending]:
 
 
 def finish(result, out: Path, json_file: str | None, *, error: Exception | str | None = None,
-           interrupted: bool = False, then: str | None = None, before: list[str] = (),
-           notes: list[str] = (), shards_lost: bool = False) -> int:
+           interrupted: bool = False, then: str | None = None, before: Sequence[str] = (),
+           notes: Sequence[str] = (), shards_lost: bool = False) -> int:
     """The end of every session: `before`, the summary and the reports of what was checked (after an
     interrupt or an error too), `notes`, then its exit status: 2 for `error` (said after the
     summary), 130 when interrupted (saying `then`), else campaign_status; with shards_lost a
