@@ -44,7 +44,7 @@ from torch.autograd.function import _SingleLevelFunction, once_differentiable
 from harness import known_issues
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LifetimeTracker, rule_violations
-from harness.run import CHECKPOINTS, RunResult, _checkpoint, _Stop
+from harness.run import CHECKPOINTS, RunResult, RunStopped, recording_errors
 
 CHECKS = ("outputs", "gradients", "gradcheck", "jvp", "vmap", "double_backward", "mark_dirty", "lifetimes")
 #: the checks whose results come from running each path (the others run the stock apply)
@@ -477,7 +477,7 @@ def observe(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: s
                 _forward_ad(function, sample, runner, result)
             else:
                 _forward_backward(function, sample, runner, mode, result, tracker, timings)
-        except _Stop:
+        except RunStopped:
             pass
         finally:
             if gc_was_enabled:
@@ -500,7 +500,7 @@ def _forward_backward(function: type, sample: Sequence[Any], runner: _EagerRunne
     if tracker is not None:
         tracker.record("start", leaf_refs)
     started = time.perf_counter()
-    with _checkpoint(result, "forward"), torch.enable_grad(), \
+    with recording_errors(result, "forward"), torch.enable_grad(), \
             _observing_saved(tracker if runner.observes_saved else None):
         # a copy per argument: a Function that updates an input in place (mark_dirty) never
         # touches the leaf or the caller's sample, as on every path
@@ -563,7 +563,7 @@ def _backward(outs: tuple, leaves: list[Any], runner: _EagerRunner, mode: str, r
     with torch.enable_grad():
         loss = _weighted_sum(diff, _weights(diff, 1_000_003))
     inputs = [t for _, t in grad_leaves]
-    with _checkpoint(result, "backward"), runner.around_backward():
+    with recording_errors(result, "backward"), runner.around_backward():
         if mode == "backward":
             loss.backward()
             grads = [t.grad for t in inputs]
@@ -578,7 +578,7 @@ def _backward(outs: tuple, leaves: list[Any], runner: _EagerRunner, mode: str, r
         for name, _ in grad_leaves:
             result.put("double_backward", f"dgrad:{name}", None)
         return
-    with _checkpoint(result, "double_backward"), runner.around_backward():
+    with recording_errors(result, "double_backward"), runner.around_backward():
         total = _weighted_sum([g for g, _ in terms], [w for _, w in terms])
         second = torch.autograd.grad(total, inputs, allow_unused=True)
     for (name, _), g in zip(grad_leaves, second):
@@ -589,7 +589,7 @@ def _forward_ad(function: type, sample: Sequence[Any], runner: _EagerRunner, res
     leaves = _fresh(sample)
     tangents = dict(zip(_differentiable_indices(leaves), _weights(
         [leaves[i] for i in _differentiable_indices(leaves)], 3_000_017)))
-    with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
+    with recording_errors(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
         args = [fwAD.make_dual(a.clone(), tangents[i]) if i in tangents
                 else a.clone() if isinstance(a, torch.Tensor) else a for i, a in enumerate(leaves)]
         outs = _as_tuple(runner.forward(function, args))

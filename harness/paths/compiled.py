@@ -34,7 +34,7 @@ import torch
 from harness.build import BuiltGraph
 from harness.paths import PathFamily, register_family
 from harness.paths.eager import apply_eager
-from harness.run import RunResult, _Stop, run_graph
+from harness.run import RunResult, RunStopped, run_graph
 from harness.spec import GraphSpec
 
 MODES = ("capture", "eager", "aot_eager", "inductor")
@@ -249,7 +249,7 @@ def _compiled_autograd(mode: str, escaped: list[BaseException]) -> Iterator[None
     try:
         with compiled_autograd._enable(compiler_fn(mode)):
             yield
-    except _Stop:
+    except RunStopped:
         raise  # the runner's own signal: the error is already recorded
     except Exception as e:
         escaped.append(e)
