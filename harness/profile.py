@@ -144,7 +144,7 @@ def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, dev
     from harness.build import build
     from harness.campaign import fuzz, warm_up
     from harness.check import STAGE_TIMER
-    from harness.run import tracking_lifetimes
+    from harness.oracles.lifetimes import tracking_lifetimes
 
     paths = [path_registry.get(n) for n in path_names]
     warm_up(paths, device, lifetimes)  # as a campaign does: first-use imports and caches are not per example
