@@ -497,8 +497,6 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     # tangent, known issue func-custom-op-forward-ad-zero-tangent)
     if transform.forward_mode and not all(fn.jvp or fn.api == "custom_op" for fn in spec.functions):
         return NO_JVP
-    if any(fn.api == "custom_op" for fn in spec.functions) and reverse_mode(spec, transform):
-        return CUSTOM_OP_AUTOGRAD
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
         if transform.forward_mode:
             return TENSOR_HOOK_FORWARD_MODE
