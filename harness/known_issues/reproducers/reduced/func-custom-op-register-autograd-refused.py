@@ -1,4 +1,4 @@
-"""torch.func.jacrev (grad, vjp) of a torch.library.custom_op with register_autograd raises "must override the setup_context staticmethod", where eager autograd runs the op's registered backward."""
+"""torch.func.jacrev/grad/vjp of a custom_op with register_autograd raises "must override the setup_context staticmethod"; eager runs its backward."""
 import torch
 
 @torch.library.custom_op("repro::times_three", mutates_args=())
