@@ -33,6 +33,7 @@ from harness.results import CampaignResult
 from harness.seeds import check_seeds, seeds_until
 from harness.shrink import shrink_failures, to_shrink, write_unshrunk_reproducers
 from harness.spec import GraphSpec
+from harness.split import BudgetSplit
 
 BATCH = 25
 #: the share of a campaign's budget kept for shrinking failures and writing reproducers (Hypothesis'
@@ -47,11 +48,14 @@ class _Stop(Exception):
 def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleDatabase, lifetimes: bool,
          on_record: OnRecord, known: set[str], max_examples: int | None = None,
          on_example: Callable[[GraphSpec], None] | None = None, worker: str = "",
-         until_failure: bool = False, should_stop: Callable[[], bool] | None = None, twins: bool = False) -> None:
+         until_failure: bool = False, should_stop: Callable[[], bool] | None = None, twins: bool = False,
+         every_path: bool = False) -> None:
     """Check generated examples until `until` (time.perf_counter()), max_examples, should_stop()
     or, with until_failure, the first example that fails; each is one record. An example with
     a cause not in `known` is saved in `database` under that cause (and the cause becomes known).
-    The failures saved in `database` before are not replayed here: harness.replay does that first."""
+    The failures saved in `database` before are not replayed here: harness.replay does that first.
+    Each example runs the cheap paths and, on a share of them, a compiling family (harness.split);
+    with every_path, every path."""
     checked = [0]
     checked_specs: set[str] = set()  # their spec hashes
     failed = [False]
@@ -59,6 +63,7 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
     last_end = [time.perf_counter()]
     db = CauseDatabase(database, unshrunk=True, failures_first=True)
     only_backward = needs_backward(paths)
+    split = BudgetSplit(paths, every_path)
     # A full gc.collect() costs ~80 ms with torch imported; once everything imported so far
     # is frozen out of the collector, the lifetime oracle's collections cost ~0.01 ms.
     gc.collect()
@@ -83,14 +88,18 @@ def fuzz(paths: list[ExecPath], *, until: float, device: str, database: ExampleD
         checked_specs.add(key)
         if on_example is not None:
             on_example(spec)
+        example_paths, family = split.paths_for(spec)
+        started = time.perf_counter()
         try:
-            record = check_example(spec, paths, device, lifetimes,
-                                   generate_ms=1000 * (time.perf_counter() - last_end[0]), worker=worker, key=key,
-                                   twins=twins)
+            record = check_example(spec, example_paths, device, lifetimes,
+                                   generate_ms=1000 * (started - last_end[0]), worker=worker, key=key, twins=twins)
         except Exception as e:  # noqa: BLE001 -- the harness's own error (torch's are results): recorded, never shrunk as a finding
             on_record(harness_error_record("checking an example", e, spec=spec))
             raise HarnessFailed(e) from e
         checked[0] += 1
+        split.charge(family, time.perf_counter() - started)
+        if split.splits:
+            record["family"] = family or ""
         on_record(record)
         last_end[0] = time.perf_counter()
         causes = record_causes(record)
@@ -143,7 +152,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
                  on_progress: Callable[[CampaignResult], None] | None = None,
                  name_prefix: str = "", until_failure: bool = False, replay_shared: bool = True,
                  uncharged_s: float = 0.0, seeds: bool = False,
-                 twins: bool = False) -> CampaignResult:
+                 twins: bool = False, every_path: bool = False) -> CampaignResult:
     """A campaign in this process: replay the failures `result` already holds (a resumed
     campaign) and, with replay_shared, those saved in `database` by earlier campaigns
     (harness.replay), with `seeds` start from the known bugs' seeds (harness.seeds; not on a resumed
@@ -153,7 +162,8 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     before it is checked and on_progress the result after each example. uncharged_s: one-time
     costs the caller kept out of the budget (the native build, a warm-up), for the summary.
     twins: check each example's twin in another Function form too (harness/oracles/twins.py;
-    `fuzz` turns it on unless --no-twins)."""
+    `fuzz` turns it on unless --no-twins). every_path: every fuzzed example runs every path (else the
+    compiling ones run on a share of them, harness.split)."""
     start = time.perf_counter()
     end = start + budget_s
     database = database if database is not None else InMemoryExampleDatabase()
@@ -169,7 +179,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
 
     record({"kind": "start", "t": now(), "paths": [p.name for p in paths], "device": device,
             "torch": torch.__version__, "budget_s": budget_s, "lifetimes": lifetimes, "twins": twins,
-            "resumed": bool(result.examples), "uncharged_s": uncharged_s})
+            "resumed": bool(result.examples), "uncharged_s": uncharged_s, "every_path": every_path})
     known = set(result.failures)
     replay_first(list(result.failures.values()), paths, device, database, lifetimes, until=end, on_record=record,
                  known=known, shared=replay_shared, twins=twins,
@@ -180,7 +190,7 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
          known=known, max_examples=max_examples, on_example=on_example,
-         until_failure=until_failure, twins=twins,
+         until_failure=until_failure, twins=twins, every_path=every_path,
          should_stop=lambda: time.perf_counter() >= fuzz_end and bool(to_shrink(result)))
     shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     out_dir=out_dir, on_record=record, name_prefix=name_prefix)

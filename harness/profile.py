@@ -144,7 +144,7 @@ def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, dev
     from harness.build import build
     from harness.campaign import fuzz, warm_up
     from harness.check import STAGE_TIMER
-    from harness.run import tracking_lifetimes
+    from harness.oracles.lifetimes import tracking_lifetimes
 
     paths = [path_registry.get(n) for n in path_names]
     warm_up(paths, device, lifetimes)  # as a campaign does: first-use imports and caches are not per example
@@ -182,7 +182,8 @@ def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, dev
     loop_start, loop_cpu_start = time.perf_counter(), time.process_time()
     try:
         fuzz(paths, until=float("inf"), device=device, database=InMemoryExampleDatabase(), lifetimes=lifetimes,
-             on_record=on_record, known=set(), max_examples=examples, on_example=on_example, twins=twins)
+             on_record=on_record, known=set(), max_examples=examples, on_example=on_example, twins=twins,
+             every_path=True)  # each stage's cost per example on every path asked for (no budget split)
     finally:
         STAGE_TIMER.reset(token)
     loop_s = time.perf_counter() - loop_start - seconds["raw"]

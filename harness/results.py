@@ -46,6 +46,8 @@ class PathCounts:
     unchecked: int = 0
     overflowed: int = 0
     uncompared_examples: int = 0
+    #: the examples this path ran (fewer than the campaign's for a compiling path: harness.split)
+    examples: int = 0
 
     @property
     def checked(self) -> int:
@@ -55,6 +57,7 @@ class PathCounts:
         """One path's outcome record (records.outcome_record) of an example (`backward`: one
         where a backward runs)."""
         status, known = outcome["status"], outcome.get("known", [])
+        self.examples += 1
         if "trace" in outcome:
             self.traces[outcome["trace"]] += 1
             if backward:
@@ -76,9 +79,9 @@ class PathCounts:
         self.overflowed += sum(overflowed.values())
         self.uncompared_examples += bool(unchecked or overflowed)
 
-    def as_json(self, examples: int) -> dict[str, Any]:
-        return {"checked": self.checked, "checked_share": round(self.checked / examples, 4) if examples else 0.0,
-                "ok": self.ok, "partly": self.partly, "failed": self.failed, "stopped_by_known": self.stopped,
+    def as_json(self) -> dict[str, Any]:
+        return {"examples": self.examples, "checked": self.checked,
+                "checked_share": round(self.checked / self.examples, 4) if self.examples else 0.0, "ok": self.ok, "partly": self.partly, "failed": self.failed, "stopped_by_known": self.stopped,
                 "checked_past_known": self.past_known, "unsupported": dict(self.unsupported),
                 "known": dict(self.known),
                 "unchecked_elements": self.unchecked, "overflowed_elements": self.overflowed,
@@ -94,7 +97,9 @@ class PathCounts:
                    collections.Counter(data["unsupported"]), collections.Counter(data["known"]),
                    collections.Counter(traces), collections.Counter(with_backward), data.get("partly", 0),
                    data.get("unchecked_elements", 0), data.get("overflowed_elements", 0),
-                   data.get("uncompared_examples", 0))
+                   data.get("uncompared_examples", 0),
+                   data.get("examples", data["ok"] + data["failed"] + data.get("partly", 0) + data["stopped_by_known"]
+                            + sum(data["unsupported"].values())))
 
     def uncompared_line(self) -> str:
         """The elements that differed and were not judged, in words."""
@@ -244,6 +249,9 @@ class CampaignResult:
     twins: dict[str, TwinCounts] = field(default_factory=dict)
     #: where the harness itself failed ("harness_error" records): during what, the cause, the error
     harness_errors: list[dict[str, Any]] = field(default_factory=list)
+    #: the budget split of fuzzed examples (harness.split): per compiling family run ("" for the cheap
+    #: paths alone), [examples, seconds of their checks]; empty when every path ran every example
+    split: dict[str, list[float]] = field(default_factory=dict)
     _session: tuple[float, float, float] = (0.0, 0.0, 0.0)  # start, last record, last example
     _closed: tuple[float, float] = (0.0, 0.0)  # seconds and fuzz_seconds of the sessions before
 
@@ -314,6 +322,10 @@ class CampaignResult:
                 self.coverage.setdefault(axis, collections.Counter()).update(str(v) for v in values)
         if "twin" in record:
             self.twins.setdefault(record["twin"]["pair"], TwinCounts()).add(record["twin"])
+        if "family" in record:
+            tally = self.split.setdefault(record["family"], [0, 0.0])
+            tally[0] += 1
+            tally[1] += record["check_ms"] / 1000
         by_cause: dict[str, set[str]] = {}
         for name, outcome in record["outcomes"].items():
             self.counts.setdefault(name, PathCounts()).add(outcome, backward=bool(record["backward"]))
@@ -403,7 +415,7 @@ class CampaignResult:
             "twins_on": self.twins_on,
             "twins": {pair: c.as_json() for pair, c in self.twins.items()},
             "gradcheck": dict(self.gradcheck),
-            "paths": {name: self.counts.get(name, PathCounts()).as_json(self.examples) for name in self.paths},
+            "paths": {name: self.counts.get(name, PathCounts()).as_json() for name in self.paths},
             "known_torch_issues": dict(self.known),
             "worker_retirements": self.retirements,
             "retired_resident_bytes": self.retired_resident_bytes,
@@ -414,6 +426,8 @@ class CampaignResult:
             **({"seeds_refused": self.seeds_refused} if self.seeds_refused else {}),
             "harness_errors": list(self.harness_errors),
             **({"shards": self.shards} if self.shards else {}),
+            **({"split": {family or "cheap paths only": {"examples": n, "seconds": round(seconds, 3)}
+                          for family, (n, seconds) in self.split.items()}} if self.split else {}),
             "failures": [{"signature": f.signature, "count": f.count, "paths": sorted(f.paths),
                           "reproducer": f.reproducer, "report": f.report, "spec": f.spec.to_json(),
                           "size_before": f.size_before, "size_after": f.size, "shrink": f.shrink,
@@ -437,6 +451,8 @@ class CampaignResult:
         result.seeded = collections.Counter(data.get("seeded", {}))
         result.seeds_refused = data.get("seeds_refused", "")
         result.harness_errors = list(data.get("harness_errors", []))
+        result.split = {("" if family == "cheap paths only" else family): [t["examples"], t["seconds"]]
+                        for family, t in data.get("split", {}).items()}
         for f in data["failures"]:
             result.failures[f["signature"]] = Failure(
                 f["signature"], GraphSpec.from_json(f["spec"]), f["report"], f["count"], f["reproducer"],
@@ -460,7 +476,7 @@ class CampaignResult:
                   f"{'unsupported':>12}")]
         for name in self.paths:
             c = self.counts.get(name, PathCounts())
-            share = f"{c.checked} ({100 * c.checked / self.examples:.0f}%)" if self.examples else "0"
+            share = f"{c.checked} ({100 * c.checked / c.examples:.0f}%)" if c.examples else "0"
             lines.append(f"{name:<{w}} {share:>15} {c.ok:>7} {c.failed:>7} {c.partly:>7} {c.stopped:>8} "
                          f"{sum(c.unsupported.values()):>12}")
             for reason, n in sorted(c.unsupported.items()):
@@ -472,9 +488,10 @@ class CampaignResult:
             if c.uncompared_examples:
                 lines.append(f"{'':<{w}}   {c.uncompared_line()}")
             lines += [f"{'':<{w}}   {line}" for line in c.trace_lines()]
-            if name.startswith("compiled") and self.with_backward:  # it can only check a backward
+            if name.startswith("compiled") and self.with_backward and not self.split:  # it can only check a backward
                 lines.append(f"{'':<{w}}   checked {100 * c.checked / self.with_backward:.0f}% of the "
                              f"{self.with_backward} examples where a backward runs")
+        lines += self.split_lines()
         lines += self.twin_lines()
         g = self.gradcheck
         lines += ["", f"float64 gradcheck (examples of at most {CAMPAIGN_GRADCHECK_ELEMENTS} input elements): "
@@ -507,6 +524,17 @@ class CampaignResult:
             lines += ["", self.verdict()]
         return "\n".join(lines)
 
+
+    def split_lines(self) -> list[str]:
+        """How the fuzzed examples were shared between the cheap paths and the compiling families."""
+        if not self.split:
+            return []
+        cheap_only, cheap_seconds = self.split.get("", [0, 0.0])
+        families = [f"{family} on {n} ({seconds:.1f} s)" for family, (n, seconds) in self.split.items() if family]
+        return ["", "budget split (harness/split.py; fuzz --every-path runs every path on every example): the cheap "
+                    "paths checked every fuzzed example, and a compiling family a share of them, each family about "
+                    "the same part of the time: " + ", ".join(families)
+                    + f"; the cheap paths alone on {cheap_only} ({cheap_seconds:.1f} s)"]
 
     def twin_lines(self) -> list[str]:
         """The twin-form oracle's counts per pair (docs/twins.md), or that it was off."""

@@ -128,6 +128,10 @@ def add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) -
     add("--no-twins", action="store_true",
         help="skip the twin-form oracle (each example's twin with its Functions written in another "
              "form, run on every path: docs/twins.md); faster, checks less")
+    add("--every-path", action="store_true",
+        help="run every path on every fuzzed example (by default the cheap paths check each example "
+             "and a compiling family, one at a time, a share of them: each family about the same "
+             "part of the time, harness/split.py); slower on the cheap paths")
     return added
 
 def campaign_argv(args: argparse.Namespace, *, leave_out: tuple[str, ...] = (), **values: Any) -> list[str]:
@@ -235,7 +239,7 @@ def fuzz(args: argparse.Namespace) -> int:
                 run_campaign(paths, budget_s=budget, device=device, out_dir=out, uncharged_s=uncharged,
                              database=example_database(database, local_database), max_examples=args.max_examples,
                              lifetimes=lifetimes, result=result, on_record=on_record,
-                             replay_shared=not args.shard, seeds=seeds, twins=twins)
+                             replay_shared=not args.shard, seeds=seeds, twins=twins, every_path=args.every_path)
             else:
                 from harness.workers import run_parallel
 
@@ -244,7 +248,7 @@ def fuzz(args: argparse.Namespace) -> int:
                              out_dir=out, database=database, max_examples=args.max_examples,
                              lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
                              on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged,
-                             seeds=seeds, twins=twins, **memory)
+                             seeds=seeds, twins=twins, every_path=args.every_path, **memory)
         if end.interrupted or end.error is not None:
             result.finish()
     log.close()

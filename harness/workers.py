@@ -83,7 +83,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                  hang_s: float = 300.0, result: CampaignResult | None = None,
                  on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
                  replay_shared: bool = True, uncharged_s: float = 0.0, seeds: bool = False,
-                 twins: bool = False) -> CampaignResult:
+                 twins: bool = False, every_path: bool = False) -> CampaignResult:
     """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
     github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database). A fuzzing worker retires after
     an example once its resident memory passes `memory_limit` bytes (0: never) and a fresh one
@@ -119,7 +119,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
 
     record({"kind": "start", "t": now(), "paths": path_names, "device": device, "torch": torch.__version__,
             "budget_s": budget_s, "lifetimes": lifetimes, "twins": twins, "resumed": bool(result.examples),
-            "workers": workers, "uncharged_s": uncharged_s})
+            "workers": workers, "uncharged_s": uncharged_s, "every_path": every_path})
     per_worker_max = None if max_examples is None else -(-max_examples // workers)
     earlier = [_failure_config(f) for f in result.failures.values() if f.shrinkable]
 
@@ -128,7 +128,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
         read_fd, write_fd = os.pipe()
         name = f"w{index}.{generation}" if mode == "fuzz" else "shrink"
         config = {"mode": mode, "name": name, "paths": path_names, "device": device, "lifetimes": lifetimes,
-                  "twins": twins,
+                  "twins": twins, "every_path": every_path,
                   "database": database, "fd": write_fd, "out_dir": str(out_dir), "memory_limit": memory_limit,
                   # a wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget
                   "ends_at": time.time() + max(1.0, until - time.perf_counter()), **extra}
@@ -343,7 +343,7 @@ def _worker_main(config: dict[str, Any]) -> int:
 
     fuzz(path_list, until=until, device=device, database=database, lifetimes=lifetimes, on_record=on_record,
          known=known, max_examples=config["max_examples"], worker=config["name"], on_example=begin,
-         should_stop=should_stop, twins=config.get("twins", False))
+         should_stop=should_stop, twins=config.get("twins", False), every_path=config.get("every_path", False))
     if retiring and not stop[0]:
         send({"kind": "retired", "t": now(), "worker": config["name"], "examples": checked[0],
               "resident_bytes": retiring[0], "limit_bytes": config["memory_limit"]})

@@ -134,9 +134,9 @@ def test_the_campaign_counts_unchecked_and_overflowed_elements():
     counts.add({"status": "ok", "unchecked": {"backward grad:x0": 2, "backward grad:x1": 1}})
     counts.add({"status": "failed", "overflowed": {"forward out:f0.0": 4}})
     counts.add({"status": "ok"})
-    summary = counts.as_json(3)
+    summary = counts.as_json()
     assert (summary["unchecked_elements"], summary["overflowed_elements"], summary["uncompared_examples"]) == (3, 4, 2)
-    assert PathCounts.from_json(summary).as_json(3) == summary
+    assert PathCounts.from_json(summary).as_json() == summary
     old = {k: v for k, v in summary.items() if k not in ("unchecked_elements", "overflowed_elements",
                                                          "uncompared_examples")}
     assert PathCounts.from_json(old).unchecked == 0  # a campaign log from before still loads

@@ -111,7 +111,7 @@ def test_path_counts_keep_the_trace_counts_through_json():
     assert counts.trace_lines() == [
         "how Dynamo ran the Functions: traced 2 (50%), partly traced 1 (25%), fallback 1 (25%), inlined 0 (0%)",
         "of the 3 with a backward: every Function traced 67%, at least one 100%"]
-    again = PathCounts.from_json(json.loads(json.dumps(counts.as_json(5))))
+    again = PathCounts.from_json(json.loads(json.dumps(counts.as_json())))
     assert again == counts and again.traces_with_backward == {"traced": 2, "partly traced": 1}
 
 
