@@ -21,7 +21,7 @@ def test_a_shards_command_line_carries_every_campaign_option(monkeypatch):
     parser = build_parser()
     chosen = ["--budget", "5m", "--paths", "eager", "--device", "cpu,cuda", "--database", "redis://h:1/0",
               "--max-examples", "40", "--workers", "3", "--hang-timeout", "90s", "--worker-memory", "1.5GiB",
-              "--no-lifetimes", "--no-seeds", "--no-twins"]
+              "--no-lifetimes", "--no-seeds", "--no-twins", "--every-path"]
     args = parser.parse_args(["fuzz", *chosen, "--out", "campaign", "--cluster", "head:6379", "--json", "s.json"])
     options = [a.dest for a in add_campaign_options(argparse.ArgumentParser()) if a.dest != "out"]
     defaults = parser.parse_args(["fuzz"])
