@@ -22,14 +22,15 @@ from harness.build import build
 from harness.dataflow import version_error_expected
 from harness.oracles.bounds import error_bounds
 from harness.oracles.compare import EXACT, Mismatch, Tolerances, Uncompared, against_eager, compare
-from harness.oracles.lifetimes import LIFE, PROBE, held_by, rule_violations, with_holders, without_lifetimes
+from harness.oracles.lifetimes import (LIFE, PROBE, held_by, rule_violations, tracking_lifetimes, with_holders,
+                                       without_lifetimes)
 from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, GradcheckRaised, completed, error_is_expected,
                                   gradcheck_graph, gradcheck_reason, run_math)
 from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.oracles import twins as twin_oracle
 from harness.oracles.twins import TwinCheck
 from harness.paths import Path
-from harness.run import RunResult, tracking_lifetimes
+from harness.run import RunResult
 from harness.spec import GraphSpec
 from harness.stages import whole_stage
 from harness.stages import stage as _stage

@@ -1,325 +1,17 @@
-"""Command line: argument parsing only. `python -m harness --help`."""
+"""Command line: argument parsing and dispatch (a fuzz session runs in harness.session).
+`python -m harness --help`."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
 import re
-import signal
 import sys
-import time
 from pathlib import Path
 
-from harness.selection import campaign_paths, on_devices, selected_devices, selected_paths
-
-DEVICE_HELP = ("cpu (default), cuda, or cpu,cuda: the same graph on both, the CUDA runs judged "
-               "against the CPU's within the error bounds")
-DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
-SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?$", re.IGNORECASE)
-#: the environment's default for fuzz --worker-memory (a nightly job sets it once)
-WORKER_MEMORY_ENV = "HARNESS_WORKER_MEMORY"
-
-
-def parse_duration(text: str) -> float:
-    """'90s', '5m', '8h', '1h30m' or plain seconds -> seconds."""
-    m = DURATION.match(text.strip())
-    if not text.strip() or not m or not any(m.groups()):
-        raise argparse.ArgumentTypeError(
-            f"--budget {text!r} is not a duration; use e.g. 90s, 5m, 8h or 1h30m.")
-    h, mins, s = m.groups()
-    return int(h or 0) * 3600 + int(mins or 0) * 60 + float(s or 0)
-
-
-def parse_size(text: str) -> int:
-    """'4GiB', '512M', '1.5G' or plain bytes -> bytes (binary units: 1K = 1024)."""
-    m = SIZE.match(text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(
-            f"--worker-memory {text!r} is not a size; use e.g. 4GiB, 512MiB or 0 (no limit).")
-    number, unit = m.groups()
-    return int(float(number) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[unit.upper()])
-
-
-#: time kept back from the budget for the reports, when it is long enough to spare it
-REPORT_S = 5.0
-#: what a Ray shard's budget leaves for starting Ray, the shard's process and the merge
-CLUSTER_SLACK_S = 10.0
-
-
-def process_started() -> float:
-    """When this process started, on the time.perf_counter() clock (Linux; elsewhere: now)."""
-    try:
-        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
-            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
-            age = float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        age = 0.0
-    return time.perf_counter() - max(age, 0.0)
-
-
-#: set by a local fuzz campaign: `python -m harness` then exits without the interpreter's teardown
-#: (seconds with torch loaded on a busy machine), so the budget includes the exit too
-EXIT_AT_ONCE = False
-
-
-def cmd_fuzz(args: argparse.Namespace) -> int:
-    global EXIT_AT_ONCE
-    # importing torch and the paths is inside the budget too; from the command line, all the
-    # process's start-up (main's `started`)
-    started = time.perf_counter() if args.started is None else args.started
-    from harness.campaign import run_campaign
-    from harness.results import CampaignResult
-    from harness.progress import CampaignProgress
-    from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
-
-    if args.workers < 0:
-        raise SystemExit(f"error: --workers {args.workers} must be 0 (in this process) or more.")
-    out = Path(args.resume or args.out or time.strftime("campaigns/%Y%m%d-%H%M%S"))
-    # one-time costs are not charged to the budget: the native build (about 40 s on a fresh machine,
-    # cached afterwards) and, in this process, the warm-up check
-    built: list[float] = []
-    log_file = log_path(out)
-    if args.resume:
-        if not log_file.exists():
-            raise SystemExit(f"error: --resume {args.resume}: no campaign log {log_file}; give the --out folder "
-                             f"of the campaign to continue.")
-        result = CampaignResult.from_records(read_log(log_file))
-        paths = selected_paths(args.paths or ",".join(result.paths), built)  # the same campaign, unless told otherwise
-        device, lifetimes, twins = result.device, result.lifetimes, result.twins_on
-    else:
-        if log_file.exists():
-            raise SystemExit(f"error: {out} already holds a campaign ({log_file}); continue it with "
-                             f"--resume {out}, or choose another --out.")
-        devices = selected_devices(args.device)  # first, so that a missing GPU is the error reported
-        paths, device = on_devices(selected_paths(args.paths, built), devices)
-        lifetimes, twins = not args.no_lifetimes, not args.no_twins
-        result = CampaignResult([p.name for p in paths], device, lifetimes=lifetimes)
-    # a campaign with a fixed example count (a test, a benchmark) checks just those: no seeds first
-    seeds = not args.no_seeds and args.max_examples is None
-    database, local_database = args.database or str(out / DATABASE_NAME), out / DATABASE_NAME
-    # One sentence now if it cannot be used (a Redis URL nobody answers). One read here, too: a
-    # GitHub artifact is downloaded once, before the workers start, and they read its cached copy.
-    list(_database(database, local_database).fetch(b"reached before the campaign"))
-    uncharged = sum(built)
-    if args.workers == 0 and not args.cluster:
-        try:
-            uncharged += _warmed_up(paths, device, lifetimes)
-        except Exception as e:  # noqa: BLE001 -- one small graph the harness could not check: its own bug
-            import traceback
-
-            traceback.print_exception(e)
-            print(f"error: the harness itself failed checking its warm-up graph ({type(e).__name__}: {e}); "
-                  f"nothing was checked", file=sys.stderr)
-            return HARNESS_ERROR
-    # what is left once the reports' part is kept back
-    budget = args.budget - min(REPORT_S, 0.15 * args.budget) - (time.perf_counter() - started - uncharged)
-    if args.cluster:
-        return _fuzz_on_cluster(args, paths, out, budget)
-    EXIT_AT_ONCE = True  # every record is flushed and the reports written before main returns
-    log = ExampleLog(log_file)
-    interrupted, broken = False, None
-    with CampaignProgress(result, args.budget) as progress:
-        def on_record(record: dict) -> None:
-            log.write(record)
-            progress.update(record)
-
-        try:
-            with _sigterm_as_ctrl_c():
-                if args.workers == 0:
-                    run_campaign(paths, budget_s=budget, device=device, out_dir=out, uncharged_s=uncharged,
-                                 database=_database(database, local_database), max_examples=args.max_examples,
-                                 lifetimes=lifetimes, result=result, on_record=on_record,
-                                 replay_shared=not args.shard, seeds=seeds, twins=twins, every_path=args.every_path)
-                else:
-                    from harness.workers import run_parallel
-
-                    memory = {} if args.worker_memory is None else {"memory_limit": args.worker_memory}
-                    run_parallel([p.name for p in paths], workers=args.workers, budget_s=budget, device=device,
-                                 out_dir=out, database=database, max_examples=args.max_examples,
-                                 lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
-                                 on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged,
-                                 seeds=seeds, twins=twins, every_path=args.every_path, **memory)
-        except KeyboardInterrupt:
-            interrupted = True
-            result.finish()
-        except Exception as e:  # noqa: BLE001 -- a worker dead outside any example (WorkerError), or the harness's own bug (re-raised below)
-            broken = e
-            result.finish()
-    log.close()
-    _report(result, out, args.json)
-    if broken is not None:  # after the summary and reports of what was checked
-        from harness.workers import WorkerError
-
-        if not isinstance(broken, WorkerError):  # the harness's own bug: its traceback, and its own status
-            import traceback
-
-            traceback.print_exception(broken)
-            print(f"error: the harness itself failed ({type(broken).__name__}: {broken}); the campaign stopped",
-                  file=sys.stderr)
-        else:
-            print(f"error: the campaign stopped: {broken}", file=sys.stderr)
-        return HARNESS_ERROR
-    if interrupted:
-        print(f"interrupted: continue with `python -m harness fuzz --resume {out}`")
-        return 130
-    return campaign_status(result)
-
-
-#: the exit status of a campaign without failures that checked nothing on some path (or at all)
-NOTHING_CHECKED = 3
-#: the exit status of a campaign where the harness itself failed (replaying or shrinking a cause,
-#: checking a seed): those causes' state is unknown, so the campaign's verdict is incomplete
-HARNESS_ERROR = 2
-
-
-def campaign_status(result) -> int:
-    """A finished campaign's exit status (fuzz, fuzz --cluster, nightly): 2 when the harness itself
-    failed, 1 for an unknown failure, 3 when it found none but checked nothing on some path."""
-    if result.harness_errors:
-        print(f"error: the harness itself failed {len(result.harness_errors)} time(s) (above); what it was "
-              f"checking then is unknown, not fixed", file=sys.stderr)
-        return HARNESS_ERROR
-    if result.failures:
-        return 1
-    return NOTHING_CHECKED if result.unchecked_paths() else 0
-
-
-def cmd_coverage(args: argparse.Namespace) -> int:
-    """fuzz's campaign under coverage.py (harness/torch_coverage.py), then the coverage of torch's
-    custom-Function modules. The analysis after the campaign is not charged to its budget."""
-    from harness.records import log_path
-    from harness.torch_coverage import CoverageSetupError, measuring, report
-
-    out = Path(args.out or time.strftime("campaigns/%Y%m%d-%H%M%S"))
-    if log_path(out).exists():
-        raise SystemExit(f"error: {out} holds a campaign already ({log_path(out)}); coverage measures a "
-                         f"campaign from its start: choose another --out.")
-    args.out, coverage_json, args.json = str(out), args.json, str(out / "summary.json")
-    try:
-        with measuring(out):  # started before cmd_fuzz imports torch: module-level lines count too
-            code = cmd_fuzz(args)
-        report(out, coverage_json)
-    except CoverageSetupError as e:
-        raise SystemExit(f"error: {e}") from None
-    return code
-
-
-def cmd_nightly(args: argparse.Namespace) -> int:
-    """The campaign's property under HypoFuzz (harness.nightly) for the budget, then the reports."""
-    started = time.perf_counter() if args.started is None else args.started
-    from harness.nightly import HYPOFUZZ_LOG_NAME, NightlyConfig, hypofuzz_missing, run_nightly
-    from harness.records import DATABASE_NAME, log_path
-
-    missing = hypofuzz_missing()
-    if missing is not None:
-        raise SystemExit(f"error: {missing}.")
-    if args.workers < 1:
-        raise SystemExit(f"error: --workers {args.workers}: HypoFuzz needs 1 worker process or more.")
-    out = Path(args.out or time.strftime("campaigns/nightly-%Y%m%d-%H%M%S"))
-    if log_path(out).exists():
-        raise SystemExit(f"error: {out} already holds a campaign ({log_path(out)}); choose another --out "
-                         f"(HypoFuzz carries on from the example database, --database, not from a folder).")
-    paths, device = campaign_paths(args.paths, args.device)  # one sentence for a bad path or device
-    database = args.database or str(out / DATABASE_NAME)
-    list(_database(database, out / DATABASE_NAME).fetch(b"reached before the campaign"))  # one sentence if not
-    out.mkdir(parents=True, exist_ok=True)
-    config = NightlyConfig(paths=",".join(p.name for p in paths if "@" not in p.name), device=args.device,
-                           out=str(out), database=database, lifetimes=not args.no_lifetimes,
-                           keep_fuzzing=args.keep_fuzzing, twins=not args.no_twins, seeds=not args.no_seeds)
-    budget = args.budget - min(REPORT_S, 0.15 * args.budget)
-    try:
-        with _sigterm_as_ctrl_c():
-            result, how, error = run_nightly(config, budget_s=budget, workers=args.workers, started=started)
-    except KeyboardInterrupt:
-        from harness.report import load
-
-        result, how, error = load(out), "interrupted", None
-    _report(result, out, args.json)
-    print(f"HypoFuzz {how}; its output: {out / HYPOFUZZ_LOG_NAME}")
-    if error is not None:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if how == "interrupted":
-        return 130
-    return campaign_status(result)
-
-
-def _warmed_up(paths: list, device: str, lifetimes: bool) -> float:
-    """campaign.warm_up in this process (first-use imports and compile caches); its seconds."""
-    from harness.campaign import warm_up
-
-    began = time.perf_counter()
-    warm_up(paths, device, lifetimes)
-    return time.perf_counter() - began
-
-
-@contextlib.contextmanager
-def _sigterm_as_ctrl_c():
-    """SIGTERM (a CI job cancelled or timed out, `timeout`, `kill`) ends the campaign as Ctrl-C does:
-    workers stopped, summary and reports written from what was checked, exit code 130, resumable."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    before = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
-
-
-def _database(location: str, local: Path):
-    """Hypothesis' example database at a folder, a redis:// URL or github:OWNER/REPO[/ARTIFACT]
-    (read beside the campaign's own folder `local`)."""
-    from harness.cluster import ClusterError, example_database
-
-    try:
-        return example_database(location, local)
-    except ClusterError as e:
-        raise SystemExit(f"error: {e}") from None
-
-
-def _report(result, out: Path, json_file: str | None) -> None:
-    """The summary on stdout, the JSON summary, report.md and report.html."""
-    from harness.records import log_path
-    from harness.report import write_reports
-
-    print(result.summary())
-    if json_file:
-        Path(json_file).write_text(json.dumps(result.as_json(), indent=2) + "\n")
-        print(f"\nsummary written to {json_file}")
-    md, page = write_reports(result, out)
-    print(f"log {log_path(out)}, reports {md} and {page}" if log_path(out).exists() else f"reports {md} and {page}")
-
-
-def _fuzz_on_cluster(args: argparse.Namespace, paths: list, out: Path, budget: float) -> int:
-    """fuzz --cluster: shards of this campaign as Ray tasks, merged into one report in `out`."""
-    from harness.cluster import ClusterError, run_on_ray
-
-    if args.resume:
-        raise SystemExit("error: --resume continues a campaign of this machine; run it without --cluster.")
-    argv = ["--paths", ",".join(p.name for p in paths), "--device", args.device, "--workers", str(args.workers),
-            "--hang-timeout", f"{args.hang_timeout}s", "--budget", f"{max(budget - CLUSTER_SLACK_S, 1.0):.0f}s"]
-    argv += ["--database", args.database] if args.database else []
-    argv += ["--max-examples", str(args.max_examples)] if args.max_examples else []
-    argv += ["--no-lifetimes"] if args.no_lifetimes else []
-    argv += ["--no-seeds"] if args.no_seeds else []
-    argv += ["--no-twins"] if args.no_twins else []
-    argv += ["--every-path"] if args.every_path else []
-    argv += ["--worker-memory", str(args.worker_memory)] if args.worker_memory is not None else []
-    try:
-        result, errors = run_on_ray(args.cluster, argv, out, shards=args.shards)
-    except ClusterError as e:
-        raise SystemExit(f"error: {e}") from None
-    for line in errors:
-        print(f"a shard failed: {line}")
-    print(f"{args.shards or 'one per node'} shard(s) on Ray at {args.cluster}; logs and reproducers under "
-          f"{out}/shard-<i>/\n")
-    _report(result, out, args.json)
-    status = campaign_status(result)
-    return 1 if errors and status in (0, NOTHING_CHECKED) else status
-
+from harness import session
+from harness.selection import on_devices, selected_devices, selected_paths
+from harness.session import (DEVICE_HELP, FAILED, HARNESS_ERROR, NOTHING_CHECKED, OK, REPORT_S,
+                             add_campaign_options, parse_duration)
 
 #: `check module:FunctionName`: a user's own autograd.Function instead of a spec file
 FUNCTION_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -360,7 +52,7 @@ def cmd_check_function(args: argparse.Namespace) -> int:
     except FunctionCheckError as e:
         print(e.report.table())
         print(e)
-        return 1
+        return FAILED
     except NothingChecked as e:
         print(e.report.table())
         print(e)
@@ -368,7 +60,7 @@ def cmd_check_function(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     print(report.table())
-    return 0
+    return OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -393,7 +85,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise SystemExit(f"error: {e}") from None
     text, new = diff(last, tonight)
     print(text)
-    return 1 if new else HARNESS_ERROR if tonight.harness_errors else 0
+    return FAILED if new else HARNESS_ERROR if tonight.harness_errors else OK
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
@@ -439,8 +131,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{outcome.path}: {outcome.status} {outcome.reason}")
     print(verdict.report())
     if verdict.failed:
-        return 1
-    return NOTHING_CHECKED if verdict.unchecked() else 0
+        return FAILED
+    return NOTHING_CHECKED if verdict.unchecked() else OK
 
 
 def _explained_shares(campaign: str) -> dict[str, float]:
@@ -622,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "there is none but some path (or the whole campaign) checked nothing, "
                                       "2 when the harness itself failed (a harness error: replaying or "
                                       "shrinking a cause, checking an example or a seed).")
-    _add_campaign_options(fuzz)
+    add_campaign_options(fuzz)
     fuzz.add_argument("--json", help="write a machine-readable summary to this file")
     fuzz.add_argument("--resume", metavar="DIR",
                       help="continue the campaign in DIR (after an interrupt or a kill) with this budget: "
@@ -637,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     # set by --cluster for each Ray shard: shard 0 alone replays the shared database's failures
     # first, so that the merged campaign counts their examples once
     fuzz.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
-    fuzz.set_defaults(func=cmd_fuzz)
+    fuzz.set_defaults(func=session.fuzz)
 
     cov = sub.add_parser("coverage", help="a fuzz campaign under coverage.py: which branches of torch's "
                                           "custom-Function modules it ran (harness/torch_coverage.py)",
@@ -652,9 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "JSON report to DIR/coverage.json, the campaign's summary to DIR/summary.json.")
     # in this process by default: at the budget's end a worker still in an example is killed, and
     # coverage.py loses all that worker measured
-    _add_campaign_options(cov, workers=0)
+    add_campaign_options(cov, workers=0)
     cov.add_argument("--json", help="write the coverage numbers per module (and the missed branches) to this file")
-    cov.set_defaults(func=cmd_coverage, resume=None, cluster=None, shards=None, shard=0)
+    cov.set_defaults(func=session.coverage, resume=None, cluster=None, shards=None, shard=0)
 
     night = sub.add_parser("nightly", help="the campaign's property under HypoFuzz, the coverage-guided fuzzer, "
                                            "for a budget; then the report (docs/nightly.md; needs the fuzz extra)",
@@ -683,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     night.add_argument("--no-twins", action="store_true", help="skip the twin-form oracle (docs/twins.md)")
     night.add_argument("--no-seeds", action="store_true",
                        help="do not check the known torch issues' seeds and mutants of them first (docs/seeds.md)")
-    night.set_defaults(func=cmd_nightly)
+    night.set_defaults(func=session.nightly)
 
     rep = sub.add_parser("report", help="rebuild DIR/report.md and DIR/report.html from DIR/examples.jsonl")
     rep.add_argument("folder", metavar="DIR")
@@ -792,55 +484,6 @@ def build_parser() -> argparse.ArgumentParser:
     nat = sub.add_parser("build-native", help="build the native extension now (it also builds on first use)")
     nat.set_defaults(func=cmd_build_native)
     return parser
-
-
-def _add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) -> None:
-    """The options of a campaign on this machine, shared by fuzz and coverage (`workers`: the default)."""
-    parser.add_argument("--budget", type=parse_duration, default=60.0,
-                        help="wall time for everything, e.g. 90s, 8h (default 60s), but the one-time native "
-                             "build and the first workers' warm-up (the summary says how long). The reports keep "
-                             f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
-                             "fuzzing gets 75%% and shrinking each new cause and writing and reducing its "
-                             "reproducer share the last 25%%, each cause an equal part of what is left when its "
-                             "turn comes; "
-                             "with nothing to shrink, fuzzing goes on to the end")
-    parser.add_argument("--paths", help="comma-separated paths (default: all available here except the "
-                                        "opt-in torch.func family, func.grad, func.jvp, ... ; docs/func.md)")
-    parser.add_argument("--device", default="cpu", help=DEVICE_HELP)
-    parser.add_argument("--out", help="campaign folder, new or empty: examples.jsonl, report.md, report.html, "
-                                      "reproducers and the example database (default: a new "
-                                      "campaigns/<date>-<time>/)")
-    parser.add_argument("--database", help="Hypothesis example database shared between campaigns: a folder, "
-                                           "or redis://host:port (needs the cluster extra) so failures found on "
-                                           "any machine replay first everywhere, or github:OWNER/REPO[/ARTIFACT]: "
-                                           "a GitHub Actions artifact (the nightly workflow's), read-only, beside "
-                                           "DIR/examples-db which gets the writes (default: DIR/examples-db)")
-    parser.add_argument("--max-examples", type=int, help="stop after this many examples")
-    parser.add_argument("--workers", type=int, default=workers,
-                        help=f"worker processes, each isolated from crashes and hangs (default {workers}; "
-                             "0 runs in this process, without isolation)")
-    parser.add_argument("--hang-timeout", type=parse_duration, default=300.0,
-                        help="a worker with no progress for this long is killed and its example "
-                             "recorded as a hang (default 300s)")
-    parser.add_argument("--worker-memory", metavar="SIZE", type=parse_size, default=os.environ.get(WORKER_MEMORY_ENV),
-                        help="with --workers 1 or more: a worker whose resident memory passes SIZE (e.g. 4GiB, 512MiB; 0: no limit) "
-                             "retires after its current example and a fresh worker goes on with its share: "
-                             "no crash is recorded and the counts, log and shrinking are unaffected "
-                             f"(default 4GiB, or ${WORKER_MEMORY_ENV}). torch 2.13's compiled autograd "
-                             "leaks every captured backward graph, about 2.5 MB an example on the compiled path")
-    parser.add_argument("--no-lifetimes", action="store_true",
-                        help="skip the lifetime oracle (refcounts and liveness); faster, checks less")
-    parser.add_argument("--no-seeds", action="store_true",
-                        help="do not start from the known torch issues' seeds (harness/seeds.py: by default the "
-                             "campaign first checks, within 15%% of its budget (SEED_SHARE), a graph per registered "
-                             "issue on its paths and mutants of them; not with --max-examples, nor on --resume)")
-    parser.add_argument("--no-twins", action="store_true",
-                        help="skip the twin-form oracle (each example's twin with its Functions written in another "
-                             "form, run on every path: docs/twins.md); faster, checks less")
-    parser.add_argument("--every-path", action="store_true",
-                        help="run every path on every fuzzed example (by default the cheap paths check each example "
-                             "and a compiling family, one at a time, a share of them: each family about the same "
-                             "part of the time, harness/split.py); slower on the cheap paths")
 
 
 if __name__ == "__main__":

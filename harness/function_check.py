@@ -44,7 +44,9 @@ from torch.autograd.function import _SingleLevelFunction, once_differentiable
 from harness import known_issues
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, compare
 from harness.oracles.lifetimes import LifetimeTracker, rule_violations
-from harness.run import CHECKPOINTS, RunResult, _checkpoint, _Stop
+from harness.paths import Way
+from harness.run import CHECKPOINTS, RunResult, RunStopped, recording_errors
+from harness.spec import GraphSpec, LeafSpec
 
 CHECKS = ("outputs", "gradients", "gradcheck", "jvp", "vmap", "double_backward", "mark_dirty", "lifetimes")
 #: the checks whose results come from running each path (the others run the stock apply)
@@ -247,165 +249,65 @@ def _weighted_sum(tensors: Sequence[torch.Tensor], weights: Sequence[torch.Tenso
     return total
 
 
-# --- paths: how each applies the user's Function -----------------------------------------
+# --- paths: the registry's, each running the user's Function its own way -------------------
 
 
-class _EagerRunner:
-    """The installed torch's Function.apply."""
-
-    exact = True  # the reference itself
-    observes_saved = True  # saved tensors are seen through saved_tensors_hooks
-    runs_forward_ad = True
-
-    def __init__(self, name: str = "eager") -> None:
-        self.name = name
-
-    def forward(self, function: type, args: Sequence[Any]) -> Any:
-        return function.apply(*args)
-
-    def around_backward(self) -> contextlib.AbstractContextManager:
-        return contextlib.nullcontext()
-
-    def unsupported(self, mode: str) -> str | None:
-        return None
-
-    def not_compared(self) -> dict[str, str]:
-        """check -> why that check cannot fail on this path in the run just done (the path ran
-        eager's own code for what it judges): such a record is not_applicable, never passed."""
-        return {}
-
-    def run(self, observe: Callable[[], RunResult]) -> RunResult:
-        return observe()
+#: what a path's `unsupported(spec)` reads of a backward run of the user's Function (its
+#: backward mode); the user's Function is no generated one, so the spec lists none
+_RUN_SPECS = {"backward": GraphSpec(shape=(), leaves=(LeafSpec(),), backward="backward"),
+              "double": GraphSpec(shape=(), leaves=(LeafSpec(),), backward="double")}
 
 
-class _NativeRunner(_EagerRunner):
-    """The harness's C++ Function.apply (harness.native), owned or borrowed inputs."""
+class _NotRun(Exception):
+    """Raised into a path's run when what the run would judge cannot fail on that path."""
 
-    def forward(self, function: type, args: Sequence[Any]) -> Any:
-        from harness import native
-
-        return native.apply(function, *args, holder=self.name)
-
-    def run(self, observe: Callable[[], RunResult]) -> RunResult:
-        from harness import native
-
-        try:
-            return observe()
-        except native.Unsupported as e:  # raised by the C++ apply for what it cannot run faithfully
-            return RunResult(self.name, status="unsupported", reason=f"the native apply: {e.reason}")
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
-class _CompiledAutogradRunner(_EagerRunner):
-    """Eager forward; backward under compiled autograd (harness.paths.compiled)."""
+@dataclass(frozen=True)
+class _PathRun:
+    """What judging one path's run needs to know of the path and of how it ran."""
 
-    exact = False
-    observes_saved = False  # saved-tensor hooks would be captured into the compiled backward
-    runs_forward_ad = False  # forward AD is eager's own code here (nothing is compiled)
+    name: str
+    exact: bool  # bit for bit with eager (the same code runs), else within dtype tolerances
+    observes_saved: bool  # saved tensors were seen (through saved_tensors_hooks)
+    #: check -> why that check cannot fail in this run (the path ran eager's own code for what it
+    #: judges): such a record is not_applicable, never passed
+    not_compared: dict[str, str] = field(default_factory=dict)
 
-    def __init__(self, name: str, mode: str) -> None:
-        super().__init__(name)
-        self.mode = mode
-        self._escaped: list[BaseException] = []
 
-    def not_compared(self) -> dict[str, str]:
+def _how_it_ran(path: Any, way: Way | None) -> _PathRun:
+    if way is None:  # nothing ran (the path said why in its result)
+        return _PathRun(path.name, path.exact_vs_eager, True)
+    # a saved-tensor hook would be captured into a compiled backward, and a traced forward runs none
+    return _PathRun(path.name, path.exact_vs_eager, not way.compiles, _not_compared(way))
+
+
+def _not_compared(way: Way) -> dict[str, str]:
+    if way.around is not None and way.compile_forward is None:
         return {"outputs": "the forward is eager's own code on this path (compiled autograd compiles the backward only)"}
-
-    def around_backward(self) -> contextlib.AbstractContextManager:
-        from harness.paths.compiled import _compiled_autograd
-
-        return _compiled_autograd(self.mode, self._escaped)
-
-    def run(self, observe: Callable[[], RunResult]) -> RunResult:
-        from harness.paths.compiled import captures, isolated, run_classified
-
-        self._escaped = []
-        with isolated():
-            before = captures()
-            try:
-                result = run_classified(self.name, observe)
-            except Exception as e:
-                if not self._escaped or e is not self._escaped[0]:
-                    raise  # not from compiled autograd: a bug of the harness itself
-                return RunResult(self.name, status="error", error=e, error_checkpoint="backward")
-            if result.status == "ok" and "skipped" in result.values.get("backward", {}):
-                return RunResult(self.name, status="unsupported", reason="no backward (nothing requires grad)")
-            if result.status == "ok" and captures() == before:
-                result.status, result.error_checkpoint = "error", "backward"
-                result.error = RuntimeError("compiled autograd captured no backward graph: the backward ran eagerly")
-        return result
+    if way.recorder is None or way.recorder.function_ops:
+        return {}
+    untraced = ("Dynamo did not trace the Function (it fell back to eager at its apply), so its backward "
+                "is eager's own code on this path")
+    why = {"gradients": untraced, "double_backward": untraced}
+    if not way.recorder.graphs:
+        why["outputs"] = "Dynamo compiled no graph (it fell back to eager for the whole call)"
+    return why
 
 
-class _DynamoRunner(_EagerRunner):
-    """torch.compile of the forward (harness.paths.dynamo): fullgraph first, and Dynamo's
-    eager fallback where that stops at a documented graph break."""
-
-    exact = False
-    observes_saved = False  # the forward is traced, not run
-    runs_forward_ad = False  # forward AD is not compiled (harness.paths.dynamo)
-
-    def __init__(self, name: str, backend: str) -> None:
-        super().__init__(name)
-        self.backend = backend
-        self._fullgraph = True
-        #: per graph Dynamo compiled in the last forward: whether it applies the Function as one
-        #: traced autograd_function_apply (else its forward frame ran compiled, its apply eagerly)
-        self._graphs: list[bool] = []
-
-    def forward(self, function: type, args: Sequence[Any]) -> Any:
-        from torch._dynamo import lookup_backend
-
-        backend = lookup_backend(self.backend)
-        self._graphs = []
-
-        def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
-            self._graphs.append(any(n.op == "call_function" and "autograd_function_apply" in str(n.target)
-                                    for n in gm.graph.nodes))
-            return backend(gm, example_inputs)
-        return torch.compile(lambda *a: function.apply(*a), backend=counting, fullgraph=self._fullgraph)(*args)
-
-    def not_compared(self) -> dict[str, str]:
-        if any(self._graphs):
-            return {}
-        untraced = ("Dynamo did not trace the Function (it fell back to eager at its apply), so its backward "
-                    "is eager's own code on this path")
-        why = {"gradients": untraced, "double_backward": untraced}
-        if not self._graphs:
-            why["outputs"] = "Dynamo compiled no graph (it fell back to eager for the whole call)"
-        return why
-
-    def unsupported(self, mode: str) -> str | None:
-        from harness.paths.dynamo import AOT_DOUBLE_BACKWARD
-
-        return AOT_DOUBLE_BACKWARD if mode == "double" and self.backend != "eager" else None
-
-    def run(self, observe: Callable[[], RunResult]) -> RunResult:
-        from harness.paths.compiled import isolated, run_classified
-        from harness.paths.dynamo import GRAPH_BREAK
-
-        self._fullgraph = True
-        with isolated():
-            whole = run_classified(self.name, observe)
-        if whole.status != "unsupported" or not whole.reason.startswith(GRAPH_BREAK):
-            return whole
-        self._fullgraph = False
-        try:
-            with isolated():
-                fallback = run_classified(self.name, observe)
-        finally:
-            self._fullgraph = True
-        fallback.note = f"{whole.reason}; ran through Dynamo's eager fallback"
-        return fallback
-
-
-def _runners(names: Iterable[str] | None) -> tuple[list[_EagerRunner], dict[str, str]]:
-    """Runners for the selected registry paths (default: every one), and why others cannot run."""
+def _paths(names: Iterable[str] | None) -> tuple[list[Any], dict[str, str]]:
+    """The selected registry paths (default: every one) that run a user's Function, and why
+    others cannot run."""
     from harness import paths as registry
 
     # default: every path but the opt-in families (as campaigns choose); those that cannot run
     # here are reported as unsupported, with why
     chosen = list(names) if names is not None else [
         n for n in registry.names() if n.partition(".")[0] not in registry.OPT_IN_FAMILIES]
-    runners: list[_EagerRunner] = []
+    runnable: list[Any] = []
     unavailable: dict[str, str] = {}
     for name in chosen:
         path = registry.get(name)  # an unknown name raises, listing the valid ones
@@ -413,21 +315,13 @@ def _runners(names: Iterable[str] | None) -> tuple[list[_EagerRunner], dict[str,
         why = path.available()
         if why is not None:
             unavailable[resolved.name] = why
-            continue
-        family = resolved.name.partition(":")[0]
-        if family == "eager":
-            runners.append(_EagerRunner())
-        elif family in ("owned", "borrowed"):
-            runners.append(_NativeRunner(family))
-        elif family == "compiled":
-            runners.append(_CompiledAutogradRunner(resolved.name, resolved.mode))
-        elif family == "dynamo":
-            runners.append(_DynamoRunner(resolved.name, resolved.backend))
-        else:
+        elif not hasattr(resolved, "run_with"):
             unavailable[resolved.name] = "this path runs generated graphs only (it has no user-Function runner)"
-    if not any(r.name == "eager" for r in runners):
-        runners.insert(0, _EagerRunner())  # the reference for every other path
-    return runners, unavailable
+        else:
+            runnable.append(resolved)
+    if not any(p.name == "eager" for p in runnable):
+        runnable.insert(0, registry.get("eager"))  # the reference for every other path
+    return runnable, unavailable
 
 
 # --- one run of one sample on one path ----------------------------------------------------
@@ -456,28 +350,38 @@ def _observing_saved(tracker: LifetimeTracker | None) -> Iterator[None]:
         yield
 
 
-def observe(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: str, *,
+def observe(function: type, sample: Sequence[Any], path: Any, mode: str, *,
             lifetimes: bool = False, timings: dict[str, float] | None = None) -> RunResult:
-    """Run `function` on `sample` the way `runner`'s path does, recording what harness.run records.
+    """Run `function` on `sample` the way `path` (a registry path) does, recording what harness.run records.
 
     mode: "backward" (forward, weighted loss, .backward()), "double" (autograd.grad with
     create_graph, then the gradient of the weighted gradients), "forward_ad" (duals in, tangents out).
     With `lifetimes` gc is off meanwhile, so what only a cycle keeps alive is seen as such.
     """
-    timings = {} if timings is None else timings
+    return _observe(function, sample, path, mode, lifetimes=lifetimes, timings=timings)[0]
 
-    def run() -> RunResult:  # a path may run it twice (Dynamo's fallback): fresh records each time
-        result = RunResult(runner.name)
+
+def _observe(function: type, sample: Sequence[Any], path: Any, mode: str, *, lifetimes: bool = False,
+             timings: dict[str, float] | None = None) -> tuple[RunResult, _PathRun]:
+    """observe(), and how the path ran it (the way of its last run)."""
+    timings = {} if timings is None else timings
+    ways: list[Way] = []
+
+    def run(way: Way) -> RunResult:  # a path may run it twice (Dynamo's fallback): fresh records each time
+        if mode == "forward_ad" and way.compiles:
+            raise _NotRun("forward AD is not compiled on this path: it runs eager's own code")
+        ways.append(way)
+        result = RunResult(path.name)
         tracker = LifetimeTracker() if lifetimes else None
         gc_was_enabled = gc.isenabled()
         if tracker is not None:
             gc.disable()
         try:
             if mode == "forward_ad":
-                _forward_ad(function, sample, runner, result)
+                _forward_ad(function, sample, way, result)
             else:
-                _forward_backward(function, sample, runner, mode, result, tracker, timings)
-        except _Stop:
+                _forward_backward(function, sample, way, mode, result, tracker, timings)
+        except RunStopped:
             pass
         finally:
             if gc_was_enabled:
@@ -489,10 +393,22 @@ def observe(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: s
             tracker.store(result)
             timings["lifetimes"] = timings.get("lifetimes", 0.0) + time.perf_counter() - started
         return result
-    return runner.run(run)
+    result = path.run_with(run)
+    return result, _how_it_ran(path, ways[-1] if ways else None)
 
 
-def _forward_backward(function: type, sample: Sequence[Any], runner: _EagerRunner, mode: str, result: RunResult,
+def _forward(function: type, args: Sequence[Any], way: Way) -> Any:
+    """The Function applied the path's way (under its forward compiler, where it has one)."""
+    if way.compile_forward is None:
+        return way.apply(0, function, args)
+    return way.compile_forward(lambda *a: way.apply(0, function, a))(*args)
+
+
+def _around_backward(way: Way) -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext() if way.around is None else way.around()
+
+
+def _forward_backward(function: type, sample: Sequence[Any], way: Way, mode: str, result: RunResult,
                       tracker: LifetimeTracker | None, timings: dict[str, float]) -> None:
     leaves = _fresh(sample)
     tensor_idx = _tensor_indices(leaves)
@@ -500,13 +416,13 @@ def _forward_backward(function: type, sample: Sequence[Any], runner: _EagerRunne
     if tracker is not None:
         tracker.record("start", leaf_refs)
     started = time.perf_counter()
-    with _checkpoint(result, "forward"), torch.enable_grad(), \
-            _observing_saved(tracker if runner.observes_saved else None):
+    with recording_errors(result, "forward"), torch.enable_grad(), \
+            _observing_saved(tracker if not way.compiles else None):
         # a copy per argument: a Function that updates an input in place (mark_dirty) never
         # touches the leaf or the caller's sample, as on every path
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in leaves]
         versions = {i: args[i]._version for i in tensor_idx}
-        outs = _as_tuple(runner.forward(function, args))
+        outs = _as_tuple(_forward(function, args, way))
     timings["outputs"] = timings.get("outputs", 0.0) + time.perf_counter() - started
     _record_outputs(outs, result)
     _record_mutations(args, versions, outs, result)
@@ -517,7 +433,7 @@ def _forward_backward(function: type, sample: Sequence[Any], runner: _EagerRunne
             result.put("life:nodes", "requires_grad", (0,))
         tracker.record("forward", held)
     started = time.perf_counter()
-    _backward(outs, leaves, runner, mode, result)
+    _backward(outs, leaves, way, mode, result)
     timings["gradients"] = timings.get("gradients", 0.0) + time.perf_counter() - started
     if tracker is not None:
         tracker.record("backward", held)
@@ -554,7 +470,7 @@ def _record_mutations(args: list[Any], versions: dict[int, int], outs: tuple, re
         result.put("mark_dirty", f"arg{i}", status)
 
 
-def _backward(outs: tuple, leaves: list[Any], runner: _EagerRunner, mode: str, result: RunResult) -> None:
+def _backward(outs: tuple, leaves: list[Any], way: Way, mode: str, result: RunResult) -> None:
     grad_leaves = [(f"x{i}", leaves[i]) for i in _differentiable_indices(leaves)]
     diff = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
     if not diff or not grad_leaves:
@@ -563,7 +479,7 @@ def _backward(outs: tuple, leaves: list[Any], runner: _EagerRunner, mode: str, r
     with torch.enable_grad():
         loss = _weighted_sum(diff, _weights(diff, 1_000_003))
     inputs = [t for _, t in grad_leaves]
-    with _checkpoint(result, "backward"), runner.around_backward():
+    with recording_errors(result, "backward"), _around_backward(way):
         if mode == "backward":
             loss.backward()
             grads = [t.grad for t in inputs]
@@ -578,21 +494,21 @@ def _backward(outs: tuple, leaves: list[Any], runner: _EagerRunner, mode: str, r
         for name, _ in grad_leaves:
             result.put("double_backward", f"dgrad:{name}", None)
         return
-    with _checkpoint(result, "double_backward"), runner.around_backward():
+    with recording_errors(result, "double_backward"), _around_backward(way):
         total = _weighted_sum([g for g, _ in terms], [w for _, w in terms])
         second = torch.autograd.grad(total, inputs, allow_unused=True)
     for (name, _), g in zip(grad_leaves, second):
         result.put("double_backward", f"dgrad:{name}", g)
 
 
-def _forward_ad(function: type, sample: Sequence[Any], runner: _EagerRunner, result: RunResult) -> None:
+def _forward_ad(function: type, sample: Sequence[Any], way: Way, result: RunResult) -> None:
     leaves = _fresh(sample)
     tangents = dict(zip(_differentiable_indices(leaves), _weights(
         [leaves[i] for i in _differentiable_indices(leaves)], 3_000_017)))
-    with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
+    with recording_errors(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
         args = [fwAD.make_dual(a.clone(), tangents[i]) if i in tangents
                 else a.clone() if isinstance(a, torch.Tensor) else a for i, a in enumerate(leaves)]
-        outs = _as_tuple(runner.forward(function, args))
+        outs = _as_tuple(_forward(function, args, way))
         for k, o in enumerate(outs):
             if isinstance(o, torch.Tensor):
                 result.put("forward_ad", f"tangent:{k}", fwAD.unpack_dual(o).tangent)
@@ -661,7 +577,7 @@ def _mismatch_text(m: Mismatch) -> str:
 
 @dataclass
 class _Options:
-    runners: list[_EagerRunner]
+    paths: list[Any]  # registry paths with run_with, eager first
     unavailable: dict[str, str]
     checks: tuple[str, ...]
     device: torch.device | None
@@ -736,44 +652,44 @@ def _check_paths(function: type, sample: tuple, options: _Options, add: Callable
         if why is None:
             runs.append(("double", ("double_backward",)))
         else:
-            for runner in options.runners:
-                add("double_backward", runner.name, "not_applicable", why)
+            for path in options.paths:
+                add("double_backward", path.name, "not_applicable", why)
     if "jvp" in wants:
         why = _jvp_not_applicable(function, sample)
         if why is None:
             runs.append(("forward_ad", ("jvp",)))
         else:
-            for runner in options.runners:
-                add("jvp", runner.name, "not_applicable", why)
+            for path in options.paths:
+                add("jvp", path.name, "not_applicable", why)
     for mode, judged in runs:
         eager = None
-        for runner in options.runners:  # eager first: the reference
+        for path in options.paths:  # eager first: the reference
             timings: dict[str, float] = {}
             started = time.perf_counter()
-            if mode == "forward_ad" and not runner.runs_forward_ad:  # cannot fail here: eager's own code
-                for check in judged:
-                    add(check, runner.name, "not_applicable", "forward AD is not compiled on this path: it runs "
-                        "eager's own code")
-                continue
-            reason = runner.unsupported(mode)
+            reason = path.unsupported(_RUN_SPECS[mode]) if mode in _RUN_SPECS else None
             if reason is not None:
                 for check in judged:
-                    add(check, runner.name, "unsupported", reason)
+                    add(check, path.name, "unsupported", reason)
                 continue
-            with _isolated(function, judged, runner.name, add):
-                result = observe(function, sample, runner, mode, timings=timings,
-                                 lifetimes="lifetimes" in wants and mode == "backward")
+            with _isolated(function, judged, path.name, add):
+                try:
+                    result, ran = _observe(function, sample, path, mode, timings=timings,
+                                           lifetimes="lifetimes" in wants and mode == "backward")
+                except _NotRun as e:  # cannot fail here: eager's own code
+                    for check in judged:
+                        add(check, path.name, "not_applicable", e.why)
+                    continue
                 elapsed = time.perf_counter() - started
-                if runner.name == "eager":
+                if path.name == "eager":
                     eager = result
                 if eager is None:  # eager itself raised outside the runner: nothing to compare with
                     for check in judged:
-                        add(check, runner.name, "not_applicable", "eager, the reference, did not complete")
+                        add(check, path.name, "not_applicable", "eager, the reference, did not complete")
                     continue
-                _judge_run(judged, runner, result, eager, timings, elapsed, add)
+                _judge_run(judged, ran, result, eager, timings, elapsed, add)
 
 
-def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult, eager: RunResult | None,
+def _judge_run(judged: tuple[str, ...], runner: _PathRun, result: RunResult, eager: RunResult | None,
                timings: dict[str, float], elapsed: float, add: Callable[..., None]) -> None:
     """One record per judged check: failed (with every problem), passed, eager's "reference",
     unsupported, or not_applicable when the run stopped before the check's checkpoint."""
@@ -803,8 +719,8 @@ def _judge_run(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
         elif runner.name == "eager" and check != "lifetimes":
             add(check, runner.name, "reference", "the reference for the other paths; judged by the float64 oracles",
                 seconds)
-        elif check in runner.not_compared():
-            add(check, runner.name, "not_applicable", "; ".join(t for t in (runner.not_compared()[check], note) if t),
+        elif check in runner.not_compared:
+            add(check, runner.name, "not_applicable", "; ".join(t for t in (runner.not_compared[check], note) if t),
                 seconds)
         else:
             unseen = "" if check != "lifetimes" or runner.observes_saved else (
@@ -821,7 +737,7 @@ def _known_text(issue_id: str) -> str:
     return f"{issue.id} (harness/known_issues/reproducers/{issue.reproducer})"
 
 
-def _problems(judged: tuple[str, ...], runner: _EagerRunner, result: RunResult,
+def _problems(judged: tuple[str, ...], runner: _PathRun, result: RunResult,
               eager: RunResult | None) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]]]:
     """check -> what is wrong: eager's own errors; every other path's differences from eager;
     the lifetime rules of a run that completed. And check -> the known torch issues that
@@ -898,7 +814,9 @@ def _jvp_not_applicable(function: type, sample: Sequence[Any]) -> str | None:
 
 def _check_mark_dirty(function: type, sample: tuple, options: _Options, add: Callable[..., None]) -> None:
     started = time.perf_counter()
-    result = observe(function, sample, _EagerRunner(), "backward")
+    from harness import paths as registry
+
+    result = observe(function, sample, registry.get("eager"), "backward")
     mutated = result.values.get("mark_dirty", {})
     undeclared = [role for role, status in mutated.items() if status == "undeclared"]
     unknown = [role for role, status in mutated.items() if status == "unknown"]
@@ -1217,12 +1135,12 @@ def check_function(function: type, samples: Any, *, paths: Iterable[str] | None 
     if not (isinstance(function, type) and issubclass(function, torch.autograd.Function)):
         raise TypeError(f"check_function needs a torch.autograd.Function subclass, got {function!r}.")
     paths = None if paths is None else list(paths)
-    runners, unavailable = _runners(paths)
-    options = _Options(runners, unavailable, _selected_checks(checks),
+    runnable, unavailable = _paths(paths)
+    options = _Options(runnable, unavailable, _selected_checks(checks),
                        None if device is None else torch.device(device))
     # asked for: the paths named, or every one that runs here (the default)
     report = FunctionReport(function.__qualname__,
-                            paths=[r.name for r in runners] if paths is None else _asked_paths(paths),
+                            paths=[p.name for p in runnable] if paths is None else _asked_paths(paths),
                             checks_asked=None if checks is None else options.checks)
     given = _samples_of(samples)
     if isinstance(given, list):

@@ -17,8 +17,9 @@ from torch.autograd.function import once_differentiable
 
 from harness.spec import FunctionSpec, OutputSpec
 
-#: the lifetime oracle's observer of saved intermediates (set by the runner while it tracks;
-#: generic Functions only, see harness/plain.py)
+#: where generic Functions report their saved intermediates: set by the runner while observers
+#: watch it, which passes them on (harness.run.Observer.on_saved; plain Functions report none,
+#: see harness/plain.py)
 SAVED_OBSERVER: Callable[[int, list], None] | None = None
 
 #: what generic Functions with untraceable="side_effect" append to at each forward (a Python

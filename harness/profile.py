@@ -150,7 +150,7 @@ def profile(path_names: list[str], examples: int, *, lifetimes: bool = True, dev
     from harness import paths as path_registry
     from harness.build import build
     from harness.campaign import fuzz, warm_up
-    from harness.run import tracking_lifetimes
+    from harness.oracles.lifetimes import tracking_lifetimes
     from harness.stages import STAGE_TIMER
 
     paths = [path_registry.get(n) for n in path_names]

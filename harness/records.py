@@ -378,7 +378,7 @@ class HarnessError(Exception):
 def harness_error_record(during: str, error: BaseException, cause: str | None = None,
                          spec: GraphSpec | None = None) -> Record:
     """A "harness_error" record: what the harness was doing (and on which cause or example), and its
-    error with the end of its traceback. The campaign exits 2 (cli.campaign_status)."""
+    error with the end of its traceback. The campaign exits 2 (session.campaign_status)."""
     cause_error = error.__cause__ if isinstance(error, HarnessError) and error.__cause__ is not None else error
     shown = "".join(traceback.format_exception(cause_error)[-6:]).rstrip()
     record: Record = {"kind": "harness_error", "t": now(), "during": during, "cause": cause, "error": shown}

@@ -2,12 +2,18 @@
 
 The same runner serves every path and the math oracle: only the `Applier` (how one
 Function node is applied) differs, so hooks, losses and backward modes are identical.
+
+What watches a run from outside (the lifetime oracle) is an `Observer`: the runner announces
+each point of the run to the observers registered for it, the way pytest calls its hooks on
+each plug-in, and knows nothing of what they do there. Whoever sets up the runs registers
+them (`observing`), so a path runs the same code whether anything watches it or not.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import gc
 import warnings
 from dataclasses import dataclass, field
@@ -19,11 +25,7 @@ import torch.utils.checkpoint
 
 from harness import devices, generic, plain
 from harness.build import Applier, BuiltGraph
-from harness.dataflow import Dataflow
-from harness.oracles.holders import Holders
-from harness.oracles.lifetimes import LifetimeTracker, lifetime_probes
 from harness.spec import Arg
-from harness.stages import stage
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
 ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]
@@ -31,6 +33,21 @@ ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]
 # in the order they run: forward AD comes last, so a forward-AD failure still lets the
 # backward checkpoints be compared
 CHECKPOINTS = ("forward", "backward", "double_backward", "forward_ad")
+
+
+@dataclass
+class Holders:
+    """What held the tensors an observer found alive once every reference was dropped (the
+    lifetime oracle's search, harness/oracles/holders.py, names the holders)."""
+
+    #: role -> the holder whose removal freed the tensor
+    freed_by: dict[str, str] = field(default_factory=dict)
+    #: role -> the torch holders seen reaching the tensor before they were taken away
+    seen: dict[str, set[str]] = field(default_factory=dict)
+
+    def named(self) -> set[str]:
+        """Every holder found, freeing or seen."""
+        return set(self.freed_by.values()).union(*self.seen.values())
 
 
 @dataclass
@@ -66,19 +83,76 @@ class RunResult:
         return f"{type(self.error).__name__} at {self.error_checkpoint}: {self.error}"
 
 
-class _Stop(Exception):
-    """Internal: a checkpoint raised; the run ends there."""
+class RunStopped(Exception):
+    """A block of `recording_errors` raised: the error is in the result, and the run ends."""
 
 
 @contextlib.contextmanager
-def _checkpoint(result: RunResult, name: str) -> Iterator[None]:
-    # Errors raised by torch or by the generated Functions are observations of the
-    # path under test. The runner's own bookkeeping stays outside these blocks.
+def recording_errors(result: RunResult, checkpoint: str) -> Iterator[None]:
+    """Errors raised in this block by torch or by the Functions are observations of the path
+    under test: they go into `result` as raised at `checkpoint` (one of CHECKPOINTS), and
+    RunStopped ends the run. The runner's own bookkeeping stays outside these blocks."""
     try:
         yield
     except (RuntimeError, TypeError, ValueError, AssertionError, IndexError, NotImplementedError) as e:
-        result.status, result.error, result.error_checkpoint = "error", e, name
-        raise _Stop from e
+        result.status, result.error, result.error_checkpoint = "error", e, checkpoint
+        raise RunStopped from e
+
+
+class Observer:
+    """Watches one run of run_graph. The runner calls each method at its point of the run; this
+    class ignores every call, and an observer overrides the ones it needs.
+
+    The checkpoints announced, in run order: "start" (leaves made), "apply:f<n>" (after each
+    Function is applied, when the forward runs node by node: not under tracing or a compiled
+    forward), "forward", "backward" (and "backward2" after a retained second backward),
+    "drop_outputs" (the runner dropped every non-leaf value, the loss and the outputs; leaves
+    kept) and "drop_all" (it dropped everything). A run that stops at an error announces no more.
+    """
+
+    #: keep Python's cyclic gc off for the whole run, so that what only a reference cycle keeps
+    #: alive is still alive when the observer looks
+    pauses_gc = False
+
+    def on_run_start(self, built: BuiltGraph, result: RunResult) -> None:
+        """Before the leaves are made; `result` is this run's, filled in as it goes."""
+
+    def on_checkpoint(self, name: str, held: dict[str, torch.Tensor]) -> None:
+        """At a checkpoint (see the class doc): `held` is every tensor the runner holds now, by role."""
+
+    def on_saved(self, index: int, tensors: Sequence[torch.Tensor]) -> None:
+        """Generated Function `index` saved these intermediates for its backward (announced
+        only where the forward runs as written: not under a compiled or checkpointed forward)."""
+
+    def on_run_end(self, result: RunResult) -> None:
+        """After the run: the runner holds nothing of it any more and gc is as it was before."""
+
+
+#: makes the observer of one run
+ObserverFactory = Callable[[], Observer]
+
+_OBSERVERS: contextvars.ContextVar[tuple[ObserverFactory, ...]] = contextvars.ContextVar("observers", default=())
+
+
+@contextlib.contextmanager
+def observing(*factories: ObserverFactory) -> Iterator[None]:
+    """Within this block, each run_graph not told otherwise is watched by a fresh observer from
+    each of `factories`, and by no other."""
+    token = _OBSERVERS.set(tuple(factories))
+    try:
+        yield
+    finally:
+        _OBSERVERS.reset(token)
+
+
+def registered_observers() -> tuple[ObserverFactory, ...]:
+    """The observer factories `observing` registered here."""
+    return _OBSERVERS.get()
+
+
+def _announce(observers: Sequence[Observer], name: str, held: dict[str, torch.Tensor]) -> None:
+    for observer in observers:
+        observer.on_checkpoint(name, held)
 
 
 def function_output_refs(built: BuiltGraph) -> list[str]:
@@ -277,38 +351,36 @@ def _saved_tensor_hooks(built: BuiltGraph) -> Iterator[None]:
 
 def run_graph(built: BuiltGraph, applier: Applier, path: str,
               around: Callable[[], contextlib.AbstractContextManager] | None = None,
-              lifetimes: bool | None = None, compile_forward: ForwardCompiler | None = None) -> RunResult:
+              observers: Sequence[ObserverFactory] | None = None,
+              compile_forward: ForwardCompiler | None = None) -> RunResult:
     """Forward, hooks, backward (per the spec's mode) and forward AD; see RunResult.
 
     `around` (optional) wraps the backward phase, e.g. in compiled autograd.
     `compile_forward` (optional) compiles the whole forward as one function, e.g. with
     torch.compile (it then replaces tracing).
-    `lifetimes` records refcounts and liveness at fixed checkpoints (oracles.lifetimes);
-    gc is off meanwhile, so that what only a cycle keeps alive is seen as such. By default
-    it follows `tracking_lifetimes()`, so paths need not pass it through.
+    `observers` make the observers that watch this run (see Observer); by default those
+    registered by `observing()`, so paths need not pass them through.
     """
-    if lifetimes is None:
-        lifetimes = _TRACK_LIFETIMES.get()
     if built.spec.checkpoint:
         compile_forward = _checkpointed(compile_forward)
     result = RunResult(path)
-    tracker = LifetimeTracker(probes=lifetime_probes()) if lifetimes else None
+    watching = [make() for make in (registered_observers() if observers is None else observers)]
     gc_was_enabled = gc.isenabled()
-    if tracker is not None:
+    if any(o.pauses_gc for o in watching):
         gc.disable()
-        if compile_forward is None:
-            # (Under checkpoint, saved tensors are dropped after the forward and recomputed at
-            # backward by design, so the saved-tensor rules do not apply either.)
-            # Under torch.compile the generated forward is traced, not run: the observer would
-            # see fake tensors, and Dynamo graph-breaks on it ("Attempted to call function
-            # marked as skipped"); what AOT Autograd saves at run time is its own choice.
-            generic.SAVED_OBSERVER = tracker.observe_saved
-    if tracker is not None:
-        tracker.start_memory_baseline(built.device)
+    if watching and compile_forward is None:
+        # (Under checkpoint, saved tensors are dropped after the forward and recomputed at
+        # backward by design, so the saved-tensor rules do not apply either.)
+        # Under torch.compile the generated forward is traced, not run: an observer would
+        # see fake tensors, and Dynamo graph-breaks on it ("Attempted to call function
+        # marked as skipped"); what AOT Autograd saves at run time is its own choice.
+        generic.SAVED_OBSERVER = functools.partial(_announce_saved, watching)
+    for observer in watching:
+        observer.on_run_start(built, result)
     try:
         with devices.exact_float_math(built.device):
-            _run(built, applier, result, around or contextlib.nullcontext, tracker, compile_forward)
-    except _Stop:
+            _run(built, applier, result, around or contextlib.nullcontext, watching, compile_forward)
+    except RunStopped:
         pass
     finally:
         devices.synchronize(built.device)  # every kernel done before a result is read
@@ -316,46 +388,32 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
         generic.SAVED_OBSERVER = None
         if gc_was_enabled:
             gc.enable()
-    if tracker is not None:
-        with stage("lifetime tracking"):
-            if result.status != "error":
-                tracker.check_released()
-                tracker.check_memory(t for roles in result.tensors.values() for t in roles.values())
-            tracker.store(result)
+    for observer in watching:
+        observer.on_run_end(result)
     return result
 
 
-_TRACK_LIFETIMES: contextvars.ContextVar[bool] = contextvars.ContextVar("track_lifetimes", default=False)
-
-
-@contextlib.contextmanager
-def tracking_lifetimes(enabled: bool = True) -> Iterator[None]:
-    """Within this block, run_graph records lifetimes unless told otherwise."""
-    token = _TRACK_LIFETIMES.set(enabled)
-    try:
-        yield
-    finally:
-        _TRACK_LIFETIMES.reset(token)
+def _announce_saved(observers: Sequence[Observer], index: int, tensors: Sequence[torch.Tensor]) -> None:
+    for observer in observers:
+        observer.on_saved(index, tensors)
 
 
 def _run(built: BuiltGraph, applier: Applier, result: RunResult,
-         around: Callable[[], contextlib.AbstractContextManager], tracker: LifetimeTracker | None,
+         around: Callable[[], contextlib.AbstractContextManager], observers: Sequence[Observer],
          compile_forward: ForwardCompiler | None = None) -> None:
     spec = built.spec
     leaves = built.make_leaves()
     consts: dict[str, Any] = {}
     after_apply = None
-    if tracker is not None:
-        tracker.record("start", {f"x{i}": t for i, t in enumerate(leaves)})
+    if observers:
+        _announce(observers, "start", {f"x{i}": t for i, t in enumerate(leaves)})
 
         def after_apply(n: int, args: list, values: dict[str, torch.Tensor]) -> None:
             held = {f"arg{n}.{i}": a for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
             held.update({r: v for r, v in values.items() if r.startswith(f"f{n}.")})
-            tracker.node_requires_grad[n] = any(v.requires_grad for r, v in values.items()
-                                                if r.startswith(f"f{n}."))
-            tracker.record(f"apply:f{n}", held)
+            _announce(observers, f"apply:f{n}", held)
     side_effects_before = _side_effects(built)
-    with _checkpoint(result, "forward"), torch.enable_grad(), _saved_tensor_hooks(built):
+    with recording_errors(result, "forward"), torch.enable_grad(), _saved_tensor_hooks(built):
         if compile_forward is not None:
             values = _compiled_forward(built, applier, leaves, consts, compile_forward)
         elif spec.trace:
@@ -373,31 +431,26 @@ def _run(built: BuiltGraph, applier: Applier, result: RunResult,
     for ref, value in consts.items():
         result.put("forward", f"const:{ref}", value)
     leaf_refs = {f"x{i}": t for i, t in enumerate(leaves)}
-    if tracker is not None:
-        result.put("life:nodes", "requires_grad",
-                   tuple(n for n, rg in sorted(tracker.node_requires_grad.items()) if rg))
-        flow = Dataflow(spec)
-        result.put("life:nodes", "backward_runs",
-                   tuple(n for n in range(len(spec.functions)) if flow.backward_runs(n)))
-        tracker.record("forward", {**values, **leaf_refs})
-    with _checkpoint(result, "forward"), torch.enable_grad():
+    if observers:
+        _announce(observers, "forward", {**values, **leaf_refs})
+    with recording_errors(result, "forward"), torch.enable_grad():
         for ref in spec.mutated_outputs:  # the user's in-place update after the forward
             values[ref].mul_(2.0)
     record_hooks = _install_hooks(built, values, leaves, result)
     if spec.backward != "none":
         with around():
-            _backward(built, values, leaves, result, tracker)
+            _backward(built, values, leaves, result, observers)
         record_hooks("backward")
     if spec.forward_ad:
         _forward_ad(built, applier, result)
-    if tracker is not None:
+    if observers:
         if spec.backward == "double":
             _break_documented_grad_cycles(built, values)
         values.clear()  # drop outputs, views and every non-leaf value
-        tracker.record("drop_outputs", leaf_refs)
+        _announce(observers, "drop_outputs", leaf_refs)
         leaf_refs.clear()
         del leaves
-        tracker.record("drop_all", {})
+        _announce(observers, "drop_all", {})
 
 
 def _break_documented_grad_cycles(built: BuiltGraph, values: dict[str, torch.Tensor]) -> None:
@@ -510,7 +563,7 @@ def _loss(built: BuiltGraph, values: dict[str, torch.Tensor]) -> torch.Tensor | 
 
 
 def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequence[torch.Tensor],
-              result: RunResult, tracker: LifetimeTracker | None = None) -> None:
+              result: RunResult, observers: Sequence[Observer] = ()) -> None:
     spec = built.spec
     grad_leaves = [(f"x{i}", t) for i, t in enumerate(leaves) if t.requires_grad]
     # a partial backward differentiates only the chosen leaves; the others keep .grad None
@@ -524,7 +577,7 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
         return
     mode = spec.backward
     backward_inputs = inputs if spec.grad_leaves else None  # without inputs=, as users mostly call it
-    with _checkpoint(result, "backward"):
+    with recording_errors(result, "backward"):
         if mode in ("backward", "retain"):
             loss.backward(retain_graph=mode == "retain", inputs=backward_inputs)
         elif mode == "grad":
@@ -540,15 +593,15 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
     # (here, with the backward's other records: a second backward that raises must not leave
     # the "backward" checkpoint's metadata short of what eager's has)
     _record_untouched_grads(leaves, result)
-    if tracker is not None:
-        tracker.record("backward", {**values, **dict(grad_leaves)})
+    if observers:
+        _announce(observers, "backward", {**values, **dict(grad_leaves)})
     if mode == "retain":
-        with _checkpoint(result, "backward"):
+        with recording_errors(result, "backward"):
             loss.backward(inputs=backward_inputs)
         for name, t in grad_leaves:
             result.put("backward", f"grad2:{name}", t.grad)
-        if tracker is not None:
-            tracker.record("backward2", {**values, **dict(grad_leaves)})
+        if observers:
+            _announce(observers, "backward2", {**values, **dict(grad_leaves)})
     if mode == "double":
         weights = built.weights(len(grads), offset=2_000_003)
         terms = [weighted_sum(g, w) for g, w in zip(grads, weights) if g is not None and g.requires_grad]
@@ -556,7 +609,7 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
             for name, _ in chosen:
                 result.put("double_backward", f"dgrad:{name}", None)
             return
-        with _checkpoint(result, "double_backward"):
+        with recording_errors(result, "double_backward"):
             second = torch.autograd.grad(sum(terms), inputs, allow_unused=True)
         for (name, _), g in zip(chosen, second):
             result.put("double_backward", f"dgrad:{name}", g)
@@ -564,12 +617,13 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
 
 def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
     leaves = built.make_leaves()
-    with _checkpoint(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
+    with recording_errors(result, "forward_ad"), fwAD.dual_level(), torch.enable_grad():
         duals = [leaf if t is None else fwAD.make_dual(leaf, t) for leaf, t in zip(leaves, built.leaf_tangents(leaves))]
         values = forward(built, applier, duals)
         for ref in function_output_refs(built):
             result.put("forward_ad", f"tangent:{ref}", fwAD.unpack_dual(values[ref]).tangent)
 
 
-__all__ = ["CHECKPOINTS", "META", "RunResult", "apply_eager", "forward", "function_output_refs", "run_graph", "tracking_lifetimes",
+__all__ = ["CHECKPOINTS", "META", "Holders", "Observer", "ObserverFactory", "RunResult", "RunStopped", "apply_eager",
+           "forward", "function_output_refs", "observing", "recording_errors", "registered_observers", "run_graph",
            "weighted_sum"]

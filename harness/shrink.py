@@ -38,8 +38,12 @@ from harness.spec import GraphSpec
 
 
 #: of each cause's part of the shrinking time, what Hypothesis' shrinking may use; the rest writes the
-#: reproducer, runs it once and reduces its source (harness.reduce)
-SHRINK_PART = 0.5
+#: reproducer, runs it once and reduces its source (harness.reduce), which also gets whatever
+#: Hypothesis leaves when it completes early. Most goes to Hypothesis: it deletes whole Functions,
+#: arguments and leaves from the spec in a few candidates each, where pysource-minimize needs
+#: repeated passes for one Function (each of its edits alone breaks the script); on a dynamo
+#: reproducer its first hundred or so candidates (tens of seconds) delete nothing (docs/reduce.md)
+SHRINK_PART = 0.8
 
 
 class _TimeUp(KeyboardInterrupt):
@@ -75,6 +79,7 @@ def shrink(failure: Failure, paths: list[ExecPath], device: str, database: Examp
     except Found:
         return best[0], "complete"
     except _TimeUp:
+        _unshrunk_again(failure, database)
         return best[0], "time cap"
     except HarnessFailed as e:
         raise HarnessError(f"shrinking {failure.signature!r}: {type(e.error).__name__}: {e.error}") from e.error
@@ -153,6 +158,16 @@ def _saved(failure: Failure, database: ExampleDatabase, *, unshrunk: bool = Fals
     if failure.choices is not None:
         db.save(graph_test_key(), base64.b64decode(failure.choices))
     return db
+
+
+def _unshrunk_again(failure: Failure, database: ExampleDatabase) -> None:
+    """Move the best example of a shrinking cut short to the cause's secondary corpus. Hypothesis
+    keeps it in the primary one, and takes what it finds there as shrunk already: the next shrinking
+    of the cause (a resumed campaign) would replay it and stop, instead of going on from it."""
+    db = CauseDatabase(database, [failure.signature])
+    key = graph_test_key()
+    for value in list(db.fetch(key)):
+        db.move(key, key + b".secondary", value)
 
 
 def twins_of_cause(cause: str) -> str | bool:

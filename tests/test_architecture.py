@@ -22,9 +22,13 @@ HARNESS = Path(__file__).resolve().parent.parent / "harness"
 NOT_MODULES = ("harness/known_issues/reproducers/", "harness/selfeval/site/")
 #: the oracles judge results; the machinery that runs campaigns and parses the command line is
 #: built on them, never the other way round
-ABOVE_THE_ORACLES = ("harness.cli", "harness.selection", "harness.nightly", "harness.cluster", "harness.workers",
-                     "harness.campaign", "harness.replay", "harness.seeds", "harness.shrink", "harness.engine",
-                     "harness.results", "harness.fuzz_target", "harness.report", "harness.progress")
+ABOVE_THE_ORACLES = ("harness.cli", "harness.session", "harness.selection", "harness.nightly", "harness.cluster",
+                     "harness.workers", "harness.campaign", "harness.replay", "harness.seeds", "harness.shrink",
+                     "harness.engine", "harness.results", "harness.fuzz_target", "harness.report", "harness.progress")
+
+#: the oracles: what judges a run (the runner below them only announces its checkpoints)
+ORACLES = tuple(f"harness.oracles.{p.stem}" for p in sorted((HARNESS / "oracles").glob("*.py"))
+                if p.stem != "__init__") + ("harness.oracles",)
 
 
 def import_graph(package: Path) -> dict[str, set[str]]:
@@ -141,6 +145,14 @@ def test_the_oracles_import_nothing_of_the_campaigns_or_the_command_line():
     assert reaches(graph, "harness.oracles", ABOVE_THE_ORACLES) == []
 
 
+def test_the_runner_imports_nothing_of_the_oracles():
+    # the oracles that watch a run (the lifetime tracker) are its observers, registered by
+    # whoever sets the run up (harness.run.Observer); the runner only announces
+    graph = import_graph(HARNESS)
+    assert "harness.oracles.lifetimes" in graph and "harness.run" in graph["harness.oracles.lifetimes"]
+    assert reaches(graph, "harness.run", ORACLES) == []
+
+
 def test_a_cycle_is_reported_even_through_a_function_level_import(tmp_path):
     package = tmp_path / "pkg"
     package.mkdir()
@@ -168,3 +180,10 @@ def test_an_oracle_importing_the_command_line_breaks_the_layers(tmp_path):
     chains = reaches(import_graph(copy), "harness.oracles", ABOVE_THE_ORACLES)
     assert ["harness.oracles.metadata", "harness.selection"] in chains, chains
 
+
+def test_the_runner_importing_an_oracle_breaks_the_layers(tmp_path):
+    copy = _copy_of_harness(tmp_path)
+    runner = copy / "run.py"
+    runner.write_text(runner.read_text() + "\n\ndef _later():\n    from harness.oracles import bounds  # noqa: F401\n")
+    chains = reaches(import_graph(copy), "harness.run", ORACLES)
+    assert ["harness.run", "harness.oracles.bounds"] in chains, chains

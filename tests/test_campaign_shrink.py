@@ -84,3 +84,37 @@ def test_a_gradcheck_failure_is_shrunk_from_its_own_example(tmp_path):
         assert "torch.autograd.gradcheck" in script and "import harness" not in script, script
         from harness.spec import GraphSpec
         assert gradcheck_verdict(GraphSpec.from_json(done["spec"]))[0] == "failed"
+
+
+def test_a_shrinking_cut_short_is_taken_up_again_by_the_next_one(monkeypatch, seeded_path):
+    """Hypothesis keeps a shrinking's best example in the cause's primary corpus and skips shrinking
+    what it finds there (taken as shrunk already): one cut short by its time cap is moved back to the
+    secondary corpus, so the next shrinking (a resumed campaign) goes on from it."""
+    from harness import shrink as shrink_module
+
+    database = InMemoryExampleDatabase()
+    result = CampaignResult(["eager:seeded"], "cpu")
+    (failure,) = fuzz_until_found(seeded_path, database, result)
+    real_shows = shrink_module.shows
+    calls = []
+
+    def shows_until_cut(*args, **kwargs):  # the time cap, after the replay and two candidates
+        if len(calls) == 3:
+            raise shrink_module._TimeUp
+        calls.append(real_shows(*args, **kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(shrink_module, "shows", shows_until_cut)
+    first, how = shrink(failure, [seeded_path], "cpu", database, lifetimes=False, until=time.perf_counter() + 60)
+    assert how == "time cap" and calls[0], calls
+
+    def counted(*args, **kwargs):
+        calls.append(real_shows(*args, **kwargs))
+        return calls[-1]
+
+    calls.clear()
+    monkeypatch.setattr(shrink_module, "shows", counted)
+    spec, how = shrink(failure, [seeded_path], "cpu", database, lifetimes=False, until=time.perf_counter() + CAP_S)
+    # more than the replay of the saved example (and the final one that reports it): candidates were tried
+    assert len(calls) > 2, (how, calls)
+    assert seeded_path.bug(spec)

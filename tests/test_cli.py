@@ -1,15 +1,36 @@
+import argparse
 import json
 import subprocess
 import sys
 
 import pytest
 
-from harness.cli import main, parse_duration
+from harness.cli import build_parser, main, parse_duration
+from harness.session import WORKER_MEMORY_ENV, add_campaign_options, campaign_argv
 
 
 @pytest.mark.parametrize("text, seconds", [("90s", 90), ("5m", 300), ("8h", 28800), ("1h30m", 5400), ("45", 45)])
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
+
+
+def test_a_shards_command_line_carries_every_campaign_option(monkeypatch):
+    """fuzz --cluster gives each Ray shard the campaign's options as a fuzz command line written back
+    from the options' own definitions: every one, set away from its default, reads back the same."""
+    monkeypatch.delenv(WORKER_MEMORY_ENV, raising=False)
+    parser = build_parser()
+    chosen = ["--budget", "5m", "--paths", "eager", "--device", "cpu,cuda", "--database", "redis://h:1/0",
+              "--max-examples", "40", "--workers", "3", "--hang-timeout", "90s", "--worker-memory", "1.5GiB",
+              "--no-lifetimes", "--no-seeds", "--no-twins", "--every-path"]
+    args = parser.parse_args(["fuzz", *chosen, "--out", "campaign", "--cluster", "head:6379", "--json", "s.json"])
+    options = [a.dest for a in add_campaign_options(argparse.ArgumentParser()) if a.dest != "out"]
+    defaults = parser.parse_args(["fuzz"])
+    assert all(getattr(args, d) != getattr(defaults, d) for d in options)  # each one would be missed
+    back = parser.parse_args(["fuzz", *campaign_argv(args, leave_out=("out",))])
+    assert {d: getattr(back, d) for d in options} == {d: getattr(args, d) for d in options}
+    assert (back.out, back.cluster, back.json) == (None, None, None)  # the shard's own, not the driver's
+    back = parser.parse_args(["fuzz", *campaign_argv(args, budget=290, paths="eager,owned")])
+    assert (back.budget, back.paths, back.out) == (290, "eager,owned", "campaign")
 
 
 def test_fuzz_writes_the_summary(tmp_path, capsys):

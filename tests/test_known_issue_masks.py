@@ -197,6 +197,11 @@ CASES = {
     "func-custom-op-forward-ad-zero-tangent": ("func.jacfwd", graph(
         as_custom_op(fn(X0, X1, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(1, "linear", 2.0))),),
                         style="setup_context", save=("inputs",)))), None, None),
+    # a custom_op under grad: refused at forward; checked past it on the op as a Function
+    "func-custom-op-register-autograd-refused": ("func.grad", graph(
+        as_custom_op(fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5),)),), style="setup_context",
+                        save=("inputs",))),
+        fn(X1, outputs=(lin(0),), style="setup_context", code="plain", vmap=True)), (1, 0), None),
     "dynamo-function-single-constant-output": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("const", value=1),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
         (1, 0), None),

@@ -77,7 +77,7 @@ def test_owned_and_borrowed_probes_are_compared_exactly():
     if any(p.available() for p in native):
         pytest.skip("native extension unavailable: " + str(native[0].available()))
     built = build.build(SPEC)
-    from harness.run import tracking_lifetimes
+    from harness.oracles.lifetimes import tracking_lifetimes
 
     with tracking_lifetimes():
         owned, borrowed = (p.run(built) for p in native)

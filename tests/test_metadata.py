@@ -13,7 +13,7 @@ from harness.build import build
 from harness.check import check
 from harness.oracles.math import run_math
 from harness.oracles.metadata import compared_keys, metadata_mismatches
-from harness.run import tracking_lifetimes
+from harness.oracles.lifetimes import tracking_lifetimes
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
 from strategies import graphs
 

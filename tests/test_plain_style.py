@@ -273,7 +273,7 @@ def test_a_partial_backward_judges_saved_tensors_only_of_the_nodes_it_runs():
     saved intermediate rightly outlives the backward; the lifetime rule must not call that a
     leak, and still judges F1."""
     from harness.oracles.lifetimes import rule_violations
-    from harness.run import tracking_lifetimes
+    from harness.oracles.lifetimes import tracking_lifetimes
 
     spec = HAND_MADE["partial backward past a Function that does not reach the chosen leaf"]
     with tracking_lifetimes():

@@ -84,3 +84,22 @@ def test_a_campaign_counts_each_paths_examples_and_the_split():
     assert "budget split" in result.summary()
     again = CampaignResult.from_json(summary).split  # from the summary's rounded seconds
     assert {f: (n, round(s, 3)) for f, (n, s) in again.items()} == {f: (n, round(s, 3)) for f, (n, s) in result.split.items()}
+
+
+def test_every_path_through_the_command_line(tmp_path):
+    """`fuzz --every-path` as the README shows it: every path runs every fuzzed example, no split."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "s.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--paths", "eager,compiled:eager", "--every-path",
+                           "--no-seeds", "--max-examples", "6", "--budget", "300s", "--json", str(out),
+                           "--out", str(tmp_path / "c")], capture_output=True, text=True, timeout=600)
+    # 3 (nothing checked on a path) is a true verdict here: six examples can all be unsupported or
+    # stopped by known issues on compiled autograd (seen in CI); what this test asks is that the path ran them
+    assert done.returncode in (0, 1, 3), done.stderr[-3000:]
+    summary = json.loads(out.read_text())
+    assert "split" not in summary and "budget split" not in done.stdout
+    assert summary["paths"]["eager"]["checked"] > 0
+    assert summary["paths"]["compiled:eager"]["examples"] == summary["paths"]["eager"]["examples"] == summary["examples"] > 0

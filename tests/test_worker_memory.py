@@ -14,7 +14,8 @@ import pytest
 
 from harness import plain
 from harness.results import CampaignResult
-from harness.cli import build_parser, parse_size
+from harness.cli import build_parser
+from harness.session import parse_size
 from harness.known_issues import REPRODUCERS
 from harness.records import log_path, read_log
 from harness.workers import DEFAULT_MEMORY_LIMIT, resident_bytes

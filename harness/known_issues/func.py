@@ -478,6 +478,23 @@ def _custom_ops_as_functions_with_jvp(spec: GraphSpec) -> GraphSpec:
                                if n in found else fn)
 
 
+#: the func paths that differentiate by reverse mode (harness/paths/func.py, reverse_mode): jacfwd
+#: too where eager runs no backward, since its forward then runs under torch.func.vjp
+_REVERSE_MODE = tuple(f"func.{t}{d}" for d in ("", "+dynamo") for t in ("grad", "vjp", "jacrev", "vmap_grad",
+                                                                          "grad_vmap", "jacfwd"))
+
+
+def _has_custom_op(spec: GraphSpec) -> bool:
+    return any(fn.api == "custom_op" for fn in spec.functions)
+
+
+def _custom_ops_as_functions(spec: GraphSpec) -> GraphSpec:
+    """The custom_ops written as autograd.Functions with setup_context (what the op's
+    register_autograd formula is) and the vmap rule the batched transforms need."""
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, api="function", vmap=True)
+                               if fn.api == "custom_op" else fn)
+
+
 def _apply_template_under_vmap(spec: GraphSpec, path: str) -> int | None:
     """The Function whose autograd_function_apply op torch.compile applies under vmap (vmap(grad), or
     vmap(vjp), the forward of the batched gradient paths where eager runs no backward), or None: the
@@ -894,6 +911,30 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=_custom_op_contribution_lost,
         damages="gradients (backward grad:*/agrad:*) of the leaves a custom_op's outputs depend on",
         workaround=_custom_ops_as_functions_with_jvp,
+    ),
+    KnownIssue(
+        id="func-custom-op-register-autograd-refused",
+        title=("torch.func.grad, vjp and jacrev (and vmap of them) of a torch.library.custom_op with "
+               "register_autograd raise \"In order to use an autograd.Function with functorch transforms ... it "
+               "must override the setup_context staticmethod\", where eager autograd runs the registered "
+               "backward: the op's formula runs in a Function that make_autograd_impl (torch/_library/autograd.py) "
+               "generates with forward(ctx, *args) and no setup_context (the user's setup_context is called from "
+               "that forward), which Function.apply refuses under a transform; not documented as a limit "
+               "(register_autograd's docs say nothing of torch.func)"),
+        first=(2, 13, 0), last=None,
+        paths=_REVERSE_MODE,
+        reproducer="func_custom_op_register_autograd_refused.py",
+        upstream=("pytorch/pytorch#170834 (open; fix pull requests #171305 and #184974 closed, #191995 open)",
+                  "pytorch/pytorch#168393 (open: the docs' own register_autograd example under torch.func)",
+                  "pytorch/pytorch#179652 (open: jacrev)"),
+        kind="crash",
+        trigger=_has_custom_op,
+        path_triggers={path: lambda spec: _has_custom_op(spec) and not _eager_backward_runs(spec)
+                       for path in ("func.jacfwd", "func.jacfwd+dynamo")},
+        witness=raised("forward", r"must override the setup_context staticmethod", RuntimeError),
+        damage=error_at("forward"),
+        damages="the error at forward (every output and gradient is lost with it)",
+        workaround=_custom_ops_as_functions,
     ),
     KnownIssue(
         id="func-dynamo-vmap-grad-apply-template",

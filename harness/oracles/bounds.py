@@ -504,7 +504,7 @@ def rerun_in_float64(real: BuiltGraph, spec: GraphSpec,
 
 
 def _rerun(graph: BuiltGraph, apply: Applier) -> RunResult:
-    result = run_graph(graph, apply, "float64", lifetimes=False)
+    result = run_graph(graph, apply, "float64", observers=())
     if result.status == "error":
         raise OracleError(f"the float64 rerun raised {result.describe_error()}") from result.error
     return result

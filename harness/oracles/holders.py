@@ -36,9 +36,10 @@ import gc
 import types
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 import torch
+
+from harness.run import Holders
 
 #: The holders, as lifetime mismatches name them. A Function's real ctx that Dynamo keeps (in
 #: the AutogradFunctionContextVariable it traced the backward with, or a FakeBackwardCFunction),
@@ -65,18 +66,6 @@ UNKNOWN = "nothing the harness can name"
 TORCH_HOLDERS = (DYNAMO_CTX, APPLY_TEMPLATE, TRACE_STATE, OTHER_DYNAMO, STOLEN_INPUTS)
 #: what `release` counts as a leak (alive without any reference cycle); the rest are cycles
 LEAK_HOLDERS = (STOLEN_INPUTS, UNKNOWN)
-
-
-@dataclass
-class Holders:
-    #: role -> the holder whose removal freed the tensor (one of the names above)
-    freed_by: dict[str, str] = field(default_factory=dict)
-    #: role -> the torch holders seen reaching the tensor before they were taken away
-    seen: dict[str, set[str]] = field(default_factory=dict)
-
-    def named(self) -> set[str]:
-        """Every holder found, freeing or seen."""
-        return set(self.freed_by.values()).union(*self.seen.values())
 
 
 def release(roles: Iterable[str], alive: Callable[[str], bool], addresses: dict[str, int]

@@ -1,8 +1,10 @@
 """The lifetime oracle: refcounts and liveness of every tensor of a graph at fixed checkpoints.
 
-Checkpoints (in run order): "start" (leaves made), "apply:f<n>" (after each apply),
-"forward", "backward" (and "backward2" after a retained second backward), "drop_outputs"
-(every non-leaf value, the loss and the outputs dropped; leaves kept), "drop_all".
+The tracker is an observer of the runner (harness.run.Observer): registered for a block of
+runs by `tracking_lifetimes()`, it records at each checkpoint the runner announces (in run
+order): "start" (leaves made), "apply:f<n>" (after each apply), "forward", "backward" (and
+"backward2" after a retained second backward), "drop_outputs" (every non-leaf value, the loss
+and the outputs dropped; leaves kept), "drop_all".
 
 Observations, stored in the RunResult as values:
   life:<checkpoint>  role -> (alive, use_count)   compared with eager and between paths
@@ -29,16 +31,20 @@ Expected-lifetime rules, checked on every path (`rule_violations`):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gc
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 
 from harness import devices
+from harness.build import BuiltGraph
+from harness.dataflow import Dataflow
 from harness.oracles import holders as holder_search
+from harness.run import Observer, RunResult, observing, registered_observers
 from harness.stages import stage
 
 LIFE = "life:"
@@ -61,7 +67,7 @@ def lifetime_probes() -> tuple[Callable[[torch.Tensor], int], Callable[[torch.Te
 
 
 @dataclass
-class LifetimeTracker:
+class LifetimeTracker(Observer):
     probes: tuple[Callable[[torch.Tensor], int], Callable[[torch.Tensor], int]] | None = None
     refs: dict[str, Any] = field(default_factory=dict)  # role -> torch._C._WeakTensorRef
     saved: dict[str, int] = field(default_factory=dict)  # saved intermediate role -> Function index
@@ -79,6 +85,46 @@ class LifetimeTracker:
     memory_baseline: int = 0
     #: (above baseline after drop_all, above baseline after gc.collect()); None off CUDA
     memory_excess: tuple[int, int] | None = None
+    #: the run watched as an observer (on_run_start), and its record
+    built: BuiltGraph | None = None
+    result: RunResult | None = None
+
+    #: what only a reference cycle keeps alive must still be alive at drop_all, to be told from a leak
+    pauses_gc = True
+
+    @classmethod
+    def for_run(cls) -> LifetimeTracker:
+        """The observer of one run, with the native probes where they build."""
+        return cls(probes=lifetime_probes())
+
+    def on_run_start(self, built: BuiltGraph, result: RunResult) -> None:
+        self.built, self.result = built, result
+        self.start_memory_baseline(built.device)
+
+    def on_checkpoint(self, name: str, held: dict[str, torch.Tensor]) -> None:
+        if name.startswith("apply:f"):
+            n = int(name[len("apply:f"):])
+            self.node_requires_grad[n] = any(v.requires_grad for r, v in held.items() if r.startswith(f"f{n}."))
+        elif name == "forward" and self.built is not None and self.result is not None:
+            # which nodes the saved-tensor rules judge (rule_violations): those whose outputs
+            # require grad, and of them those a backward runs
+            spec = self.built.spec
+            self.result.put("life:nodes", "requires_grad",
+                            tuple(n for n, rg in sorted(self.node_requires_grad.items()) if rg))
+            flow = Dataflow(spec)
+            self.result.put("life:nodes", "backward_runs",
+                            tuple(n for n in range(len(spec.functions)) if flow.backward_runs(n)))
+        self.record(name, held)
+
+    def on_saved(self, index: int, tensors: Sequence[torch.Tensor]) -> None:
+        self.observe_saved(index, tensors)
+
+    def on_run_end(self, result: RunResult) -> None:
+        with stage("lifetime tracking"):
+            if result.status != "error":
+                self.check_released()
+                self.check_memory(t for roles in result.tensors.values() for t in roles.values())
+            self.store(result)
 
     def start_memory_baseline(self, device: torch.device) -> None:
         """On CUDA, remember the allocator's bytes in use now (before the leaves are made)."""
@@ -264,5 +310,14 @@ def without_lifetimes(values: dict[str, dict[str, Any]], *, keep_life: bool) -> 
             if not c.startswith(PROBE) and (keep_life or not c.startswith(LIFE))}
 
 
+@contextlib.contextmanager
+def tracking_lifetimes(enabled: bool = True) -> Iterator[None]:
+    """Within this block, every run_graph not told otherwise records lifetimes (or, with
+    enabled False, does not); the other observers registered stay as they are."""
+    others = [make for make in registered_observers() if make != LifetimeTracker.for_run]
+    with observing(*others, *([LifetimeTracker.for_run] if enabled else [])):
+        yield
+
+
 __all__ = ["HELD_BY", "LIFE", "PROBE", "RELEASE_CHECKPOINTS", "LifetimeTracker", "RuleViolation", "held_by",
-           "lifetime_probes", "rule_violations", "with_holders", "without_lifetimes"]
+           "lifetime_probes", "rule_violations", "tracking_lifetimes", "with_holders", "without_lifetimes"]

@@ -48,7 +48,7 @@ def math_applier_for(spec: GraphSpec) -> Applier:
 
 
 def run_math(built: BuiltGraph) -> RunResult:
-    result = run_graph(built, math_applier_for(built.spec), "math", lifetimes=False)
+    result = run_graph(built, math_applier_for(built.spec), "math", observers=())
     if result.status == "error":
         raise OracleError(f"the math oracle raised {result.describe_error()}") from result.error
     return result

@@ -35,8 +35,9 @@ from harness import known_issues, plain
 from harness import paths as path_registry
 from harness.build import BuiltGraph, build
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances, against_eager
+from harness.oracles.lifetimes import tracking_lifetimes
 from harness.oracles.metadata import metadata_mismatches, without_metadata
-from harness.run import RunResult, tracking_lifetimes
+from harness.run import RunResult
 from harness.spec import FunctionSpec, GraphSpec, as_custom_op, custom_op_limit, with_user_vmap_rule
 
 if TYPE_CHECKING:

@@ -3,20 +3,30 @@
 A path applies each Function node of a built graph its own way; `run_graph` does the
 rest. A path that cannot run a feature says so with `unsupported(spec)`, and the
 harness counts that reason instead of passing the example silently.
+
+A path that can run other subjects than a built graph (a user's own Function with a sample,
+harness.function_check) also offers `run_with(observe)`: it hands `observe` its `Way` of
+applying Functions and does around that run what it does around a graph's (isolation,
+classification of compile failures, a fallback run), so every subject meets the same path code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
-from typing import Callable, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import torch
 
 from harness import devices
-from harness.build import BuiltGraph, build
-from harness.run import RunResult
+from harness.build import Applier, BuiltGraph, build
+from harness.run import ForwardCompiler, RunResult, run_graph
 from harness.spec import GraphSpec
+
+if TYPE_CHECKING:
+    from harness.paths.tracing import TraceRecorder
 
 
 class Path(Protocol):
@@ -32,6 +42,31 @@ class Path(Protocol):
 
     def run(self, built: BuiltGraph) -> RunResult:
         """Run the graph; errors of torch or the Functions end up in the result."""
+
+
+@dataclass(frozen=True)
+class Way:
+    """How a path applies what it runs (`run_with`)."""
+
+    #: applies one Function
+    apply: Applier
+    #: wraps the backward phase (None: the backward runs as eager's)
+    around: Callable[[], contextlib.AbstractContextManager] | None = None
+    #: compiles the whole forward as one function (None: the forward runs as called)
+    compile_forward: ForwardCompiler | None = None
+    #: what the compiled forward's backend was given (harness.paths.tracing), where it compiles
+    recorder: TraceRecorder | None = None
+
+    @property
+    def compiles(self) -> bool:
+        """Whether the path compiles the forward or the backward (else it runs eager's own
+        code apart from `apply`)."""
+        return self.around is not None or self.compile_forward is not None
+
+
+def graph_observer(built: BuiltGraph, name: str) -> Callable[[Way], RunResult]:
+    """What `run_with` runs for a built graph: run_graph, the way the path applies it."""
+    return lambda way: run_graph(built, way.apply, name, around=way.around, compile_forward=way.compile_forward)
 
 
 def lifetimes_vs_eager_on(path: Path, spec: GraphSpec) -> bool:
@@ -128,6 +163,9 @@ class SelectedVariantPath:
 
     def run(self, built: BuiltGraph) -> RunResult:
         return self.resolved().run(built)
+
+    def run_with(self, observe: Callable[[Way], RunResult]) -> RunResult:
+        return self.resolved().run_with(observe)  # type: ignore[attr-defined]
 
 
 class OnDevicePath:
@@ -281,5 +319,5 @@ def _close_leaked_dual_levels() -> int:
     return 0
 
 
-__all__ = ["OnDevicePath", "Path", "PathFamily", "SelectedVariantPath", "UnknownPathError", "available_names", "get", "names",
-           "on_device", "parse", "register", "register_family", "run_path"]
+__all__ = ["OnDevicePath", "Path", "PathFamily", "SelectedVariantPath", "UnknownPathError", "Way", "available_names", "get",
+           "graph_observer", "names", "on_device", "parse", "register", "register_family", "run_path"]

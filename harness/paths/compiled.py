@@ -32,9 +32,9 @@ from typing import Any, Callable, Iterator
 import torch
 
 from harness.build import BuiltGraph
-from harness.paths import PathFamily, register_family
+from harness.paths import PathFamily, Way, graph_observer, register_family
 from harness.paths.eager import apply_eager
-from harness.run import RunResult, _Stop, run_graph
+from harness.run import RunResult, RunStopped
 from harness.spec import GraphSpec
 
 MODES = ("capture", "eager", "aot_eager", "inductor")
@@ -249,7 +249,7 @@ def _compiled_autograd(mode: str, escaped: list[BaseException]) -> Iterator[None
     try:
         with compiled_autograd._enable(compiler_fn(mode)):
             yield
-    except _Stop:
+    except RunStopped:
         raise  # the runner's own signal: the error is already recorded
     except Exception as e:
         escaped.append(e)
@@ -293,14 +293,16 @@ class CompiledPath:
         return None
 
     def run(self, built: BuiltGraph) -> RunResult:
+        return self.run_with(graph_observer(built, self.name))
+
+    def run_with(self, observe: Callable[[Way], RunResult]) -> RunResult:
         escaped: list[BaseException] = []
         mode = self.mode
         with isolated(self.reset_between_runs):
             before = captures()
             try:
-                result = run_classified(self.name, lambda: run_graph(
-                    built, apply_eager, self.name,
-                    around=lambda: _compiled_autograd(mode, escaped)))
+                result = run_classified(self.name, lambda: observe(
+                    Way(apply_eager, around=lambda: _compiled_autograd(mode, escaped))))
             except Exception as e:
                 if not escaped or e is not escaped[0]:
                     raise  # not from compiled autograd: a bug of the harness itself

@@ -159,7 +159,7 @@ def bench_path(name: str, specs: list, *, lifetimes: bool = True) -> Row:
     from harness.build import build
     from harness.check import check
     from harness.paths.compiled import reset_compile_state
-    from harness.run import tracking_lifetimes
+    from harness.oracles.lifetimes import tracking_lifetimes
 
     path = paths.get(name)
     path = getattr(path, "resolved", lambda: path)()

@@ -22,10 +22,10 @@ from typing import Any, Callable
 
 
 from harness.build import BuiltGraph
-from harness.paths import PathFamily, register_family
+from harness.paths import PathFamily, Way, graph_observer, register_family
 from harness.paths.compiled import compiler_missing, isolated, run_classified
 from harness.paths.tracing import TraceRecorder
-from harness.run import RunResult, apply_eager, run_graph
+from harness.run import RunResult, apply_eager
 from harness.spec import GraphSpec
 
 BACKENDS = ("eager", "aot_eager", "inductor")
@@ -70,19 +70,29 @@ class DynamoPath:
         return recorder.compiler(self.backend, fullgraph)(fn)
 
     def _run(self, built: BuiltGraph, fullgraph: bool) -> RunResult:
-        recorder = TraceRecorder(built.spec)
+        """One run of a graph, fullgraph or through the fallback (no second run)."""
+        return self._run_once(graph_observer(built, self.name), fullgraph, built)
+
+    def _run_once(self, observe: Callable[[Way], RunResult], fullgraph: bool, built: BuiltGraph | None) -> RunResult:
+        recorder = TraceRecorder(None if built is None else built.spec)
+        way = Way(apply_eager, compile_forward=lambda fn: self._compile(fn, fullgraph, recorder), recorder=recorder)
         with isolated(self.reset_between_runs):
-            result = run_classified(self.name, lambda: run_graph(
-                built, apply_eager, self.name, compile_forward=lambda fn: self._compile(fn, fullgraph, recorder)))
-        if result.status != "unsupported":
+            result = run_classified(self.name, lambda: observe(way))
+        if built is not None and result.status != "unsupported":
             recorder.record(built, result)
         return result
 
     def run(self, built: BuiltGraph) -> RunResult:
-        whole = self._run(built, fullgraph=True)
+        return self.run_with(graph_observer(built, self.name), built)
+
+    def run_with(self, observe: Callable[[Way], RunResult], built: BuiltGraph | None = None) -> RunResult:
+        """`observe` with fullgraph=True, and again through Dynamo's eager fallback where that
+        stopped at a documented graph break. With `built` (the graph `observe` runs), each
+        run's trace accounting goes into its result."""
+        whole = self._run_once(observe, True, built)
         if whole.status != "unsupported" or not whole.reason.startswith(GRAPH_BREAK):
             return whole
-        fallback = self._run(built, fullgraph=False)
+        fallback = self._run_once(observe, False, built)
         fallback.note = f"{whole.reason}; ran through Dynamo's eager fallback"
         return fallback
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from harness.build import BuiltGraph
-from harness.paths import register
-from harness.run import RunResult, apply_eager, run_graph
+from harness.paths import Way, graph_observer, register
+from harness.run import RunResult, apply_eager
 from harness.spec import GraphSpec
 
 
@@ -18,8 +20,11 @@ class EagerPath:
     def unsupported(self, spec: GraphSpec) -> str | None:
         return None
 
+    def run_with(self, observe: Callable[[Way], RunResult]) -> RunResult:
+        return observe(Way(apply_eager))
+
     def run(self, built: BuiltGraph) -> RunResult:
-        return run_graph(built, apply_eager, self.name)
+        return self.run_with(graph_observer(built, self.name))
 
 
 register(EagerPath())

@@ -88,15 +88,10 @@ COMPLEX_JACOBIAN = "jacrev / jacfwd: torch.func builds no Jacobian of a complex 
 #: not require grad, so no hook can be registered on it ("cannot register a hook on a tensor
 #: that doesn't require gradient"; pytorch/pytorch#158610 "vmap will always disable gradient
 #: calculation", pytorch/functorch#638 "backward hooks aren't called when using vmap", open).
-#: torch/_library/autograd.py, make_autograd_impl: a custom_op's register_autograd formula runs in a
-#: generated autograd.Function with an old-style forward(ctx, *args) and no setup_context, which
-#: torch.func refuses (torch/autograd/function.py, Function.apply: "In order to use an
-#: autograd.Function with functorch transforms ... it must override the setup_context
-#: staticmethod"): the paths that differentiate by reverse mode (`reverse_mode`). The forward-mode
-#: ones run a custom_op (it has no jvp, and torch.func.jvp does not refuse it: its tangent is
-#: silently zero, known issue func-custom-op-forward-ad-zero-tangent)
-CUSTOM_OP_AUTOGRAD = ("custom_op: torch.func cannot differentiate a custom_op's register_autograd formula "
-                      "(its generated Function has no setup_context)")
+#: A custom_op is no limitation here: torch.func's reverse-mode transforms refuse its register_autograd
+#: formula (a generated Function without setup_context), which torch does not document and its tracker
+#: calls a bug (known issue func-custom-op-register-autograd-refused); torch.func.jvp does not refuse a
+#: custom_op, but gives it a zero tangent (known issue func-custom-op-forward-ad-zero-tangent)
 TENSOR_HOOK_FORWARD_MODE = "tensor hook: a backward hook, which jacfwd's forward-mode AD never runs"
 TENSOR_HOOK_UNDER_VMAP = "tensor hook: inside grad(vmap) no tensor requires grad, so none can be hooked"
 
@@ -497,8 +492,6 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     # tangent, known issue func-custom-op-forward-ad-zero-tangent)
     if transform.forward_mode and not all(fn.jvp or fn.api == "custom_op" for fn in spec.functions):
         return NO_JVP
-    if any(fn.api == "custom_op" for fn in spec.functions) and reverse_mode(spec, transform):
-        return CUSTOM_OP_AUTOGRAD
     if gradient_roles(spec, transform) and any(h.kind == "tensor" for h in spec.hooks):
         if transform.forward_mode:
             return TENSOR_HOOK_FORWARD_MODE

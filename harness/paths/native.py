@@ -10,13 +10,13 @@ for them to run (`unsupported`)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from harness import native
 from harness.build import BuiltGraph
 from harness.generic import GeneratedFunction
-from harness.paths import register
-from harness.run import RunResult, run_graph
+from harness.paths import Way, graph_observer, register
+from harness.run import RunResult
 from harness.spec import GraphSpec
 
 
@@ -51,11 +51,14 @@ class NativePath:
             return cls.apply(*args)  # the dispatcher applies it, as on eager (module doc)
         return native.apply(cls, *args, holder=self.holder)
 
-    def run(self, built: BuiltGraph) -> RunResult:
+    def run_with(self, observe: Callable[[Way], RunResult]) -> RunResult:
         try:
-            return run_graph(built, self._apply, self.name)
-        except native.Unsupported as e:
+            return observe(Way(self._apply))
+        except native.Unsupported as e:  # raised by the C++ apply for what it cannot run faithfully
             return RunResult(self.name, status="unsupported", reason=str(e))
+
+    def run(self, built: BuiltGraph) -> RunResult:
+        return self.run_with(graph_observer(built, self.name))
 
 
 OWNED = register(NativePath("owned"))

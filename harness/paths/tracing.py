@@ -78,6 +78,8 @@ class TraceRecorder:
     """Records the graphs of one compiled run of a graph spec; `ways(...)` after the run."""
 
     def __init__(self, spec: Any) -> None:
+        """spec: the graph's, or None for a subject that is no generated graph (nothing is then
+        known of which line applies which Function)."""
         self.spec = spec
         self.graphs = 0
         self.function_ops = 0  # autograd_function_apply nodes in the top-level graphs
@@ -85,7 +87,7 @@ class TraceRecorder:
         self.in_graph: set[int] = set()
         #: the eager _forward_cls of the compiled outputs' grad_fn
         self.output_classes: weakref.WeakSet[Any] = weakref.WeakSet()
-        source = graph_forward_source(spec) if spec.forward_code == "straight" else None
+        source = graph_forward_source(spec) if spec is not None and spec.forward_code == "straight" else None
         self._filename = source.filename if source else None
         self._lines = source.apply_lines if source else {}
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from harness import devices, paths
 from harness.build import build
 from harness.check import check
+from harness.oracles.lifetimes import LifetimeTracker
 from harness.paths.eager import apply_eager
 from harness.paths import on_device
 from harness.run import run_graph
@@ -150,7 +151,7 @@ def test_runs_on_cuda_turn_tf32_off_and_restore_it():
 @FEW
 @given(graphs(max_functions=2, max_inputs=8))
 def test_memory_returns_to_its_baseline_on_cuda(spec):
-    result = run_graph(build(spec, "cuda"), apply_eager, "eager", lifetimes=True)
+    result = run_graph(build(spec, "cuda"), apply_eager, "eager", observers=[LifetimeTracker.for_run])
     if result.status != "error":
         assert result.values["life:released"]["cuda_bytes"] == (0, 0)
 
@@ -176,6 +177,6 @@ def test_the_memory_check_counts_what_the_result_keeps():
 
 def test_a_dropped_graph_leaves_nothing_of_its_own_on_cuda():
     built = build(dataclasses.replace(LEAK_SPEC, backward="retain"), "cuda")
-    result = run_graph(built, apply_eager, "eager", lifetimes=True)
+    result = run_graph(built, apply_eager, "eager", observers=[LifetimeTracker.for_run])
     assert result.status == "ok"
     assert result.values["life:released"]["cuda_bytes"] == (0, 0)

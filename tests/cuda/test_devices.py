@@ -22,7 +22,7 @@ from harness import devices, paths
 from harness.build import build
 from harness.check import check
 from harness.cli import main
-from harness.oracles.lifetimes import rule_violations
+from harness.oracles.lifetimes import LifetimeTracker, rule_violations
 from harness.paths import on_device
 from harness.run import RunResult
 from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term
@@ -139,7 +139,7 @@ def test_a_cpu_run_records_no_cuda_memory_reading():
     from harness.paths.eager import apply_eager
     from harness.run import run_graph
 
-    result = run_graph(build(SCALAR_SPEC), apply_eager, "eager", lifetimes=True)
+    result = run_graph(build(SCALAR_SPEC), apply_eager, "eager", observers=[LifetimeTracker.for_run])
     assert "cuda_bytes" not in result.values["life:released"]
 
 
