@@ -402,7 +402,9 @@ CHECK_OF_CHECKPOINT = {"forward": "outputs", "backward": "gradients", "double_ba
 FLOAT64 = "eager float64"
 VMAP = "torch.vmap"
 
-#: receives one record: record(check, path, status, detail="", seconds=0.0, known=())
+#: receives one record: record(check, path, status, detail, seconds, known, raised). status, in the
+#: campaign's words (docs/check_function.md): ok | failed | partly | known | unsupported; raised:
+#: failed because something raised outside what the check observes (the detail says what and who)
 Record = Callable[..., None]
 
 
@@ -412,9 +414,9 @@ def check_sample(function: type, sample: tuple, paths: list[Any], unavailable: d
     run_with, eager first) and the float64 oracles; `unavailable`: path -> why it cannot run here.
     Each result goes to `record`; whatever raises becomes its check's record, so all complete."""
     def add(check: str, path: str, status: str, detail: str = "", seconds: float = 0.0,
-            known: tuple[str, ...] = ()) -> None:
+            known: tuple[str, ...] = (), raised: bool = False) -> None:
         if check in checks:
-            record(check, path, status, detail, seconds, known)
+            record(check, path, status, detail, seconds, known, raised)
 
     for path, why in unavailable.items():
         for check in PATH_CHECKS:
@@ -435,7 +437,7 @@ def check_sample(function: type, sample: tuple, paths: list[Any], unavailable: d
 
 @contextlib.contextmanager
 def _isolated(function: type, checks: Sequence[str], path: str, add: Record) -> Iterator[None]:
-    """One check on one path: whatever escapes it becomes that record's `error`, with its
+    """One check on one path: whatever escapes it fails that record (`raised`), with its
     traceback, so the report always completes. The record tells the user's Function raising
     (a frame of the Function's own file is on the traceback) from an error of the harness or
     torch itself."""
@@ -449,7 +451,8 @@ def _isolated(function: type, checks: Sequence[str], path: str, add: Record) -> 
                else "internal error (of the harness or torch, not your Function; please report it):")
         shown = "".join(traceback.format_exception(e)[-6:]).rstrip()
         for check in checks:
-            add(check, path, "error", f"{who} {type(e).__name__}: {e}\n{shown}", time.perf_counter() - started)
+            add(check, path, "failed", f"{who} {type(e).__name__}: {e}\n{shown}", time.perf_counter() - started,
+                raised=True)
 
 
 def _source_file(function: type) -> str | None:
@@ -473,7 +476,7 @@ def _check_paths(function: type, sample: tuple, paths: list[Any], checks: Sequen
                 runs.append((mode, (check,)))
             else:
                 for path in paths:
-                    add(check, path.name, "not_applicable", why)
+                    add(check, path.name, "unsupported", why)
     for mode, judged in runs:
         eager = None
         for path in paths:  # eager first: the reference
@@ -490,22 +493,23 @@ def _check_paths(function: type, sample: tuple, paths: list[Any], checks: Sequen
                                              lifetimes="lifetimes" in wants and mode == "backward")
                 except NotRun as e:  # cannot fail here: eager's own code
                     for check in judged:
-                        add(check, path.name, "not_applicable", e.why)
+                        add(check, path.name, "unsupported", e.why)
                     continue
                 elapsed = time.perf_counter() - started
                 if path.name == "eager":
                     eager = result
                 if eager is None:  # eager itself raised outside the runner: nothing to compare with
                     for check in judged:
-                        add(check, path.name, "not_applicable", "eager, the reference, did not complete")
+                        add(check, path.name, "unsupported", "eager, the reference, did not complete")
                     continue
                 _judge_run(judged, ran, result, eager, timings, elapsed, add)
 
 
 def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eager: RunResult | None,
                timings: dict[str, float], elapsed: float, add: Record) -> None:
-    """One record per judged check: failed (with every problem), passed, eager's "reference",
-    unsupported, or not_applicable when the run stopped before the check's checkpoint."""
+    """One record per judged check: failed (with every problem), ok, partly, or unsupported with
+    why nothing was judged (eager is the reference; the run stopped before the check's checkpoint;
+    the path cannot run it, or runs eager's own code for it)."""
     if result.status == "unsupported":
         for check in judged:
             add(check, runner.name, "unsupported", result.reason)
@@ -525,15 +529,15 @@ def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eage
             detail = "; ".join(problems[check]) + "".join(f" ({t})" for t in (beside, note) if t)
             add(check, runner.name, "failed", detail, seconds, issues)
         elif not _reached(check, result):
-            add(check, runner.name, "not_applicable", f"the run stopped earlier ({result.describe_error()})", seconds)
+            add(check, runner.name, "unsupported", f"the run stopped earlier ({result.describe_error()})", seconds)
         elif check == "gradients" and "skipped" in result.values.get("backward", {}):
-            add(check, runner.name, "not_applicable", "no gradient to compare: nothing requires grad (no output "
+            add(check, runner.name, "unsupported", "no gradient to compare: nothing requires grad (no output "
                 "that requires grad, or no input)", seconds)
         elif runner.name == "eager" and check != "lifetimes":
-            add(check, runner.name, "reference", "the reference for the other paths; judged by the float64 oracles",
+            add(check, runner.name, "unsupported", "the reference for the other paths; judged by the float64 oracles",
                 seconds)
         elif check in runner.not_compared:
-            add(check, runner.name, "not_applicable", "; ".join(t for t in (runner.not_compared[check], note) if t),
+            add(check, runner.name, "unsupported", "; ".join(t for t in (runner.not_compared[check], note) if t),
                 seconds)
         else:
             unseen = "" if check != "lifetimes" or runner.observes_saved else (
@@ -541,7 +545,7 @@ def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eage
                 "compiles); leaks, cycles and use counts were checked")
             # a known issue without a workaround explained part of the check: that part is not judged
             left = f"what {', '.join(issues)} damages was left unjudged; the rest agreed" if issues else ""
-            add(check, runner.name, "partly" if issues else "passed",
+            add(check, runner.name, "partly" if issues else "ok",
                 "; ".join(t for t in (left, beside, unseen, note) if t), seconds, issues)
 
 
@@ -611,13 +615,13 @@ def _check_mark_dirty(function: type, sample: tuple, add: Record) -> None:
             "skip this Function (declare every input the forward modifies with ctx.mark_dirty and return it)",
             seconds)
     elif unknown:
-        add("mark_dirty", "eager", "not_applicable",
+        add("mark_dirty", "eager", "unsupported",
             f"forward modified {', '.join(unknown)} in place, but no output requires grad, so no graph "
             "tells whether it was declared", seconds)
     elif result.status == "error" and result.error_checkpoint == "forward":
-        add("mark_dirty", "eager", "not_applicable", f"the forward raised {result.describe_error()}", seconds)
+        add("mark_dirty", "eager", "unsupported", f"the forward raised {result.describe_error()}", seconds)
     else:
-        add("mark_dirty", "eager", "passed", "no undeclared in-place update" if not mutated else
+        add("mark_dirty", "eager", "ok", "no undeclared in-place update" if not mutated else
             f"in-place update of {', '.join(mutated)} declared", seconds)
 
 

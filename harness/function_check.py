@@ -33,8 +33,10 @@ from harness.check import CHECKS, FLOAT64, VMAP, check_sample
 from harness.function_run import fresh, has_jvp, has_vmap_rule, is_once_differentiable, observe, path_names, select_paths
 from harness.oracles.compare import dtype_tolerance
 
-#: the statuses that judged something (the others say why nothing was judged, or that eager is the reference)
-JUDGED = ("passed", "failed")
+#: the statuses of a record, in the campaign's words (docs/check_function.md, "Statuses")
+STATUSES = ("failed", "ok", "partly", "known", "unsupported")
+#: the statuses that judged something (the others say why nothing was judged)
+JUDGED = ("ok", "failed")
 
 
 # --- report --------------------------------------------------------------------------------
@@ -46,8 +48,9 @@ class CheckRecord:
 
     check: str
     path: str
-    #: passed | failed | error | partly (a known torch issue explained part of it, which was left
-    #: unjudged; the rest agreed) | reference | unsupported | not_applicable
+    #: one of STATUSES: ok | failed | partly (a known torch issue explained part of it, which was
+    #: left unjudged; the rest agreed) | known (a known torch issue explained all that the check
+    #: judges) | unsupported (nothing judged here; the detail says why)
     status: str
     detail: str = ""
     seconds: float = 0.0
@@ -55,6 +58,9 @@ class CheckRecord:
     #: known torch issues (harness/known_issues/) that explained differences here; what they
     #: do not explain was still judged, and fails the record
     known: tuple[str, ...] = ()
+    #: failed because something raised outside what the check observes: the detail holds the
+    #: exception, the end of its traceback, and whether the Function or the harness raised it
+    raised: bool = False
 
 
 @dataclass
@@ -71,17 +77,18 @@ class FunctionReport:
 
     @property
     def failures(self) -> list[CheckRecord]:
-        """Failed checks, and checks that could not complete because something raised (error)."""
-        return [r for r in self.records if r.status in ("failed", "error")]
+        """Failed checks, those that could not complete because something raised (`raised`) among them."""
+        return [r for r in self.records if r.status == "failed"]
 
     def outcomes(self) -> dict[tuple[str, str], tuple[str, str]]:
         """(check, path) -> (status, detail) over every sample: failed if any failed, else
-        passed if any passed, else why it did not run."""
-        rank = ("failed", "error", "passed", "partly", "reference", "unsupported", "not_applicable")
+        ok if any was ok, else the first partly, known, or why it judged nothing."""
+        def rank(r: CheckRecord) -> tuple[int, bool]:  # a difference found before something raising
+            return STATUSES.index(r.status), r.raised
         out: dict[tuple[str, str], CheckRecord] = {}
         for r in self.records:
             held = out.get((r.check, r.path))
-            if held is None or rank.index(r.status) < rank.index(held.status):
+            if held is None or rank(r) < rank(held):
                 out[(r.check, r.path)] = r
         return {key: (r.status, r.detail) for key, r in out.items()}
 
@@ -92,11 +99,11 @@ class FunctionReport:
         return totals
 
     def checks_run(self) -> list[str]:
-        """Checks that judged something (passed or failed) on at least one path."""
+        """Checks that judged something (ok or failed) on at least one path."""
         return [c for c in CHECKS if any(r.check == c and r.status in JUDGED for r in self.records)]
 
     def unchecked(self) -> list[str]:
-        """What was asked for and judged nothing (no check passed or failed there), each with why:
+        """What was asked for and judged nothing (no check was ok or failed there), each with why:
         the whole run, each path asked for (eager's own code counts the float64 oracles and vmap,
         which run it), each check asked for by name. Empty when everything asked for was looked at."""
         def why(records: list[CheckRecord]) -> str:
@@ -248,8 +255,9 @@ def _check_sample(function: type, sample: tuple, index: int, options: _Options) 
         sample = tuple(fresh(sample, options.device))
     records: list[CheckRecord] = []
 
-    def record(check: str, path: str, status: str, detail: str, seconds: float, known: tuple[str, ...]) -> None:
-        records.append(CheckRecord(check, path, status, detail, seconds, index, known))
+    def record(check: str, path: str, status: str, detail: str, seconds: float, known: tuple[str, ...],
+               raised: bool) -> None:
+        records.append(CheckRecord(check, path, status, detail, seconds, index, known, raised))
 
     check_sample(function, sample, options.paths, options.unavailable, options.checks, record)
     return records

@@ -4,7 +4,7 @@ A generated graph has an independent math oracle (harness.oracles.math: the same
 autograd); a user's Function has none, so its stock `apply` is judged by finite differences in
 float64: `torch.autograd.gradcheck` of the backward and of the jvp, `gradgradcheck` of the double
 backward. `torch.vmap` of `apply` (its vmap rule) is judged against a loop over the batch.
-Each oracle returns (status, detail) in check_function's words (harness.check).
+Each oracle returns (status, detail): "ok", "failed", or "unsupported" with why it judged nothing.
 """
 
 from __future__ import annotations
@@ -134,13 +134,13 @@ def _run_oracle(run: Callable[[], Any], differentiated: str = "backward") -> tup
         if incompatible is not None:
             return "unsupported", incompatible
         return "failed", f"raised {type(e).__name__}: {e}"
-    return "passed", ""
+    return "ok", ""
 
 
 def gradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     fn, inputs, why = _float64_function(function, sample)
     if why is not None:
-        return "not_applicable", why
+        return "unsupported", why
     # slow mode: see harness.oracles.math for fast mode's false failures with non-differentiable outputs
     return _run_oracle(lambda: torch.autograd.gradcheck(fn, inputs, fast_mode=False, check_backward_ad=True,
                                                         check_forward_ad=False, check_batched_grad=False))
@@ -150,7 +150,7 @@ def gradcheck_forward_ad(function: type, sample: Sequence[Any]) -> tuple[str, st
     why = jvp_not_applicable(function, sample)
     fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
     if why is not None:
-        return "not_applicable", why
+        return "unsupported", why
     return _run_oracle(lambda: torch.autograd.gradcheck(fn, inputs, fast_mode=False, check_backward_ad=False,
                                                         check_forward_ad=True, check_undefined_grad=False,
                                                         check_batched_grad=False))
@@ -160,7 +160,7 @@ def gradgradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     why = double_backward_not_applicable(function, sample)
     fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
     if why is not None:
-        return "not_applicable", why
+        return "unsupported", why
     return _run_oracle(lambda: torch.autograd.gradgradcheck(fn, inputs, fast_mode=False),
                        "double backward (indices of gradgradcheck's function: inputs then grad_outputs)")
 
@@ -182,10 +182,10 @@ def _detached(a: Any) -> Any:
 def check_vmap(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     """torch.vmap of `apply`, and of torch.func.vjp through it, against a loop over the batch."""
     if not has_vmap_rule(function):
-        return "not_applicable", f"{function.__name__} has no vmap staticmethod and no generate_vmap_rule"
+        return "unsupported", f"{function.__name__} has no vmap staticmethod and no generate_vmap_rule"
     tensor_idx = tensor_indices(sample)
     if not tensor_idx:
-        return "not_applicable", "no tensor argument to batch"
+        return "unsupported", "no tensor argument to batch"
     elements = [_batch_element(sample, b) for b in range(VMAP_BATCH)]
     batched = [torch.stack([e[i] for e in elements]) if i in tensor_idx else a for i, a in enumerate(sample)]
     in_dims = tuple(0 if i in tensor_idx else None for i in range(len(sample)))
@@ -232,7 +232,7 @@ def check_vmap(function: type, sample: Sequence[Any]) -> tuple[str, str]:
     mismatches = compare(expected, actual, DtypeTolerances(expected))
     if mismatches:
         return "failed", "; ".join(m.describe() for m in mismatches) + " (torch.vmap vs a loop over the batch)"
-    return "passed", "outputs" + (" and per-sample gradients" if diff_out else "")
+    return "ok", "outputs" + (" and per-sample gradients" if diff_out else "")
 
 
 __all__ = ["DOCUMENTED_INCOMPATIBILITIES", "FUNCTION_GRADCHECK_ELEMENTS", "VMAP_BATCH", "check_vmap",
