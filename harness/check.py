@@ -507,7 +507,7 @@ def _check_paths(function: type, sample: tuple, paths: list[Any], checks: Sequen
 
 def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eager: RunResult | None,
                timings: dict[str, float], elapsed: float, add: Record) -> None:
-    """One record per judged check: failed (with every problem), ok, partly, or unsupported with
+    """One record per judged check: failed (with every problem), ok, partly, known, or unsupported with
     why nothing was judged (eager is the reference; the run stopped before the check's checkpoint;
     the path cannot run it, or runs eager's own code for it)."""
     if result.status == "unsupported":
@@ -519,7 +519,7 @@ def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eage
         for check in judged:
             add(check, runner.name, "unsupported", incompatible)
         return
-    problems, known = _problems(judged, runner, result, eager)
+    problems, known, wholly = _problems(judged, runner, result, eager)
     note = result.note  # how the path got this result, e.g. through Dynamo's eager fallback
     for check in judged:
         seconds = timings.get(check, 0.0) if len(judged) > 1 else elapsed
@@ -539,6 +539,9 @@ def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eage
         elif check in runner.not_compared:
             add(check, runner.name, "unsupported", "; ".join(t for t in (runner.not_compared[check], note) if t),
                 seconds)
+        elif check in wholly:
+            add(check, runner.name, "known", f"{', '.join(issues)} damages all that this check judges here, "
+                "and explained every difference; " + "; ".join(t for t in (beside, note) if t), seconds, issues)
         else:
             unseen = "" if check != "lifetimes" or runner.observes_saved else (
                 "saved tensors are not observed on this path (a saved-tensor hook would change what it "
@@ -563,12 +566,15 @@ def _against_eager(eager: RunResult, result: RunResult, exact: bool) -> list[Mis
 
 
 def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult,
-              eager: RunResult | None) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]]]:
+              eager: RunResult | None) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]], set[str]]:
     """check -> what is wrong: eager's own errors; every other path's differences from eager;
     the lifetime rules of a run that completed. And check -> the known torch issues that
-    explained some differences (as in campaigns: only the differences each one causes)."""
+    explained some differences (the registry's entries that need no graph structure, matched as
+    in campaigns: each explains only the differences it causes), and the checks where they
+    explained every role of the check's own checkpoint."""
     problems: dict[str, list[str]] = {check: [] for check in judged}
     known: dict[str, tuple[str, ...]] = {}
+    wholly: set[str] = set()
 
     def note(checkpoint: str, text: str) -> None:
         check = CHECK_OF_CHECKPOINT.get(checkpoint, judged[0])
@@ -579,8 +585,23 @@ def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult,
             note(result.error_checkpoint, f"eager raised {result.describe_error()}")
     else:
         assert eager is not None, "eager runs first: it is the reference"
-        for m in _against_eager(eager, result, runner.exact):
-            note(m.checkpoint, m.describe())
+        mismatches = _against_eager(eager, result, runner.exact)
+        issues = known_issues.function_hits(result, mismatches) if mismatches else []
+        explained: dict[str, set[str]] = {}  # checkpoint -> the roles the known issues explained
+        for m in mismatches:
+            by = tuple(k.id for k in issues if k.damage(None, m))
+            if not by:
+                note(m.checkpoint, m.describe())
+                continue
+            check = CHECK_OF_CHECKPOINT.get(m.checkpoint, judged[0])
+            check = check if check in problems else judged[0]
+            known[check] = tuple(dict.fromkeys((*known.get(check, ()), *by)))
+            explained.setdefault(m.checkpoint, set()).add(m.role)
+        for check in known:  # all that the check is for was damaged: nothing of it was judged
+            at = {c: k for k, c in CHECK_OF_CHECKPOINT.items()}.get(check)
+            roles = set(eager.tensors.get(at, {})) | set(result.tensors.get(at, {}))
+            if roles and roles <= explained.get(at, set()):
+                wholly.add(check)
     if "lifetimes" in problems and result.status != "error":
         violations = _lifetime_rules(RUN_SPECS["backward"], result)
         issues = known_issues.function_hits(result, violations) if violations else []
@@ -588,7 +609,7 @@ def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult,
         problems["lifetimes"] = [in_words(m.checkpoint, m.role, m.detail) for m in unexplained]
         if issues:
             known["lifetimes"] = tuple(k.id for k in issues)
-    return problems, known
+    return problems, known, wholly
 
 
 def _reached(check: str, result: RunResult) -> bool:

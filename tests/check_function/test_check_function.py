@@ -276,3 +276,33 @@ def test_something_raising_outside_the_check_fails_it_and_says_who_raised():
         assert (record.status, record.raised) == ("failed", True), report.table()
         assert record.detail.startswith("_RaisesKeyError raised KeyError"), record.detail
     assert report.failures == [by_key[("outputs", "eager")], by_key[("mark_dirty", "eager")]]
+
+
+class _HardSwish(torch.autograd.Function):
+    """timm's memory-efficient hard swish: a backward built of differentiable ops, no jvp."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * (x + 3).clamp(0, 6) / 6
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        slope = torch.where(x < -3, torch.zeros_like(x), torch.where(x > 3, torch.ones_like(x), x / 3 + 0.5))
+        return grad * slope
+
+
+def test_a_registered_torch_issue_reads_known_on_a_check_of_values_never_failed():
+    """Known issues apply to every check, not only to lifetimes: under torch.compile(backend='eager')
+    the second-order gradient through a Function's backward is lost (the registry's
+    dynamo-eager-function-backward-not-differentiable), all that double_backward judges there."""
+    sample = [(torch.tensor([-4.0, -1.5, 0.25, 2.0, 5.0], requires_grad=True),)]
+    report = check_function(_HardSwish, sample, paths=["eager", "dynamo:eager"], checks=["double_backward"],
+                            raise_on_failure=False)
+    (record,) = [r for r in report.records if (r.check, r.path) == ("double_backward", "dynamo:eager")]
+    assert (record.status, record.known) == ("known", ("dynamo-eager-function-backward-not-differentiable",)), \
+        report.table()
+    assert not report.failures, report.table()
+    # eager's own double backward is still judged, by gradgradcheck
+    assert report.outcomes()[("double_backward", "eager float64")][0] == "ok", report.table()
