@@ -18,6 +18,12 @@ from harness import custom_op, generic, plain
 from harness.generic import GeneratedFunction, batch_first, make_generic_function
 from harness.spec import FunctionSpec, GraphSpec
 
+#: seed offsets of the deterministic loss weights, second-order loss weights and forward-AD
+#: tangents: every path of one run draws the same ones (harness.run, harness.function_run)
+LOSS_WEIGHTS = 1_000_003
+SECOND_ORDER_WEIGHTS = 2_000_003
+TANGENTS = 3_000_017
+
 # --- the Function forms ----------------------------------------------------------------
 
 
@@ -130,7 +136,7 @@ class BuiltGraph:
             leaves.append(_leaf_tensor(shape, leaf.layout, leaf.requires_grad, dtype, device, gen))
         return leaves
 
-    def weights(self, count: int, offset: int = 1_000_003) -> list[torch.Tensor]:
+    def weights(self, count: int, offset: int = LOSS_WEIGHTS) -> list[torch.Tensor]:
         """Deterministic loss weights, one per differentiable value."""
         gen = torch.Generator().manual_seed(self.spec.seed + offset)
         return [_uniform(tuple(self.spec.shape), self.dtype, gen).to(self.device) for _ in range(count)]
@@ -139,7 +145,7 @@ class BuiltGraph:
         """Deterministic forward-AD tangents, one per leaf of the graph's dtype; None for an int64 /
         bool leaf (LeafSpec.dtype), which forward AD cannot give one ("Expected primal to be
         floating point or complex")."""
-        gen = torch.Generator().manual_seed(self.spec.seed + 3_000_017)
+        gen = torch.Generator().manual_seed(self.spec.seed + TANGENTS)
         return [None if spec.dtype is not None else
                 (torch.rand(tuple(leaf.shape), dtype=leaf.dtype, generator=gen) * 2 - 1).to(leaf.device)
                 for leaf, spec in zip(leaves, self.spec.leaves)]

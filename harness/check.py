@@ -12,7 +12,12 @@ harness/oracles/twins.py) runs on every path too, and a path that differs from i
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import time
+import traceback
 from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Sequence
 
 from torch.autograd.gradcheck import GradcheckError
 
@@ -21,16 +26,20 @@ from harness import paths as path_registry
 from harness.build import build
 from harness.dataflow import version_error_expected
 from harness.oracles.bounds import error_bounds
-from harness.oracles.compare import EXACT, Mismatch, Tolerances, Uncompared, against_eager, compare
-from harness.oracles.lifetimes import (LIFE, PROBE, held_by, rule_violations, tracking_lifetimes, with_holders,
-                                       without_lifetimes)
+from harness.function_run import (RUN_SPECS, NotRun, PathRun, double_backward_not_applicable, jvp_not_applicable,
+                                  observe, observe_on)
+from harness.oracles import function_math
+from harness.oracles.compare import (EXACT, DtypeTolerances, Mismatch, Tolerances, Uncompared, against_eager,
+                                     compare)
+from harness.oracles.lifetimes import (LIFE, PROBE, held_by, in_words, rule_violations, tracking_lifetimes,
+                                       with_holders, without_lifetimes)
 from harness.oracles.math import (CAMPAIGN_GRADCHECK_ELEMENTS, GradcheckRaised, completed, error_is_expected,
                                   gradcheck_graph, gradcheck_reason, run_math)
 from harness.oracles.metadata import metadata_mismatches, without_metadata
 from harness.oracles import twins as twin_oracle
 from harness.oracles.twins import TwinCheck
 from harness.paths import Path
-from harness.run import RunResult
+from harness.run import CHECKPOINTS, RunResult
 from harness.spec import GraphSpec
 from harness.stages import whole_stage
 from harness.stages import stage as _stage
@@ -375,4 +384,267 @@ def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = 
     return "ok", ""
 
 
-__all__ = ["PathOutcome", "Verdict", "check", "gradcheck_verdict", "gradchecked_spec", "nothing_checked_sentence"]
+# --- a user's own Function: one node and its sample (harness.function_check) ------------------
+#
+# Every registered path that has `run_with` runs the Function (harness.function_run), eager first:
+# eager is the reference, judged by the float64 oracles (harness.oracles.function_math), and every
+# other path is compared with it, bit for bit where the path runs the same code (exact_vs_eager)
+# and within torch.testing's default per-dtype tolerances where it compiles (DtypeTolerances),
+# since nothing is known here of the user's ops.
+
+CHECKS = ("outputs", "gradients", "gradcheck", "jvp", "vmap", "double_backward", "mark_dirty", "lifetimes")
+#: the checks whose results come from running each path (the others run the stock apply)
+PATH_CHECKS = ("outputs", "gradients", "jvp", "double_backward", "lifetimes")
+#: which check judges each runner checkpoint
+CHECK_OF_CHECKPOINT = {"forward": "outputs", "backward": "gradients", "double_backward": "double_backward",
+                       "forward_ad": "jvp"}
+#: the float64 oracles and vmap run the stock apply; records name them after what they are
+FLOAT64 = "eager float64"
+VMAP = "torch.vmap"
+
+#: receives one record: record(check, path, status, detail, seconds, known, raised). status, in the
+#: campaign's words (docs/check_function.md): ok | failed | partly | known | unsupported; raised:
+#: failed because something raised outside what the check observes (the detail says what and who)
+Record = Callable[..., None]
+
+
+def check_sample(function: type, sample: tuple, paths: list[Any], unavailable: dict[str, str],
+                 checks: Sequence[str], record: Record) -> None:
+    """Every check of `checks` on one sample of a user's Function, on `paths` (registry paths with
+    run_with, eager first) and the float64 oracles; `unavailable`: path -> why it cannot run here.
+    Each result goes to `record`; whatever raises becomes its check's record, so all complete."""
+    def add(check: str, path: str, status: str, detail: str = "", seconds: float = 0.0,
+            known: tuple[str, ...] = (), raised: bool = False) -> None:
+        if check in checks:
+            record(check, path, status, detail, seconds, known, raised)
+
+    for path, why in unavailable.items():
+        for check in PATH_CHECKS:
+            add(check, path, "unsupported", f"path not available here: {why}")
+    _check_paths(function, sample, paths, checks, add)
+    if "mark_dirty" in checks:
+        with _isolated(function, ("mark_dirty",), "eager", add):
+            _check_mark_dirty(function, sample, add)
+    for check, oracle in (("gradcheck", function_math.gradcheck), ("jvp", function_math.gradcheck_forward_ad),
+                          ("double_backward", function_math.gradgradcheck), ("vmap", function_math.check_vmap)):
+        if check in checks:
+            where = VMAP if check == "vmap" else FLOAT64
+            with _isolated(function, (check,), where, add):
+                started = time.perf_counter()
+                status, detail = oracle(function, sample)
+                add(check, where, status, detail, time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def _isolated(function: type, checks: Sequence[str], path: str, add: Record) -> Iterator[None]:
+    """One check on one path: whatever escapes it fails that record (`raised`), with its
+    traceback, so the report always completes. The record tells the user's Function raising
+    (a frame of the Function's own file is on the traceback) from an error of the harness or
+    torch itself."""
+    started = time.perf_counter()
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001  reported as the record's error, never swallowed
+        frames = traceback.extract_tb(e.__traceback__)
+        where = _source_file(function)
+        who = (f"{function.__name__} raised" if where is not None and any(f.filename == where for f in frames)
+               else "internal error (of the harness or torch, not your Function; please report it):")
+        shown = "".join(traceback.format_exception(e)[-6:]).rstrip()
+        for check in checks:
+            add(check, path, "failed", f"{who} {type(e).__name__}: {e}\n{shown}", time.perf_counter() - started,
+                raised=True)
+
+
+def _source_file(function: type) -> str | None:
+    try:
+        return inspect.getsourcefile(function)
+    except (OSError, TypeError):
+        return None
+
+
+def _check_paths(function: type, sample: tuple, paths: list[Any], checks: Sequence[str], add: Record) -> None:
+    """outputs, gradients, lifetimes (one run per path), double_backward and jvp (one run each)."""
+    wants = set(checks)
+    runs = []
+    if wants & {"outputs", "gradients", "lifetimes"}:
+        runs.append(("backward", ("outputs", "gradients", "lifetimes")))
+    for check, mode, not_applicable in (("double_backward", "double", double_backward_not_applicable),
+                                        ("jvp", "forward_ad", jvp_not_applicable)):
+        if check in wants:
+            why = not_applicable(function, sample)
+            if why is None:
+                runs.append((mode, (check,)))
+            else:
+                for path in paths:
+                    add(check, path.name, "unsupported", why)
+    for mode, judged in runs:
+        eager = None
+        for path in paths:  # eager first: the reference
+            timings: dict[str, float] = {}
+            started = time.perf_counter()
+            reason = path.unsupported(RUN_SPECS[mode]) if mode in RUN_SPECS else None
+            if reason is not None:
+                for check in judged:
+                    add(check, path.name, "unsupported", reason)
+                continue
+            with _isolated(function, judged, path.name, add):
+                try:
+                    result, ran = observe_on(function, sample, path, mode, timings=timings,
+                                             lifetimes="lifetimes" in wants and mode == "backward")
+                except NotRun as e:  # cannot fail here: eager's own code
+                    for check in judged:
+                        add(check, path.name, "unsupported", e.why)
+                    continue
+                elapsed = time.perf_counter() - started
+                if path.name == "eager":
+                    eager = result
+                if eager is None:  # eager itself raised outside the runner: nothing to compare with
+                    for check in judged:
+                        add(check, path.name, "unsupported", "eager, the reference, did not complete")
+                    continue
+                _judge_run(judged, ran, result, eager, timings, elapsed, add)
+
+
+def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eager: RunResult | None,
+               timings: dict[str, float], elapsed: float, add: Record) -> None:
+    """One record per judged check: failed (with every problem), ok, partly, known, or unsupported with
+    why nothing was judged (eager is the reference; the run stopped before the check's checkpoint;
+    the path cannot run it, or runs eager's own code for it)."""
+    if result.status == "unsupported":
+        for check in judged:
+            add(check, runner.name, "unsupported", result.reason)
+        return
+    incompatible = function_math.documented_incompatibility(result.error) if result.status == "error" else None
+    if incompatible is not None:
+        for check in judged:
+            add(check, runner.name, "unsupported", incompatible)
+        return
+    problems, known, wholly = _problems(judged, runner, result, eager)
+    note = result.note  # how the path got this result, e.g. through Dynamo's eager fallback
+    for check in judged:
+        seconds = timings.get(check, 0.0) if len(judged) > 1 else elapsed
+        issues = known.get(check, ())
+        beside = f"known: {', '.join(_known_text(k) for k in issues)}" if issues else ""
+        if problems[check]:
+            detail = "; ".join(problems[check]) + "".join(f" ({t})" for t in (beside, note) if t)
+            add(check, runner.name, "failed", detail, seconds, issues)
+        elif not _reached(check, result):
+            add(check, runner.name, "unsupported", f"the run stopped earlier ({result.describe_error()})", seconds)
+        elif check == "gradients" and "skipped" in result.values.get("backward", {}):
+            add(check, runner.name, "unsupported", "no gradient to compare: nothing requires grad (no output "
+                "that requires grad, or no input)", seconds)
+        elif runner.name == "eager" and check != "lifetimes":
+            add(check, runner.name, "unsupported", "the reference for the other paths; judged by the float64 oracles",
+                seconds)
+        elif check in runner.not_compared:
+            add(check, runner.name, "unsupported", "; ".join(t for t in (runner.not_compared[check], note) if t),
+                seconds)
+        elif check in wholly:
+            add(check, runner.name, "known", f"{', '.join(issues)} damages all that this check judges here, "
+                "and explained every difference; " + "; ".join(t for t in (beside, note) if t), seconds, issues)
+        else:
+            unseen = "" if check != "lifetimes" or runner.observes_saved else (
+                "saved tensors are not observed on this path (a saved-tensor hook would change what it "
+                "compiles); leaks, cycles and use counts were checked")
+            # a known issue without a workaround explained part of the check: that part is not judged
+            left = f"what {', '.join(issues)} damages was left unjudged; the rest agreed" if issues else ""
+            add(check, runner.name, "partly" if issues else "ok",
+                "; ".join(t for t in (left, beside, unseen, note) if t), seconds, issues)
+
+
+def _known_text(issue_id: str) -> str:
+    issue = next(k for k in known_issues.KNOWN_ISSUES if k.id == issue_id)
+    return f"{issue.id} (harness/known_issues/reproducers/{issue.reproducer})"
+
+
+def _against_eager(eager: RunResult, result: RunResult, exact: bool) -> list[Mismatch]:
+    """A path's run of the Function against eager's: values, not lifetimes or mutation bookkeeping."""
+    def judged(r: RunResult) -> RunResult:
+        return replace(r, values={c: v for c, v in r.values.items() if c != "mark_dirty" and not c.startswith("life:")})
+    eager, result = judged(eager), judged(result)
+    return against_eager(eager, result, EXACT if exact else DtypeTolerances(eager), lifetimes=False)
+
+
+def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult,
+              eager: RunResult | None) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]], set[str]]:
+    """check -> what is wrong: eager's own errors; every other path's differences from eager;
+    the lifetime rules of a run that completed. And check -> the known torch issues that
+    explained some differences (the registry's entries that need no graph structure, matched as
+    in campaigns: each explains only the differences it causes), and the checks where they
+    explained every role of the check's own checkpoint."""
+    problems: dict[str, list[str]] = {check: [] for check in judged}
+    known: dict[str, tuple[str, ...]] = {}
+    wholly: set[str] = set()
+
+    def note(checkpoint: str, text: str) -> None:
+        check = CHECK_OF_CHECKPOINT.get(checkpoint, judged[0])
+        problems[check if check in problems else judged[0]].append(text)
+
+    if runner.name == "eager":
+        if result.status == "error":
+            note(result.error_checkpoint, f"eager raised {result.describe_error()}")
+    else:
+        assert eager is not None, "eager runs first: it is the reference"
+        mismatches = _against_eager(eager, result, runner.exact)
+        issues = known_issues.function_hits(result, mismatches) if mismatches else []
+        explained: dict[str, set[str]] = {}  # checkpoint -> the roles the known issues explained
+        for m in mismatches:
+            by = tuple(k.id for k in issues if k.damage(None, m))
+            if not by:
+                note(m.checkpoint, m.describe())
+                continue
+            check = CHECK_OF_CHECKPOINT.get(m.checkpoint, judged[0])
+            check = check if check in problems else judged[0]
+            known[check] = tuple(dict.fromkeys((*known.get(check, ()), *by)))
+            explained.setdefault(m.checkpoint, set()).add(m.role)
+        for check in known:  # all that the check is for was damaged: nothing of it was judged
+            at = {c: k for k, c in CHECK_OF_CHECKPOINT.items()}.get(check)
+            roles = set(eager.tensors.get(at, {})) | set(result.tensors.get(at, {}))
+            if roles and roles <= explained.get(at, set()):
+                wholly.add(check)
+    if "lifetimes" in problems and result.status != "error":
+        violations = _lifetime_rules(RUN_SPECS["backward"], result)
+        issues = known_issues.function_hits(result, violations) if violations else []
+        unexplained = [m for m in violations if not known_issues.explained(None, issues, m)]
+        problems["lifetimes"] = [in_words(m.checkpoint, m.role, m.detail) for m in unexplained]
+        if issues:
+            known["lifetimes"] = tuple(k.id for k in issues)
+    return problems, known, wholly
+
+
+def _reached(check: str, result: RunResult) -> bool:
+    """Whether the run got as far as the checkpoint that `check` judges (lifetimes: the end)."""
+    if result.status != "error":
+        return True
+    if check == "lifetimes":
+        return False
+    at = {c: k for k, c in CHECK_OF_CHECKPOINT.items()}[check]
+    return CHECKPOINTS.index(at) <= CHECKPOINTS.index(result.error_checkpoint)
+
+
+def _check_mark_dirty(function: type, sample: tuple, add: Record) -> None:
+    started = time.perf_counter()
+    result = observe(function, sample, path_registry.get("eager"), "backward")
+    mutated = result.values.get("mark_dirty", {})
+    undeclared = [role for role, status in mutated.items() if status == "undeclared"]
+    unknown = [role for role, status in mutated.items() if status == "unknown"]
+    seconds = time.perf_counter() - started
+    if undeclared:
+        add("mark_dirty", "eager", "failed",
+            f"forward modified {', '.join(r.replace('arg', 'argument ') for r in undeclared)} in place without "
+            "ctx.mark_dirty(), so autograd does not know it changed and gradients through its later uses "
+            "skip this Function (declare every input the forward modifies with ctx.mark_dirty and return it)",
+            seconds)
+    elif unknown:
+        add("mark_dirty", "eager", "unsupported",
+            f"forward modified {', '.join(unknown)} in place, but no output requires grad, so no graph "
+            "tells whether it was declared", seconds)
+    elif result.status == "error" and result.error_checkpoint == "forward":
+        add("mark_dirty", "eager", "unsupported", f"the forward raised {result.describe_error()}", seconds)
+    else:
+        add("mark_dirty", "eager", "ok", "no undeclared in-place update" if not mutated else
+            f"in-place update of {', '.join(mutated)} declared", seconds)
+
+
+__all__ = ["CHECKS", "FLOAT64", "PATH_CHECKS", "VMAP", "PathOutcome", "Verdict", "check", "check_sample",
+           "gradcheck_verdict", "gradchecked_spec", "nothing_checked_sentence"]

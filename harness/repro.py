@@ -16,11 +16,12 @@ by a short script that runs the installed harness on the spec, and says why.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
@@ -711,6 +712,64 @@ def harness_script(spec: GraphSpec, paths: list[str], device: str, summary: str,
                                     device=device, twins=twins)
 
 
+# --- a user's own Function (harness.function_check) ---------------------------------------------
+
+
+def _argument_literal(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        on = None if value.device.type == "cpu" else str(value.device)
+        return tensor_literal(value, on) + (".requires_grad_()" if value.requires_grad else "")
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_argument_literal(v) for v in value)
+        return f"({inner},)" if isinstance(value, tuple) else f"[{inner}]"
+    return repr(value)
+
+
+def _import_or_source(function: type) -> str:
+    """How the reproducer gets the Function: an import when it can be imported, else its source."""
+    module, qualname = function.__module__, function.__qualname__
+    if module != "__main__" and "<locals>" not in qualname and "." not in qualname:
+        return f"from {module} import {qualname}"
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return f"# {module}.{qualname} can be neither imported nor read: define it here\n"
+    lines = source.splitlines()
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    return "# the Function, copied from its source (it cannot be imported)\n" + "\n".join(
+        line[indent:] for line in lines)
+
+
+def function_script(function: type, sample: Sequence[Any], checks: Sequence[str], paths: Sequence[str],
+                    device: str | None, summary: str) -> str:
+    """A standalone script that re-runs exactly these checks of check_function on these paths
+    (registry path names) and this sample, with its exact values; exits 1 while they fail."""
+    summary = summary.replace('"""', "'''")
+    return f'''#!/usr/bin/env python3
+"""Reproducer written by harness.check_function (torch {torch.__version__}).
+
+{summary}
+"""
+import sys
+
+import torch
+from torch import inf, nan  # noqa: F401  (tensor literals may use them)
+
+from harness.function_check import FunctionCheckError, check_function
+
+{_import_or_source(function)}
+
+SAMPLE = ({", ".join(_argument_literal(a) for a in sample)},)
+
+try:
+    check_function({function.__name__}, [SAMPLE], paths={list(paths)!r}, checks={list(checks)!r}, device={device!r})
+except FunctionCheckError as error:
+    print(error)
+    sys.exit(1)
+print("did not reproduce")
+'''
+
+
 # --- writing ----------------------------------------------------------------------------------------
 
 
@@ -747,6 +806,6 @@ def plain_reproducer(verdict: "Verdict", device: str, *, until: float | None = N
                                 f"{mismatch.against} at {mismatch.checkpoint} {mismatch.role}")
 
 
-__all__ = ["NotPlain", "chosen_mismatch", "harness_script", "plain_reproducer",
+__all__ = ["NotPlain", "chosen_mismatch", "function_script", "harness_script", "plain_reproducer",
            "crash_script", "gradcheck_script", "plain_script", "write_crash_reproducer",
            "write_gradcheck_reproducer", "write_reproducer"]

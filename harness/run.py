@@ -24,7 +24,7 @@ import torch.autograd.forward_ad as fwAD
 import torch.utils.checkpoint
 
 from harness import devices, generic, plain
-from harness.build import Applier, BuiltGraph
+from harness.build import SECOND_ORDER_WEIGHTS, Applier, BuiltGraph
 from harness.spec import Arg
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
@@ -603,7 +603,7 @@ def _backward(built: BuiltGraph, values: dict[str, torch.Tensor], leaves: Sequen
         if observers:
             _announce(observers, "backward2", {**values, **dict(grad_leaves)})
     if mode == "double":
-        weights = built.weights(len(grads), offset=2_000_003)
+        weights = built.weights(len(grads), offset=SECOND_ORDER_WEIGHTS)
         terms = [weighted_sum(g, w) for g, w in zip(grads, weights) if g is not None and g.requires_grad]
         if not terms:  # the first-order gradients are constants: no second-order ones
             for name, _ in chosen:

@@ -37,9 +37,13 @@ class Mismatch:
     max_abs: float = 0.0
     max_rel: float = 0.0
 
-    def __str__(self) -> str:
+    def describe(self) -> str:
+        """Where and how it differs, without the two sides' names."""
         err = f" (max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g})" if self.max_abs else ""
-        return f"{self.path} vs {self.against}: {self.checkpoint} {self.role}: {self.detail}{err}"
+        return f"{self.checkpoint} {self.role}: {self.detail}{err}"
+
+    def __str__(self) -> str:
+        return f"{self.path} vs {self.against}: {self.describe()}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,6 +89,21 @@ class Uncompared:
 
 EXACT = Tolerance()
 
+#: torch.testing.assert_close's documented default (rtol, atol) per dtype: the tolerance for
+#: comparing one computation done by two kernels when nothing is known of its ops (a user's
+#: own Function, harness.function_check), where a generated graph has its error bounds
+DTYPE_TOLERANCES = {
+    torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7), torch.complex32: (1e-3, 1e-5), torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+}
+
+
+def dtype_tolerance(dtype: torch.dtype) -> Tolerance:
+    """DTYPE_TOLERANCES' entry for `dtype`; exact for the others (integers, bool)."""
+    rtol, atol = DTYPE_TOLERANCES.get(dtype, (0.0, 0.0))
+    return Tolerance(exact=False, rtol=rtol, atol=atol) if rtol or atol else EXACT
+
 
 class Tolerances:
     """An elementwise error bound per (checkpoint, role); harness.oracles.bounds computes them.
@@ -115,7 +134,18 @@ class Tolerances:
         return Tolerance(exact=False, atol=0.0 if bound is None else bound)
 
 
-def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances, *,
+@dataclass(frozen=True)
+class DtypeTolerances:
+    """dtype_tolerance of each compared tensor's own dtype (as the expected side has it)."""
+
+    expected: RunResult
+
+    def for_role(self, checkpoint: str, role: str) -> Tolerance:
+        t = self.expected.tensors.get(checkpoint, {}).get(role)
+        return dtype_tolerance(t.dtype if t is not None else torch.float32)
+
+
+def compare(expected: RunResult, actual: RunResult, tol: Tolerance | Tolerances | DtypeTolerances, *,
             none_is_zero: bool = False, uncompared: Uncompared | None = None) -> list[Mismatch]:
     """Every difference between two results that both ran to completion.
 
@@ -182,7 +212,7 @@ def _without_probes(result: RunResult) -> RunResult:
     return replace(result, values=without_lifetimes(result.values, keep_life=True))
 
 
-def against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Tolerances, *,
+def against_eager(eager: RunResult, result: RunResult, tol: Tolerance | Tolerances | DtypeTolerances, *,
                   lifetimes: bool = True, reference: str = "eager",
                   uncompared: Uncompared | None = None) -> list[Mismatch]:
     """A path's run against eager's: an error must be eager's own (the same type at the same
@@ -340,4 +370,5 @@ def _errors(e: torch.Tensor, a: torch.Tensor) -> tuple[float, float]:
     return float(diff.max()), float(rel.max())
 
 
-__all__ = ["EXACT", "Mismatch", "Tolerance", "Tolerances", "Uncompared", "against_eager", "compare"]
+__all__ = ["DTYPE_TOLERANCES", "DtypeTolerances", "EXACT", "Mismatch", "Tolerance", "Tolerances", "Uncompared",
+           "against_eager", "compare", "dtype_tolerance"]

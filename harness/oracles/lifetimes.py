@@ -263,6 +263,31 @@ def rule_violations(result: Any, backward_mode: str, saved_tensors_hooks: bool =
     return out
 
 
+#: the checkpoints of a run in a user's words
+WHEN = {"forward": "after the forward", "backward": "after the backward",
+        "drop_outputs": "once the outputs and the graph were dropped", "drop_all": "in the end"}
+
+
+def in_words(checkpoint: str, role: str, detail: str) -> str:
+    """A violation on a run of a user's own Function (harness.function_run's roles) in the user's words."""
+    return f"{_role_text(role)} {WHEN.get(checkpoint, 'at ' + checkpoint)}: {detail}"
+
+
+def _role_text(role: str) -> str:
+    kind, _, n = role.rpartition(":") if ":" in role else ("", "", role)
+    if kind == "saved":
+        return f"saved tensor {n.split('.')[-1]} (as the graph holds it)"
+    if kind == "saved_source":
+        return f"the tensor passed to save_for_backward as saved tensor {n}"
+    if kind == "out":
+        return f"output {n}"
+    if role.startswith("arg"):
+        return f"argument {role[3:]} (the copy the Function was given)"
+    if role.startswith("x"):
+        return f"argument {role[1:]}'s leaf (what its gradient accumulates into)"
+    return role
+
+
 #: how a lifetime mismatch names the torch objects that held its tensors (separated by HOLDER_SEPARATOR)
 HELD_BY = "; holder: "
 HOLDER_SEPARATOR = " | "
@@ -319,5 +344,5 @@ def tracking_lifetimes(enabled: bool = True) -> Iterator[None]:
         yield
 
 
-__all__ = ["HELD_BY", "LIFE", "PROBE", "RELEASE_CHECKPOINTS", "LifetimeTracker", "RuleViolation", "held_by",
+__all__ = ["HELD_BY", "LIFE", "PROBE", "RELEASE_CHECKPOINTS", "WHEN", "LifetimeTracker", "RuleViolation", "held_by", "in_words",
            "lifetime_probes", "rule_violations", "tracking_lifetimes", "with_holders", "without_lifetimes"]

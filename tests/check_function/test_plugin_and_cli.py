@@ -102,7 +102,7 @@ def test_no_gradient_to_check():
     # nothing checked is a failing test, naming what was not checked
     result.stdout.fnmatch_lines([
         "*_ test_no_gradient_to_check _*",
-        "E   Square: nothing checked at all (gradients: not_applicable (no gradient to compare*",
+        "E   Square: nothing checked at all (gradients: unsupported (no gradient to compare*",
         "Square: nothing checked at all *",
     ])
     # the failure reads as the check's message, not as a traceback through the harness
@@ -136,7 +136,7 @@ def _cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
 def test_the_cli_checks_a_function_by_name(tmp_path):
     done = _cli(tmp_path, "user_functions:Square", "--samples", "user_functions:samples", "--paths", "eager")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "gradcheck        eager float64        passed" in done.stdout
+    assert "gradcheck        eager float64        ok" in done.stdout
 
     done = _cli(tmp_path, "user_functions:HalfSquare", "--samples", "user_functions:samples", "--paths", "eager",
                 "--checks", "gradcheck")
@@ -149,7 +149,7 @@ def test_the_cli_exits_3_when_a_function_check_judged_nothing(tmp_path):
     done = _cli(tmp_path, "user_functions:Square", "--samples", "user_functions:samples_without_grad",
                 "--paths", "owned", "--checks", "outputs,gradients")
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "Square: nothing checked for check gradients (gradients: not_applicable (no gradient to compare" in done.stdout
+    assert "Square: nothing checked for check gradients (gradients: unsupported (no gradient to compare" in done.stdout
 
 
 @pytest.mark.parametrize("argv, message", [
