@@ -78,6 +78,32 @@ def _let_hypofuzz_shrink() -> None:
         ConjectureResult.slice_comments = property(lambda result: result.span_comments)
 
 
+def _list_tests_before_each_batch() -> None:
+    """HypoFuzz 25.11.1's hub ends when, at one of its checks a minute apart, no worker lists a
+    test it can still fuzz (hypofuzz/hypofuzz.py:750-756, FuzzWorkerHub.start). A worker lists
+    them (`valid_nodeids`, empty until then) only after it has run a batch of up to 100 examples
+    of its test (hypofuzz.py:644-650 and 696, FuzzWorker.start), which on compiled or dynamo paths
+    (seconds an example) takes more than that minute: the hub took the silent worker for one that
+    had found a failure and ended at its first check (`Found a failing input for every test!`),
+    and its worker died at the end of that batch, when it next reached the hub. Have the worker
+    list its tests also as soon as it takes them from the hub, before each batch; after the batch
+    it lists them as before (none, once its test has failed). Only in HypoFuzz's processes (this
+    test's collection). Remove once HypoFuzz's worker reports before its first batch."""
+    import hypofuzz.hypofuzz
+
+    worker = hypofuzz.hypofuzz.FuzzWorker
+    take = worker._update_targets
+    if getattr(take, "lists_tests", False):  # collected again in the worker (it forks from the hub)
+        return
+
+    def _update_targets(self, nodeids) -> None:
+        take(self, nodeids)
+        self.shared_state["worker_state"]["valid_nodeids"] = [t.nodeid for t in self.valid_targets]
+
+    _update_targets.lists_tests = True  # type: ignore[attr-defined]
+    worker._update_targets = _update_targets
+
+
 class UnknownFailure(AssertionError):
     """An example failed with a cause no known torch issue explains (its report and reproducer)."""
 
@@ -190,6 +216,7 @@ def _make_test():
 
     _trace_function_modules_only()
     _let_hypofuzz_shrink()
+    _list_tests_before_each_batch()
     # HypoFuzz fuzzes a test only when its database is settings().database at collection time
     settings.register_profile("harness-nightly", settings(database=CONFIG.example_database()))
     settings.load_profile("harness-nightly")

@@ -64,6 +64,29 @@ def test_nightly_records_every_example_and_report_rebuilds_from_the_folder(tmp_p
     assert f"| examples | {len(examples)} (" in (out / "report.md").read_text()
 
 
+#: what HypoFuzz's hub prints when it ends by itself, having seen no worker with a test left to fuzz
+HUB_ENDED = "Found a failing input for every test!"
+
+
+@pytest.mark.slow
+def test_hypofuzz_fuzzes_the_whole_budget_when_its_first_examples_are_slow(tmp_path):
+    """HypoFuzz's hub checks a minute after it starts its worker whether it still fuzzes; on compiled
+    and dynamo paths the worker's first batch of 100 examples takes longer than that, and the hub
+    must not take it for finished (fuzz_target._list_tests_before_each_batch)."""
+    out = tmp_path / "night"
+    # --keep-fuzzing: a failure found ends nothing (a worker stops at its first raise, then the hub);
+    # --no-seeds: HypoFuzz gets all of the budget, past the hub's first check
+    done = nightly("--paths", "eager,compiled,dynamo", "--budget", "90s", "--out", str(out), "--keep-fuzzing",
+                   "--no-seeds", timeout=300)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]  # 1: an unknown failure found
+    hypofuzz_output = (out / "hypofuzz.log").read_text()
+    assert HUB_ENDED not in hypofuzz_output, hypofuzz_output[-3000:]
+    assert records(out, "end")[0]["hypofuzz"] == "stopped at the end of the budget"
+    (start,) = records(out, "start")
+    fuzzed = [r["t"] - start["t"] for r in records(out, "example")]
+    assert fuzzed and max(fuzzed) > 70, fuzzed  # examples checked after the hub's first check too
+
+
 #: a Function keeps its inputs alive (the lifetime oracle sees it on eager; float64 gradcheck cannot,
 #: so the first failure, which ends HypoFuzz's fuzzing of the property, is a path's and has a script)
 FAULT = "leak_input"
