@@ -156,12 +156,17 @@ def graph_test(body: Callable[[GraphSpec], None], device: str, drawn: Drawing,
     return graph_example
 
 
-def graph_test_key() -> bytes:
+def graph_test_key(node_id: str | None = None) -> bytes:
     """The example-database key of every test graph_test makes (Hypothesis' digest of the test
-    function, which is the same inner function for all of them)."""
+    function, which is the same inner function for all of them). node_id: the key of such a test
+    that pytest collected as `node_id` and HypoFuzz fuzzes, which adds the node id to the digest
+    (hypofuzz/collection.py, as Hypothesis' pytest plugin does for a parametrized test)."""
     from hypothesis.internal.reflection import function_digest
 
-    return function_digest(graph_test(lambda spec: None, "cpu", drawing([])).hypothesis.inner_test)
+    inner = graph_test(lambda spec: None, "cpu", drawing([])).hypothesis.inner_test
+    if node_id is not None:
+        inner._hypothesis_internal_add_digest = node_id.encode()
+    return function_digest(inner)
 
 
 def current_choices() -> str:

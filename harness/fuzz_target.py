@@ -104,6 +104,42 @@ def _list_tests_before_each_batch() -> None:
     worker._update_targets = _update_targets
 
 
+def _replay_choices_where_they_were_drawn() -> None:
+    """HypoFuzz 25.11.1 replays a choice sequence (its corpus, a stability rerun of an example
+    that reached new branches, a failure, anything saved in its database) by handing out its
+    choices in order, one per draw its provider is asked for (hypofuzz/provider.py:804-826,
+    `_pop_choice`). But a sequence holds every choice the example made, forced ones too (a list
+    with min_size draws its first "one more?" forced; Hypothesis' own database form, which
+    HypoFuzz saves from the observation's choice_nodes), and a forced draw never asks the
+    provider: from the first forced choice on, every later choice went to the wrong draw and the
+    rest of the example was drawn at random. Every graph here has one (its leaves, min_size 1), so
+    no rerun ever matched its example, HypoFuzz kept none (its corpus stayed empty: it fuzzed
+    blind) and a saved example came back as another graph. Give each draw the choice at its own
+    position in the sequence instead: the number of choices the example has made so far, forced
+    ones included. Only in HypoFuzz's processes (this test's collection); remove once HypoFuzz's
+    provider counts forced choices."""
+    import hypofuzz.provider
+    from hypothesis.control import current_build_context
+    from hypothesis.errors import InvalidArgument
+
+    provider = hypofuzz.provider.HypofuzzProvider
+    pop = provider._pop_choice
+    if getattr(pop, "counts_forced", False):  # collected again in the worker (it forks from the hub)
+        return
+
+    def _pop_choice(self, choice_type, constraints):
+        try:
+            data = current_build_context().data  # the example being drawn
+        except InvalidArgument:  # no example being drawn: as HypoFuzz does
+            data = None
+        if self._state is not None and data is not None:
+            self._state.choice_index = len(data.nodes)
+        return pop(self, choice_type, constraints)
+
+    _pop_choice.counts_forced = True  # type: ignore[attr-defined]
+    provider._pop_choice = _pop_choice
+
+
 class UnknownFailure(AssertionError):
     """An example failed with a cause no known torch issue explains (its report and reproducer)."""
 
@@ -116,6 +152,7 @@ class _Property:
         which Hypothesis refuses inside another as nested)."""
         from harness.engine import CauseDatabase, needs_backward
         from harness.nightly import open_log
+        from harness.records import log_path, read_log
         from harness.selection import campaign_paths
         from harness.replay import shared_failures
 
@@ -130,7 +167,11 @@ class _Property:
                                                              failures_first=True)
         self.log = open_log(config.out, shared=True)
         self.worker = f"hypofuzz-{os.getpid()}"
-        self.checked: set[str] = set()  # spec hashes recorded already
+        # spec hashes recorded already: HypoFuzz's reruns (below), and the examples this campaign checked
+        # before HypoFuzz started, some of which it runs again (the seeds nightly put in its corpus)
+        log = log_path(config.out)
+        self.checked: set[str] = {r["hash"] for r in (read_log(log) if log.exists() else ())
+                                  if r["kind"] == "example" and "hash" in r}
         self.written: set[str] = set()  # causes whose reproducer this process wrote
         self.shrinking: dict[str, object] = {}  # the cause raised for -> the smallest spec showing it
         self.last_end = time.perf_counter()
@@ -217,6 +258,7 @@ def _make_test():
     _trace_function_modules_only()
     _let_hypofuzz_shrink()
     _list_tests_before_each_batch()
+    _replay_choices_where_they_were_drawn()
     # HypoFuzz fuzzes a test only when its database is settings().database at collection time
     settings.register_profile("harness-nightly", settings(database=CONFIG.example_database()))
     settings.load_profile("harness-nightly")

@@ -32,6 +32,9 @@ CONFIG_NAME = "nightly.json"
 #: HypoFuzz's own output (collection, worker start-up, its failures' tracebacks)
 HYPOFUZZ_LOG_NAME = "hypofuzz.log"
 FUZZ_TARGET = Path(__file__).with_name("fuzz_target.py")
+#: the property's pytest node id in HypoFuzz (its pytest runs with --rootdir the folder above
+#: harness/): part of HypoFuzz's database key for it (hypofuzz_key)
+FUZZ_NODE_ID = "harness/fuzz_target.py::test_campaign_property"
 #: the share of the budget the failures saved before may take to replay, before HypoFuzz starts
 REPLAY_SHARE = 0.15
 #: how long HypoFuzz's processes get to stop after SIGINT, once the budget is spent, before SIGKILL
@@ -95,12 +98,44 @@ def open_log(out: str | Path, *, shared: bool = False):
 
 def hypofuzz_command(workers: int, out: Path) -> list[str]:
     """`hypothesis fuzz` on the property, through this Python (whose Hypothesis loads HypoFuzz's
-    command); pytest reads no project configuration (no filterwarnings=error, no addopts)."""
+    command); pytest reads no project configuration (no filterwarnings=error, no addopts), and
+    names the property FUZZ_NODE_ID wherever the folder is (its rootdir would be the folder)."""
     ini = out / "nightly-pytest.ini"
     ini.write_text("[pytest]\n")
     return [sys.executable, "-c", "import sys; from hypothesis.extra.cli import main; sys.exit(main(prog_name='hypothesis'))",
             "fuzz", "--numprocesses", str(workers), "--no-dashboard", "--",
-            str(FUZZ_TARGET), "-c", str(ini), "-p", "no:cacheprovider", "-q"]
+            str(FUZZ_TARGET), "-c", str(ini), "--rootdir", str(FUZZ_TARGET.parent.parent), "-p", "no:cacheprovider",
+            "-q"]
+
+
+def hypofuzz_key() -> bytes:
+    """HypoFuzz's database key of the property (its corpus is under it): the campaign's key
+    (engine.graph_test_key) with the property's node id in the digest."""
+    from harness.engine import graph_test_key
+
+    return graph_test_key(FUZZ_NODE_ID)
+
+
+def seed_hypofuzz_corpus(paths: list, database: Any) -> int:
+    """Put the known bugs' seeds for `paths` (harness/seeds.py) into HypoFuzz's corpus of the
+    property in `database`, which a HypoFuzz worker replays first when it starts and mutates
+    from after; how many (none where the installed Hypothesis may decode them differently:
+    seeds.seeds_refused)."""
+    from hypofuzz.database import HypofuzzDatabase
+    from hypothesis.database import choices_from_bytes
+
+    from harness.engine import drawing
+    from harness.seeds import campaign_seeds, seeds_refused
+
+    if seeds_refused() is not None:
+        return 0
+    corpus, key, saved = HypofuzzDatabase(database).corpus, hypofuzz_key(), 0
+    for _, value in campaign_seeds(paths, drawing(paths)):
+        choices = choices_from_bytes(value)
+        if choices is not None:
+            corpus.save(key, choices)
+            saved += 1
+    return saved
 
 
 def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started: float,
@@ -124,24 +159,32 @@ def run_nightly(config: NightlyConfig, *, budget_s: float, workers: int, started
     replay_first([], paths, device, database, config.lifetimes, on_record=log.write, known=set(),
                  until=min(end, time.perf_counter() + REPLAY_SHARE * budget_s), twins=config.twins)
     if config.seeds:  # as fuzz starts: the known bugs' seeds and mutants of them, before HypoFuzz
-        # (HypoFuzz's corpus key is its test's digest with the pytest node id, set in its worker: the
-        # seeds are checked here instead of being put into its corpus)
         from harness.seeds import check_seeds, seeds_until
 
         known_first: set[str] = set()
         check_seeds(paths, device, database, config.lifetimes, until=seeds_until(end), on_record=log.write,
                     known=known_first, twins=config.twins)
+        # and the seeds in HypoFuzz's corpus, for it to learn their coverage and mutate from them (the
+        # property records an example checked here once: fuzz_target._Property)
+        seed_hypofuzz_corpus(paths, database)
+    status = run_hypofuzz(config, workers, end, env)
+    how, error = how_it_ended(status, out / HYPOFUZZ_LOG_NAME)
+    log.write({"kind": "end", "t": now(), "hypofuzz": how})
+    log.close()
+    return CampaignResult.from_records(read_log(log_path(out))), how, error
+
+
+def run_hypofuzz(config: NightlyConfig, workers: int, end: float, env: dict[str, str] | None = None) -> int | None:
+    """HypoFuzz on the property with `config`'s settings until it exits or `end` (perf_counter):
+    its exit status, or None when `end` stopped it. Its output goes to the folder's hypofuzz.log."""
+    out = Path(config.out)
     config_file = config.write()
     child_env = dict(os.environ if env is None else env)
     child_env[CONFIG_ENV] = str(config_file.resolve())
     # the harness HypoFuzz's workers import is this one (a checkout, an installed wheel)
     child_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(Path(__file__).resolve().parent.parent), child_env.get("PYTHONPATH", "")) if p)
-    status = _run_until(hypofuzz_command(workers, out), child_env, out / HYPOFUZZ_LOG_NAME, end)
-    how, error = how_it_ended(status, out / HYPOFUZZ_LOG_NAME)
-    log.write({"kind": "end", "t": now(), "hypofuzz": how})
-    log.close()
-    return CampaignResult.from_records(read_log(log_path(out))), how, error
+    return _run_until(hypofuzz_command(workers, out), child_env, out / HYPOFUZZ_LOG_NAME, end)
 
 
 def _run_until(command: list[str], env: dict[str, str], output: Path, end: float) -> int | None:
@@ -188,4 +231,5 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait(timeout=grace)
 
 
-__all__ = ["CONFIG_ENV", "NightlyConfig", "hypofuzz_command", "hypofuzz_missing", "run_nightly"]
+__all__ = ["CONFIG_ENV", "FUZZ_NODE_ID", "NightlyConfig", "hypofuzz_command", "hypofuzz_key", "hypofuzz_missing",
+           "run_hypofuzz", "run_nightly", "seed_hypofuzz_corpus"]

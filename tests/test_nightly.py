@@ -87,6 +87,30 @@ def test_hypofuzz_fuzzes_the_whole_budget_when_its_first_examples_are_slow(tmp_p
     assert fuzzed and max(fuzzed) > 70, fuzzed  # examples checked after the hub's first check too
 
 
+@pytest.mark.slow
+def test_hypofuzz_replays_the_known_bugs_seeds_first(tmp_path):
+    """The seeds nightly puts into HypoFuzz's corpus are the first examples a HypoFuzz worker runs
+    (here nothing was checked before it, so the property records each as HypoFuzz runs it)."""
+    import time
+
+    from harness.engine import drawing
+    from harness.nightly import NightlyConfig, run_hypofuzz, seed_hypofuzz_corpus
+    from harness.records import spec_hash
+    from harness.replay import decode
+    from harness.seeds import campaign_seeds
+    from harness.selection import campaign_paths
+
+    config = NightlyConfig(paths="eager", device="cpu", out=str(tmp_path), database=str(tmp_path / "db"))
+    paths, _ = campaign_paths("eager", "cpu")
+    seeds = campaign_seeds(paths, drawing(paths))
+    assert seeds, "no seed for eager in harness/known_issues/seeds.json"
+    assert seed_hypofuzz_corpus(paths, config.example_database()) == len(seeds)
+    assert run_hypofuzz(config, 1, time.perf_counter() + 30) is None  # stopped by the end given, not by itself
+    fuzzed = [r["hash"] for r in records(tmp_path, "example")]
+    assert len(fuzzed) > len(seeds), (tmp_path / "hypofuzz.log").read_text()[-3000:]
+    assert set(fuzzed[:len(seeds)]) == {spec_hash(decode(value, "cpu", drawing(paths))) for _, value in seeds}
+
+
 #: a Function keeps its inputs alive (the lifetime oracle sees it on eager; float64 gradcheck cannot,
 #: so the first failure, which ends HypoFuzz's fuzzing of the property, is a path's and has a script)
 FAULT = "leak_input"
@@ -132,6 +156,24 @@ def test_a_seeded_fault_found_under_hypofuzz_is_a_harness_reproducer_and_shared_
     # (HypoFuzz keeps a failure's choices under the test's own key, as Hypothesis does, beside its observation)
     assert any(b".hypofuzz.failures.shrunk." in k for k in keys), f"HypoFuzz saved no shrunk failure in Redis: {keys}"
     assert "failure" in (out / "report.md").read_text().lower()
+
+
+def test_hypofuzz_keeps_the_property_under_the_key_nightly_puts_the_seeds_under(tmp_path):
+    """HypoFuzz's own collection of the property, as nightly runs it (in a process of its own, as its
+    hub collects), gives the database key hypofuzz_key computes: the seeds' corpus key."""
+    from harness.nightly import CONFIG_ENV, NightlyConfig, hypofuzz_command, hypofuzz_key
+
+    config = NightlyConfig(paths="eager", device="cpu", out=str(tmp_path), database=str(tmp_path / "db"))
+    command = hypofuzz_command(1, tmp_path)
+    pytest_args = command[command.index("--") + 1:]
+    collect = ("import sys; from hypofuzz.collection import collect_tests; "
+               "print([(t.nodeid, t.database_key.hex()) for t in collect_tests(sys.argv[1:]).fuzz_targets])")
+    env = {**os.environ, CONFIG_ENV: str(config.write()), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", collect, *pytest_args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    collected = done.stdout.strip().splitlines()[-1]
+    assert collected == repr([("harness/fuzz_target.py::test_campaign_property", hypofuzz_key().hex())])
 
 
 def test_hypofuzz_traces_only_the_torch_modules_that_handle_functions(monkeypatch):
