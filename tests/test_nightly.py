@@ -55,6 +55,16 @@ def test_nightly_records_every_example_and_report_rebuilds_from_the_folder(tmp_p
     (start,) = records(out, "start")
     assert start["engine"] == "hypofuzz" and start["paths"] == ["eager"]
     assert "stopped at the end of the budget" in records(out, "end")[0]["hypofuzz"]
+    # HypoFuzz kept examples that reached new branches (its reruns of them drew them again), beside
+    # the seeds nightly put there
+    from hypofuzz.database import HypofuzzDatabase
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    from harness.nightly import hypofuzz_key
+
+    seeded = [r for r in examples if "seed" in r and not r["mutant"]]
+    corpus = list(HypofuzzDatabase(DirectoryBasedExampleDatabase(out / "examples-db")).corpus.fetch(hypofuzz_key()))
+    assert len(corpus) > len(seeded), (len(corpus), len(seeded))
 
     (out / "report.md").unlink()
     rebuilt = subprocess.run([sys.executable, "-m", "harness", "report", str(out)], cwd=ROOT, capture_output=True,
