@@ -107,7 +107,7 @@ def _list_tests_before_each_batch() -> None:
 def _replay_choices_where_they_were_drawn() -> None:
     """HypoFuzz 25.11.1 replays a choice sequence (its corpus, a stability rerun of an example
     that reached new branches, a failure, anything saved in its database) by handing out its
-    choices in order, one per draw its provider is asked for (hypofuzz/provider.py:804-826,
+    choices in order, one per draw its provider is asked for (hypofuzz/provider.py:803-826,
     `_pop_choice`). But a sequence holds every choice the example made, forced ones too (a list
     with min_size draws its first "one more?" forced; Hypothesis' own database form, which
     HypoFuzz saves from the observation's choice_nodes), and a forced draw never asks the
