@@ -58,6 +58,16 @@ def test_a_leaked_input_is_reported_on_every_path(fault):
         assert ("lifetime rule", "x0", "still alive after every reference was dropped (leak)") in details, name
 
 
+def test_a_leaked_input_of_a_custom_op_function_is_reported_too(fault):
+    fault("leak_input")  # the fault wraps the generic bookkeeping a custom_op's setup_context calls too
+    spec = GraphSpec(leaves=(LeafSpec(True),), functions=(FunctionSpec(
+        args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),), save=("inputs",), api="custom_op",
+        style="setup_context"),), backward="backward")
+    verdict = check(spec, [paths.get("eager")])
+    details = {(m.against, m.role, m.detail) for m in verdict.outcomes["eager"].mismatches}
+    assert ("lifetime rule", "x0", "still alive after every reference was dropped (leak)") in details, verdict.report()
+
+
 def test_an_output_stored_on_ctx_is_a_reference_cycle(fault):
     fault("ctx_cycle")  # ctx.cycle = output: the output's grad_fn is the ctx
     verdict = check(SPEC, [paths.get("eager")])

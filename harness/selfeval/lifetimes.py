@@ -20,8 +20,8 @@ def _after_setup(p: Patches, action) -> None:
     """Run `action(cls, ctx, args, outputs)` at the end of every generic Function's
     forward bookkeeping (generic._setup)."""
     def make(original):
-        def _setup(cls, ctx, args, outputs):
-            original(cls, ctx, args, outputs)
+        def _setup(cls, ctx, args, outputs, **options):  # a custom_op's setup_context passes needs_input_grad
+            original(cls, ctx, args, outputs, **options)
             action(cls, ctx, args, outputs)
         return _setup
     p.wrap(generic, "_setup", make)
