@@ -110,8 +110,8 @@ class Observer:
     kept) and "drop_all" (it dropped everything). A run that stops at an error announces no more.
     """
 
-    #: keep Python's cyclic gc off for the whole run, so that what only a reference cycle keeps
-    #: alive is still alive when the observer looks
+    #: keep Python's cyclic gc off for the whole run, its on_run_end included, so that what only
+    #: a reference cycle keeps alive is still alive when the observer looks
     pauses_gc = False
 
     def on_run_start(self, built: BuiltGraph, result: RunResult) -> None:
@@ -378,18 +378,22 @@ def run_graph(built: BuiltGraph, applier: Applier, path: str,
     for observer in watching:
         observer.on_run_start(built, result)
     try:
-        with devices.exact_float_math(built.device):
-            _run(built, applier, result, around or contextlib.nullcontext, watching, compile_forward)
-    except RunStopped:
-        pass
+        try:
+            with devices.exact_float_math(built.device):
+                _run(built, applier, result, around or contextlib.nullcontext, watching, compile_forward)
+        except RunStopped:
+            pass
+        finally:
+            devices.synchronize(built.device)  # every kernel done before a result is read
+            _record_strides(result)
+            generic.SAVED_OBSERVER = None
+        # still with gc paused: an automatic collection here would free what only a reference
+        # cycle keeps alive before the observers' release checks could find what holds it
+        for observer in watching:
+            observer.on_run_end(result)
     finally:
-        devices.synchronize(built.device)  # every kernel done before a result is read
-        _record_strides(result)
-        generic.SAVED_OBSERVER = None
         if gc_was_enabled:
             gc.enable()
-    for observer in watching:
-        observer.on_run_end(result)
     return result
 
 

@@ -222,3 +222,25 @@ def test_what_letting_go_of_the_garbage_leaves_alive_is_what_the_graphs_cycles_h
         assert [v for v, h in enumerate(_held_by_cycles(edges)) if h] == sorted(expected), edges
         kinds.add((bool(expected), len(expected) < n))
     assert kinds == {(False, True), (True, True), (True, False)}  # none held, some, all
+
+
+def test_gc_stays_paused_until_every_observer_has_looked():
+    """What only a reference cycle keeps alive must still be alive when the lifetime tracker's
+    release check looks for its holder (in on_run_end): an automatic collection in between
+    would free it unnamed, and its use counts at drop_outputs would read as the program's."""
+    import gc
+
+    from harness.oracles.lifetimes import LifetimeTracker
+    from harness.run import apply_eager, run_graph
+
+    seen = []
+
+    class Looks(LifetimeTracker):
+        def on_run_end(self, result):
+            seen.append(gc.isenabled())
+            super().on_run_end(result)
+
+    assert gc.isenabled()
+    run_graph(build.build(SPEC), apply_eager, "eager", observers=[Looks])
+    assert seen == [False]
+    assert gc.isenabled()  # and on again after
