@@ -6,10 +6,11 @@ of known bugs (harness.seeds), then fuzzes (`fuzz`), then shrinks. Everything it
 record (harness/records.py), and its counts are rebuilt from records only
 (harness.results.CampaignResult.add_record), live or from the log.
 
-The budget covers everything: once there are causes to shrink, fuzzing stops at
-(1 - SHRINK_SHARE) of it and shrinking and the reproducers share the rest, each cause
-getting an equal part of what is left when its turn comes (a cause out of time keeps the
-smallest failing example seen so far); with nothing to shrink, fuzzing goes on to the end.
+The budget covers everything: once there are causes to shrink, fuzzing stops where the
+budget's last shrink_reserve begins (a quarter of it, or a minute a cause up to half of it),
+and shrinking and the reproducers share the rest, each cause getting an equal part of what is
+left when its turn comes (a cause out of time keeps the smallest failing example seen so far);
+with nothing to shrink, fuzzing goes on to the end.
 """
 
 from __future__ import annotations
@@ -31,14 +32,11 @@ from harness.records import OnRecord, Record, harness_error_record, now, record_
 from harness.replay import replay_first
 from harness.results import CampaignResult
 from harness.seeds import check_seeds, seeds_until
-from harness.shrink import shrink_failures, to_shrink, write_unshrunk_reproducers
+from harness.shrink import SHRINK_SHARE, shrink_failures, shrink_reserve, to_shrink, write_unshrunk_reproducers
 from harness.spec import GraphSpec
 from harness.split import BudgetSplit
 
 BATCH = 25
-#: the share of a campaign's budget kept for shrinking failures and writing reproducers (Hypothesis'
-#: shrinking, then the script run once and reduced at the source level: what a maintainer reads)
-SHRINK_SHARE = 0.25
 
 
 class _Stop(Exception):
@@ -187,11 +185,14 @@ def run_campaign(paths: list[ExecPath], *, budget_s: float, device: str = "cpu",
     if seeds and replay_shared and not result.examples:
         check_seeds(paths, device, database, lifetimes, until=seeds_until(end), on_record=record, known=known,
                     on_example=None if on_example is None else lambda spec, choices: on_example(spec), twins=twins)
-    fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
+    def fuzzing_ends() -> bool:  # once there is a cause to shrink and its time has come
+        causes = len(to_shrink(result))
+        return bool(causes) and time.perf_counter() >= end - shrink_reserve(budget_s, causes)
+
     fuzz(paths, until=end, device=device, database=database, lifetimes=lifetimes, on_record=record,
          known=known, max_examples=max_examples, on_example=on_example,
          until_failure=until_failure, twins=twins, every_path=every_path,
-         should_stop=lambda: time.perf_counter() >= fuzz_end and bool(to_shrink(result)))
+         should_stop=fuzzing_ends)
     shrink_failures(list(result.failures.values()), paths, device, database, lifetimes, until=end,
                     out_dir=out_dir, on_record=record, name_prefix=name_prefix)
     write_unshrunk_reproducers(result, out_dir, record)

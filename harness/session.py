@@ -91,9 +91,9 @@ def add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) -
         help="wall time for everything, e.g. 90s, 8h (default 60s), but the one-time native "
              "build and the first workers' warm-up (the summary says how long). The reports keep "
              f"min({REPORT_S:g} s, 15%%) of it. Of the rest, once a failure cause is found, "
-             "fuzzing gets 75%% and shrinking each new cause and writing and reducing its "
-             "reproducer share the last 25%%, each cause an equal part of what is left when its "
-             "turn comes; "
+             "shrinking each new cause and writing and reducing its reproducer get the last 25%%, "
+             "or 60 s a cause up to the last 50%% where that is more, each cause an equal part of "
+             "what is left when its turn comes; "
              "with nothing to shrink, fuzzing goes on to the end")
     add("--paths", help="comma-separated paths (default: all available here except the "
                         "opt-in torch.func family, func.grad, func.jvp, ... ; docs/func.md)")

@@ -46,6 +46,22 @@ from harness.spec import GraphSpec
 SHRINK_PART = 0.8
 
 
+#: the share of a campaign's budget kept for shrinking failures and writing reproducers (Hypothesis'
+#: shrinking, then the script run once and reduced at the source level: what a maintainer reads)
+SHRINK_SHARE = 0.25
+#: what each cause to shrink is given at least, while that is at most MAX_SHRINK_SHARE of the budget:
+#: a short campaign that found a cause spends its time making that cause readable, where a quarter of
+#: 150 s (a few dozen candidates of a compiling path) leaves a reproducer of hundreds of lines
+SHRINK_PER_CAUSE_S = 60.0
+MAX_SHRINK_SHARE = 0.5
+
+
+def shrink_reserve(budget_s: float, causes: int) -> float:
+    """The seconds at the end of a budget of `budget_s` kept for shrinking `causes` causes (fuzzing
+    stops that long before the end once there is a cause to shrink)."""
+    return max(SHRINK_SHARE * budget_s, min(causes * SHRINK_PER_CAUSE_S, MAX_SHRINK_SHARE * budget_s))
+
+
 class _TimeUp(KeyboardInterrupt):
     """A cause's shrinking time is spent. Hypothesis lets KeyboardInterrupt through at once,
     without saving the example it was on (any other exception would be shrunk as a bug of its
@@ -249,7 +265,7 @@ def write_unshrunk_reproducers(result: CampaignResult, out_dir: str | Path, on_r
 
 
 def to_shrink(result: CampaignResult) -> list[Failure]:
-    """The causes still to shrink: fuzzing leaves them the last SHRINK_SHARE of the budget
+    """The causes still to shrink: fuzzing leaves them the last shrink_reserve of the budget
     (and, when there are none, fuzzes on to the end)."""
     return [f for f in result.failures.values() if f.shrinkable and not f.shrink]
 
@@ -260,5 +276,5 @@ def reproducer_name(cause: str, prefix: str = "") -> str:
     return f"{prefix}failure_{hashlib.sha1(cause.encode()).hexdigest()[:8]}.py"
 
 
-__all__ = ["SHRINK_PART", "checked_paths", "reproducer_name", "shows", "shrink", "shrink_failures", "to_shrink",
+__all__ = ["MAX_SHRINK_SHARE", "SHRINK_PART", "SHRINK_PER_CAUSE_S", "SHRINK_SHARE", "checked_paths", "reproducer_name", "shows", "shrink", "shrink_failures", "shrink_reserve", "to_shrink",
            "twins_of_cause", "write_unshrunk_reproducers"]

@@ -17,7 +17,7 @@ ca_captured_graph_leaked.py), about 2.5 MB an example on the compiled path, so a
 of a nightly campaign would otherwise grow until the machine kills it.
 
 The budget: once there are causes to shrink, the workers are asked (SIGUSR1) to stop
-fuzzing at (1 - SHRINK_SHARE) of it, and stopped for good a little after; then one worker,
+fuzzing where its last shrink_reserve begins (harness.shrink), and stopped for good a little after; then one worker,
 started at the beginning so its imports are done, shrinks every new cause over the example
 database the workers shared, and is stopped at the budget's end. With nothing to shrink the
 workers fuzz on to the end.
@@ -38,11 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign import SHRINK_SHARE
 from harness.engine import current_choices
 from harness.records import DATABASE_NAME, OnRecord, Record, crash_cause, now
 from harness.results import CampaignResult, Failure
-from harness.shrink import to_shrink, write_unshrunk_reproducers
+from harness.shrink import shrink_reserve, to_shrink, write_unshrunk_reproducers
 from harness.spec import GraphSpec
 
 POLL_S = 0.2
@@ -97,19 +96,18 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
     result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
     start = time.perf_counter()
-    fuzz_end = start + budget_s * (1 - SHRINK_SHARE)
     end = start + budget_s
 
-    stop_at = end  # until causes to shrink show up after fuzz_end
+    stop_at = end  # until fuzzing ends for the causes to shrink
     extended = [0.0]  # how far the first workers' warm-ups moved the clock
 
     def record(rec: Record) -> None:
-        nonlocal fuzz_end, end, stop_at
+        nonlocal end, stop_at
         if rec["kind"] == "warmed":
             more = max(0.0, rec["seconds"] - extended[0])  # they warm up side by side
             extended[0] += more
             stop_at = stop_at + more if stop_at == end else stop_at
-            fuzz_end, end = fuzz_end + more, end + more
+            end += more
             rec = {**rec, "extends_s": more}
         result.add_record(rec)
         if on_record is not None:
@@ -165,7 +163,8 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
         running += [spawn(i, 0, "fuzz", end, **fuzz_config(i, 0)) for i in range(workers)]
         generations = {i: 0 for i in range(workers)}
         while running:
-            if stop_at == end and time.perf_counter() >= fuzz_end and to_shrink(result):
+            causes = len(to_shrink(result))
+            if stop_at == end and causes and time.perf_counter() >= end - shrink_reserve(budget_s, causes):
                 stop_at = time.perf_counter()
                 for w in running:
                     w.process.send_signal(STOP_SIGNAL)
