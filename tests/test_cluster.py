@@ -92,12 +92,17 @@ def test_campaigns_sharing_a_database_replay_its_failures_first_and_never_crash(
     subsequent one") with no summary, and with two workers even the first could."""
     database = request.getfixturevalue("redis_url") if backend == "redis" else str(tmp_path / "shared-db")
     done, first, _ = fuzz_cli(tmp_path / "first", database, fault="wrong_backward", max_examples=60)
-    assert done.returncode == 1 and first["failures"] and not first["replayed"]
+    assert done.returncode == 1 and first["failures"]
     causes = {f["signature"] for f in first["failures"]}
+    # (a worker that starts late replays what its sibling already found and saved: its own campaign's)
+    assert set(first["replayed"]) <= causes, first["replayed"]
 
     done, second, records = fuzz_cli(tmp_path / "second", database, fault="wrong_backward", max_examples=20)
     assert done.returncode == 1
-    assert second["replayed"] == dict.fromkeys(causes, "still fails"), second["replayed"]
+    # every cause of the first is replayed first and still fails; so does any other failure the first
+    # saved to the database (one Hypothesis met while shrinking, say: it keeps every failing example)
+    assert causes <= set(second["replayed"]), second["replayed"]
+    assert set(second["replayed"].values()) == {"still fails"}, second["replayed"]
     assert {(f["signature"], f["replay"]) for f in second["failures"]} >= {(c, "still fails") for c in causes}
     assert "replayed first: " in done.stdout and second["replay_seconds"] > 0
     # first: the first worker's first examples are the replayed ones, and fuzzing went on after them

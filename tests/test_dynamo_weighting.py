@@ -96,7 +96,7 @@ def test_the_fuzz_loop_draws_traceable_graphs_in_a_dynamo_campaign() -> None:
             traces.append(record["outcomes"]["dynamo"]["trace"])
 
     fuzz(paths.parse("dynamo"), until=time.perf_counter() + 300, device="cpu", database=InMemoryExampleDatabase(),
-         lifetimes=False, on_record=on_record, known=set(), max_examples=12, on_example=drawn.append)
-    assert len(drawn) >= 12
+         lifetimes=False, on_record=on_record, known=set(), max_examples=24, on_example=drawn.append)
+    assert len(drawn) >= 24
     assert sum(all(map(_traceable, spec.functions)) for spec in drawn) >= len(drawn) // 3, drawn
     assert traces.count("traced") + traces.count("partly traced") >= 3, traces
