@@ -35,16 +35,33 @@ def _in_real_dtype(spec: GraphSpec) -> GraphSpec:
 
 def _detached_views(spec: GraphSpec) -> frozenset[str]:
     """Views of leaves that the compiled forward reads, that require grad and receive no
-    gradient (non-leaves): AOT Autograd detaches each of them."""
+    gradient (non-leaves): AOT Autograd detaches each of them. A gradient counts only from a
+    Function whose backward the compiled graph keeps: one whose every output that requires grad
+    is regenerated from an intermediate base (dynamo-aot-intermediate-alias-skips-backward) sends
+    none."""
     flow = Dataflow(spec)
+    skipped = _backwards_skipped_whole(spec)
     return frozenset(r for r in flow.leaf_values_read()
-                     if "[" in r and flow.requires_grad[r] and not flow.receives_gradient(r))
+                     if "[" in r and flow.requires_grad[r]
+                     and not any(flow.gets_gradient(n, slot) for n, slot in flow.edges_into(r) if n not in skipped))
 
 
-def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
-    """The Function outputs that require grad in eager but not once those views are detached:
-    the ones computed from detached views only (every output, when all the compiled forward's
-    inputs that require grad are such views)."""
+def _backwards_skipped_whole(spec: GraphSpec) -> frozenset[int]:
+    """The Functions every output of which that requires grad AOT Autograd regenerates as a plain
+    view of an intermediate base, so that their backward never runs."""
+    regenerated = set(_outputs_regenerated_from_an_intermediate_base(spec))
+    if not regenerated:
+        return frozenset()
+    flow = Dataflow(spec)
+    return frozenset(n for n in {n for n, _ in regenerated}
+                     if all((n, k) in regenerated for k in spec.functions[n].tensor_outputs
+                            if flow.requires_grad[f"f{n}.{k}"]))
+
+
+def _outputs_cut_off_under_aot(spec: GraphSpec) -> frozenset[str]:
+    """The Function outputs that require grad in eager but, inside the compiled graph, not once
+    those views are detached: the ones computed from detached views only (every output, when all
+    the compiled forward's inputs that require grad are such views)."""
     detached = _detached_views(spec)
     if not detached:
         return frozenset()
@@ -54,6 +71,14 @@ def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
         any_input = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
         rg.update({f"f{n}.{k}": any_input and differentiable(fn, k) for k in fn.tensor_outputs})
     return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
+
+
+def _outputs_without_grad_under_aot(spec: GraphSpec) -> frozenset[str]:
+    """Of those, the ones that come back with requires_grad=False. An output regenerated from an
+    intermediate base outside the graph comes back requiring grad, as a leaf (no grad_fn), even
+    where its base lost requires_grad (2.13.0, a 60 s README job's fc7c468a)."""
+    regenerated = {f"f{n}.{k}" for n, k in _outputs_regenerated_from_an_intermediate_base(spec)}
+    return _outputs_cut_off_under_aot(spec) - regenerated
 
 
 def _outputs_that_may_lose_grad_in_a_region(spec: GraphSpec) -> frozenset[str]:
@@ -141,7 +166,7 @@ def _flags_of_lost_outputs_and_the_skipped_backward(spec: GraphSpec, m: Mismatch
     gradients, hooks); and everything at backward when every output lost requires_grad (the
     path skipped the backward: no output required grad, so there was no loss to differentiate).
     The leaves' gradients are not changed otherwise: the detached views get none in eager either."""
-    lost = _outputs_without_grad_under_aot(spec)
+    lost = _outputs_cut_off_under_aot(spec)
     if m.checkpoint in ("forward", "meta:forward"):
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
     if m.checkpoint in ("backward", "meta:backward"):
@@ -270,8 +295,9 @@ def _outputs_regenerated_from_an_intermediate_base(spec: GraphSpec) -> tuple[tup
     itself, where that argument's storage belongs to a value computed inside the graph (a
     clone, a computed output) that requires grad, and some other Function output shares that
     storage. Outputs that alias a graph input keep the custom backward (custom_function_view),
-    and an input modified in place keeps it in its base's history (CopySlices)."""
-    if spec.backward == "none" or not _traced_as_one_graph(spec):
+    and an input modified in place keeps it in its base's history (CopySlices). (AOT Autograd
+    decides this at compile time, whether a backward runs or not.)"""
+    if not _traced_as_one_graph(spec):
         return ()
     flow = Dataflow(spec)
     roots = _storage_roots(spec)
@@ -410,7 +436,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "that require grad are non-leaf tensors (views of leaves) that get no gradient (the "
                "Function's backward returns None for them), AOT Autograd detaches them "
                "(graph_compile.py, indices_of_inps_to_detach), so custom Function outputs that require "
-               "grad in eager come back with requires_grad=False and no grad_fn"),
+               "grad in eager come back with requires_grad=False and no grad_fn. A gradient from a Function "
+               "whose backward AOT skips (dynamo-aot-intermediate-alias-skips-backward) counts as none, and an "
+               "output regenerated from such a base comes back requiring grad as a leaf"),
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_detached_input_drops_requires_grad.py",
@@ -512,7 +540,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
             "pytorch/pytorch#97691 (closed: the intermediate-base replay, as a performance issue)",
         ),
         kind="silent wrong result",
-        trigger=lambda spec: bool(_outputs_regenerated_from_an_intermediate_base(spec)),
+        trigger=lambda spec: spec.backward != "none" and bool(_outputs_regenerated_from_an_intermediate_base(spec)),
         witness=lambda spec, result, ms: any(_gradient_past_a_skipped_backward(spec, m) and m.role.startswith(
             ("grad:", "grad2:", "agrad:", "retained:", "dgrad:")) for m in ms),  # a gradient itself, not a hook's record
         damage=_gradient_past_a_skipped_backward,
