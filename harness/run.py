@@ -211,15 +211,16 @@ def keyword_split(cls: type, args: Sequence[Any]) -> tuple[tuple[Any, ...], dict
 
 def positional(cls: type, args: Sequence[Any], keywords: dict[str, Any]) -> tuple[Any, ...]:
     """The arguments of a call `apply(*args, **keywords)` back in their slots, where the
-    keywords are the ones keyword_split named (an Applier takes them by slot)."""
+    keywords name the parameters after the positional ones, in any order, as keyword_split
+    makes them (an Applier takes its arguments by slot)."""
     spec = getattr(cls, "spec", None)
     if not keywords:
         return tuple(args)
-    names = [parameter_name(i) for i in range(len(spec.args))] if spec is not None else []
-    if spec is None or list(keywords) != names[len(args):]:
-        raise TypeError(f"apply() got keyword arguments {sorted(keywords)} that are not the last parameters "
-                        f"{names[len(args):]}")
-    return (*args, *keywords.values())
+    rest = [parameter_name(i) for i in range(len(args), len(spec.args))] if spec is not None else []
+    if sorted(keywords) != sorted(rest):
+        raise TypeError(f"apply() got keyword arguments {sorted(keywords)}, not the parameters after its "
+                        f"positional ones ({rest})")
+    return (*args, *(keywords[name] for name in rest))
 
 
 class _AppliedBy:

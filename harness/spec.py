@@ -175,7 +175,8 @@ class FunctionSpec:
     #: ctx.saved_tensors, which there is the save_for_forward tuple). Not drawn by the strategy:
     #: set by hand (tests, reproducers, a user's own spec)
     saved_read: str = "saved_tensors"
-    #: the last `keyword_args` arguments are passed to `apply` by keyword (`F.apply(a0, a1=x)`),
+    #: the last `keyword_args` arguments are passed to `apply` by keyword, last to first
+    #: (`F.apply(a0, a2=z, a1=y)`, FunctionSpec.keyword_split),
     #: named as the forward's parameters are (`parameter_name`): torch binds them to their
     #: positions (torch/autograd/function.py, Function.apply's bind_default_args under
     #: setup_context; the C++ apply's keyword resolution for old style), and Dynamo does the
@@ -207,9 +208,10 @@ class FunctionSpec:
 
     def keyword_split(self, args: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """`args` as `apply` is called with them: the positional ones, and the last
-        `keyword_args` by their parameter names."""
+        `keyword_args` by their parameter names, written last to first (`F.apply(a0, a2=z, a1=y)`):
+        so only binding by name, not the order they come in, puts them in their places."""
         cut = len(args) - self.keyword_args
-        return tuple(args[:cut]), {parameter_name(i): args[i] for i in range(cut, len(args))}
+        return tuple(args[:cut]), {parameter_name(i): args[i] for i in reversed(range(cut, len(args)))}
 
     def inner(self) -> FunctionSpec:
         """The Function a `nested` Function applies inside its forward: the same arguments,
