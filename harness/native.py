@@ -301,27 +301,24 @@ def _bind_default_args(function_cls: type, args: tuple[Any, ...],
     arguments are resolved to positions as torch's C++ apply resolves them (no defaults)."""
     forward = function_cls.forward  # type: ignore[attr-defined]
     if function_cls.setup_context is _BASE_SETUP_CONTEXT:  # type: ignore[attr-defined]
-        return _resolve_keywords(forward, args, keywords) if keywords else args
+        return _resolve_keywords(forward, args, keywords, ctx=True) if keywords else args
     if not keywords and getattr(forward, "__defaults__", None) is None and not getattr(
         forward, "__kwdefaults__", None
     ):
         return args
     bound = inspect.signature(forward).bind(*args, **(keywords or {}))
     bound.apply_defaults()
-    if bound.kwargs:
-        # Function.apply hands these to the C++ apply as keywords; the native apply takes
-        # positions only
-        raise Unsupported(f"keyword-only forward parameters {sorted(bound.kwargs)}: the native apply "
-                          "takes its inputs by position")
-    return bound.args
+    # what is left (keyword-only parameters, **kwargs) Function.apply hands to the C++ apply
+    # as keywords, which places keywords only at positional parameters: it raises
+    return _resolve_keywords(forward, bound.args, bound.kwargs, ctx=False) if bound.kwargs else bound.args
 
 
-def _resolve_keywords(forward: Any, args: tuple[Any, ...], keywords: dict[str, Any]) -> tuple[Any, ...]:
-    """An old-style forward's keyword arguments in their positions, as torch's C++ apply places
-    them: by the names of forward's positional parameters after ctx (its code's co_varnames), no
+def _resolve_keywords(forward: Any, args: tuple[Any, ...], keywords: dict[str, Any], ctx: bool) -> tuple[Any, ...]:
+    """Keyword arguments in their positions, as torch's C++ apply places them: by the names of
+    forward's positional parameters (its code's co_varnames, after ctx where it takes one), no
     default filled in (torch/_dynamo/variables/misc.py, _resolve_kwargs, mirrors the same rule)."""
     code = forward.__code__
-    names = list(code.co_varnames[1:code.co_argcount])
+    names = list(code.co_varnames[int(ctx):code.co_argcount])
     for name in keywords:
         if name not in names:
             raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
