@@ -322,9 +322,12 @@ def _with_parameters(forward: Callable[..., Any], spec: FunctionSpec, ctx: bool)
     arguments need names to bind to (torch binds them by the forward's signature or code)."""
     if not spec.keyword_args:
         return forward
-    names = ", ".join((["ctx"] if ctx else []) + [parameter_name(i) for i in range(len(spec.args))])
-    namespace: dict[str, Any] = {"_forward": forward}
-    exec(f"def forward({names}):\n    return _forward({names})\n", namespace)
+    names = (["ctx"] if ctx else []) + [parameter_name(i) for i in range(len(spec.args))]
+    defaults = spec.parameter_defaults()  # (spec.keyword_default) read from the namespace
+    parameters = names[:len(names) - len(spec.args)] + [
+        f"{parameter_name(i)}=_default{i}" if i in defaults else parameter_name(i) for i in range(len(spec.args))]
+    namespace: dict[str, Any] = {"_forward": forward, **{f"_default{i}": v for i, v in defaults.items()}}
+    exec(f"def forward({', '.join(parameters)}):\n    return _forward({', '.join(names)})\n", namespace)
     return namespace["forward"]
 
 

@@ -402,7 +402,9 @@ class _Writer:
             c.add(self.returned(self.outs))
             c.depth -= 1
         else:
-            c.add(f"def forward({', '.join(self.args)}):")
+            defaults = spec.parameter_defaults()  # (spec.keyword_default)
+            parameters = [f"{a}={literal(defaults[i])}" if i in defaults else a for i, a in enumerate(self.args)]
+            c.add(f"def forward({', '.join(parameters)}):")
             c.depth += 1
             self.untraceable(c)
             self.outputs(c)

@@ -210,17 +210,22 @@ def keyword_split(cls: type, args: Sequence[Any]) -> tuple[tuple[Any, ...], dict
 
 
 def positional(cls: type, args: Sequence[Any], keywords: dict[str, Any]) -> tuple[Any, ...]:
-    """The arguments of a call `apply(*args, **keywords)` back in their slots, where the
-    keywords name the parameters after the positional ones, in any order, as keyword_split
-    makes them (an Applier takes its arguments by slot)."""
+    """The arguments of a call `apply(*args, **keywords)` back in their slots, as keyword_split
+    makes such calls: the keywords name the parameters after the positional ones, in any order,
+    and a parameter left out takes its default (FunctionSpec.keyword_default). An Applier takes
+    its arguments by slot."""
     spec = getattr(cls, "spec", None)
-    if not keywords:
+    if spec is None:
+        if keywords:
+            raise TypeError(f"apply() got keyword arguments {sorted(keywords)} for a class without a spec")
         return tuple(args)
-    rest = [parameter_name(i) for i in range(len(args), len(spec.args))] if spec is not None else []
-    if sorted(keywords) != sorted(rest):
-        raise TypeError(f"apply() got keyword arguments {sorted(keywords)}, not the parameters after its "
-                        f"positional ones ({rest})")
-    return (*args, *(keywords[name] for name in rest))
+    defaults = spec.parameter_defaults()
+    rest = range(len(args), len(spec.args))
+    missing = [parameter_name(i) for i in rest if parameter_name(i) not in keywords and i not in defaults]
+    unknown = sorted(set(keywords) - {parameter_name(i) for i in rest})
+    if missing or unknown:
+        raise TypeError(f"apply() got keyword arguments {sorted(keywords)}: missing {missing}, unknown {unknown}")
+    return (*args, *(keywords[parameter_name(i)] if parameter_name(i) in keywords else defaults[i] for i in rest))
 
 
 class _AppliedBy:

@@ -182,6 +182,11 @@ class FunctionSpec:
     #: setup_context; the C++ apply's keyword resolution for old style), and Dynamo does the
     #: same in its own code (torch/_dynamo/variables/misc.py, AutogradFunctionVariable._resolve_kwargs)
     keyword_args: int = 0
+    #: the first of the keyword arguments, a constant, is left out of the call: the forward's
+    #: parameter has it as its default (every later parameter defaults to None, as Python needs),
+    #: which torch fills in (Function.apply's bind_default_args; setup_context style only: the C++
+    #: apply of an old-style Function fills in no default)
+    keyword_default: bool = False
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -211,7 +216,16 @@ class FunctionSpec:
         `keyword_args` by their parameter names, written last to first (`F.apply(a0, a2=z, a1=y)`):
         so only binding by name, not the order they come in, puts them in their places."""
         cut = len(args) - self.keyword_args
-        return tuple(args[:cut]), {parameter_name(i): args[i] for i in reversed(range(cut, len(args)))}
+        passed = range(cut + 1 if self.keyword_default else cut, len(args))  # a default is left out
+        return tuple(args[:cut]), {parameter_name(i): args[i] for i in reversed(passed)}
+
+    def parameter_defaults(self) -> dict[int, Any]:
+        """The forward's parameter defaults by slot (keyword_default): the omitted constant, and None
+        for every parameter after it."""
+        if not self.keyword_default:
+            return {}
+        first = len(self.args) - self.keyword_args
+        return {first: self.args[first].const, **{i: None for i in range(first + 1, len(self.args))}}
 
     def inner(self) -> FunctionSpec:
         """The Function a `nested` Function applies inside its forward: the same arguments,
@@ -501,6 +515,12 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(isinstance(fn.keyword_args, int) and not isinstance(fn.keyword_args, bool)
            and 0 <= fn.keyword_args <= len(fn.args), f"{w}.keyword_args", fn.keyword_args,
            f"the number of last arguments passed by keyword: an integer from 0 to {len(fn.args)} (the arguments)")
+    if fn.keyword_default:
+        _check(fn.keyword_args > 0 and fn.args[len(fn.args) - fn.keyword_args].ref is None, f"{w}.keyword_default",
+               fn.keyword_default, "the argument left to its default is the first keyword argument, a constant")
+        _check(fn.style == "setup_context", f"{w}.keyword_default", fn.keyword_default,
+               "torch fills in a forward's defaults only for setup_context style (Function.apply, "
+               "bind_default_args); the C++ apply of a forward(ctx, ...) passes what it was given")
     _check(len(fn.outputs) >= 1, f"{w}.outputs", fn.outputs, "a Function returns at least one output")
     _check(fn.tuple_output or len(fn.outputs) == 1, f"{w}.tuple_output", fn.tuple_output,
            "a single (non-tuple) return needs exactly one output")
@@ -653,7 +673,8 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
 
 #: fields added after specs were first saved, written only where they differ from their default:
 #: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
-_WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0}
+_WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0,
+                     (FunctionSpec, "keyword_default"): False}
 
 
 def _to_plain(obj: Any) -> Any:

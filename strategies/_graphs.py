@@ -332,6 +332,9 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
     # apply by keyword (spec.FunctionSpec.keyword_args: bound by torch's Python apply and by Dynamo's own code)
     if fn.api == "function" and fn.style == "setup_context" and fn.args and _integer(draw, 1, 4) == 4:
         fn = dataclasses.replace(fn, keyword_args=_integer(draw, 1, len(fn.args)))
+        # and where the first of them is a constant, for half of those it is left to the forward's default
+        if fn.args[len(fn.args) - fn.keyword_args].ref is None and _flip(draw):
+            fn = dataclasses.replace(fn, keyword_default=True)
     return fn
 
 
