@@ -657,5 +657,5 @@ def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
 
 
 __all__ = ["CHECKPOINTS", "META", "Holders", "Observer", "ObserverFactory", "RunResult", "RunStopped", "apply_eager",
-           "forward", "function_output_refs", "keyword_split", "positional", "observing", "recording_errors", "registered_observers", "run_graph",
-           "weighted_sum"]
+           "forward", "function_output_refs", "keyword_split", "observing", "positional", "recording_errors",
+           "registered_observers", "run_graph", "weighted_sum"]

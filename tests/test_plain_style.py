@@ -108,7 +108,8 @@ HAND_MADE = {
                          outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(3, "square"))),
                                   OutputSpec("dirty", slot=2, coeff=0.5), OutputSpec("view", slot=3)),
                          style="setup_context", save=("inputs",), jvp=True, keyword_args=3),
-            FunctionSpec(args=(Arg("f0.0"), Arg("x0")), outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1))),),
+            FunctionSpec(args=(Arg("f0.0"), Arg("x0")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1))),),
                          save=("inputs",), jvp=True, keyword_args=2),  # old style, every argument by keyword
             FunctionSpec(args=(Arg("f1.0"), Arg(const=None), Arg("x1")),
                          outputs=(OutputSpec("compute", terms=(Term(0, "sin", -1.0), Term(2))),),

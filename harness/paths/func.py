@@ -46,8 +46,8 @@ from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, h
 from harness.paths import register
 from harness.paths.tracing import TraceRecorder
 from harness.plain import graph_forward, graph_forward_source
-from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, keyword_split, leaf_values, named_outputs,
-                         weighted_sum)
+from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, keyword_split, leaf_values,
+                         named_outputs, weighted_sum)
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
