@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.autograd.function import once_differentiable
 
-from harness.spec import FunctionSpec, OutputSpec
+from harness.spec import FunctionSpec, OutputSpec, parameter_name
 
 #: where generic Functions report their saved intermediates: set by the runner while observers
 #: watch it, which passes them on (harness.run.Observer.on_saved; plain Functions report none,
@@ -316,6 +316,21 @@ def batch_first(info: Any, in_dims: Sequence[int | None], args: Sequence[Any]) -
             for a, d in zip(args, in_dims)]
 
 
+def _with_parameters(forward: Callable[..., Any], spec: FunctionSpec, ctx: bool) -> Callable[..., Any]:
+    """`forward` itself (`*args`), or for a Function whose arguments are passed partly by keyword
+    (spec.keyword_args) a forward with one named parameter per argument that calls it: keyword
+    arguments need names to bind to (torch binds them by the forward's signature or code)."""
+    if not spec.keyword_args:
+        return forward
+    names = (["ctx"] if ctx else []) + [parameter_name(i) for i in range(len(spec.args))]
+    defaults = spec.parameter_defaults()  # (spec.keyword_default) read from the namespace
+    parameters = names[:len(names) - len(spec.args)] + [
+        f"{parameter_name(i)}=_default{i}" if i in defaults else parameter_name(i) for i in range(len(spec.args))]
+    namespace: dict[str, Any] = {"_forward": forward, **{f"_default{i}": v for i, v in defaults.items()}}
+    exec(f"def forward({', '.join(parameters)}):\n    return _forward({', '.join(names)})\n", namespace)
+    return namespace["forward"]
+
+
 def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: torch.dtype,
                           device: torch.device, suffix: str = "") -> type[GeneratedFunction]:
     """One class body for every spec: its methods read the spec from the class. The class
@@ -346,7 +361,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
             outputs = run_forward(args)
             _setup(cls, ctx, args, outputs)
             return finish(outputs)
-        body["forward"] = staticmethod(forward_old)
+        body["forward"] = staticmethod(_with_parameters(forward_old, spec, ctx=True))
     else:
         def forward_new(*args: Any) -> Any:
             return finish(run_forward(args))
@@ -354,7 +369,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
         def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
             outputs = list(output) if spec.tuple_output else [output]
             _setup(cls, ctx, inputs, outputs)
-        body["forward"] = staticmethod(forward_new)
+        body["forward"] = staticmethod(_with_parameters(forward_new, spec, ctx=False))
         body["setup_context"] = staticmethod(setup_context)
         body["generate_vmap_rule"] = spec.vmap
     if spec.jvp:

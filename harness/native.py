@@ -294,24 +294,48 @@ def info() -> NativeInfo:
 _BASE_SETUP_CONTEXT = torch.autograd.function._SingleLevelFunction.setup_context
 
 
-def _bind_default_args(function_cls: type, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Like Function.apply: with setup_context, forward's defaults become inputs."""
-    if function_cls.setup_context is _BASE_SETUP_CONTEXT:  # type: ignore[attr-defined]
-        return args
+def _bind_default_args(function_cls: type, args: tuple[Any, ...],
+                       keywords: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """Like Function.apply: with setup_context, keyword arguments are bound to their
+    positions and forward's defaults become inputs (bind_default_args); without it, keyword
+    arguments are resolved to positions as torch's C++ apply resolves them (no defaults)."""
     forward = function_cls.forward  # type: ignore[attr-defined]
-    if getattr(forward, "__defaults__", None) is None and not getattr(
+    if function_cls.setup_context is _BASE_SETUP_CONTEXT:  # type: ignore[attr-defined]
+        return _resolve_keywords(forward, args, keywords, ctx=True) if keywords else args
+    if not keywords and getattr(forward, "__defaults__", None) is None and not getattr(
         forward, "__kwdefaults__", None
     ):
         return args
-    bound = inspect.signature(forward).bind(*args)
+    bound = inspect.signature(forward).bind(*args, **(keywords or {}))
     bound.apply_defaults()
-    return bound.args
+    # what is left (keyword-only parameters, **kwargs) Function.apply hands to the C++ apply
+    # as keywords, which places keywords only at positional parameters: it raises
+    return _resolve_keywords(forward, bound.args, bound.kwargs, ctx=False) if bound.kwargs else bound.args
 
 
-def apply(function_cls: type, *args: Any, holder: str) -> Any:
-    """Run ``function_cls.apply(*args)`` through the native path with ``holder``.
+def _resolve_keywords(forward: Any, args: tuple[Any, ...], keywords: dict[str, Any], ctx: bool) -> tuple[Any, ...]:
+    """Keyword arguments in their positions, as torch's C++ apply places them: by the names of
+    forward's positional parameters (its code's co_varnames, after ctx where it takes one), no
+    default filled in (torch/_dynamo/variables/misc.py, _resolve_kwargs, mirrors the same rule)."""
+    code = forward.__code__
+    names = list(code.co_varnames[int(ctx):code.co_argcount])
+    for name in keywords:
+        if name not in names:
+            raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
+        if names.index(name) < len(args):
+            raise TypeError(f"forward() got multiple values for argument '{name}'")
+    resolved = list(args)
+    for i in range(len(args), max(names.index(name) for name in keywords) + 1):
+        if names[i] not in keywords:
+            raise TypeError(f"forward() missing required argument: '{names[i]}' (position {i})")
+        resolved.append(keywords[names[i]])
+    return tuple(resolved)
 
-    Returns what ``function_cls.apply(*args)`` returns. Raises Unsupported for
+
+def apply(function_cls: type, *args: Any, holder: str, **keywords: Any) -> Any:
+    """Run ``function_cls.apply(*args, **keywords)`` through the native path with ``holder``.
+
+    Returns what ``function_cls.apply(*args, **keywords)`` returns. Raises Unsupported for
     what the native path cannot run faithfully.
     """
     fn = _apply_fns.get(holder)
@@ -320,7 +344,7 @@ def apply(function_cls: type, *args: Any, holder: str) -> Any:
             raise ValueError(f"unknown holder {holder!r}; expected one of: {', '.join(HOLDERS)}")
         _extension()
         fn = _apply_fns[holder]
-    return fn(function_cls, _bind_default_args(function_cls, args))
+    return fn(function_cls, _bind_default_args(function_cls, args, keywords))
 
 
 # --------------------------------------------------------------------------- ctx

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from harness.spec import FunctionSpec, GraphSpec, custom_op_name
+from harness.spec import FunctionSpec, GraphSpec, custom_op_name, parameter_name
 
 #: classes to run for plain-style Function n instead of compiling its generated source: a
 #: plain reproducer defines its Functions as code and hands them over here, so what the
@@ -117,7 +117,7 @@ class _Writer:
         self.dtype = str(dtype)  # "torch.float16": the literal
         self.complex = dtype.is_complex
         self.options = f"dtype={dtype}, device={str(torch.device(device))!r}"
-        self.args = _names("a", range(len(spec.args)))
+        self.args = [parameter_name(i) for i in range(len(spec.args))]
         self.outs = _names("o", range(len(spec.outputs)))
         #: ctx.needs_input_grad per argument, and the slots backward returns gradients for (all;
         #: a custom_op's differ, _OpWriter)
@@ -402,7 +402,9 @@ class _Writer:
             c.add(self.returned(self.outs))
             c.depth -= 1
         else:
-            c.add(f"def forward({', '.join(self.args)}):")
+            defaults = spec.parameter_defaults()  # (spec.keyword_default)
+            parameters = [f"{a}={literal(defaults[i])}" if i in defaults else a for i, a in enumerate(self.args)]
+            c.add(f"def forward({', '.join(parameters)}):")
             c.depth += 1
             self.untraceable(c)
             self.outputs(c)
@@ -601,7 +603,8 @@ def graph_forward_source(spec: GraphSpec) -> GraphForwardSource:
                     name += "_view"
                 args.append(name)
         outs = [f"f{n}_{k}" for k in range(len(fn.outputs))]
-        call = f"F{n}.apply({', '.join(args)})"
+        positional, keywords = fn.keyword_split(args)  # the last keyword_args by name: `a2=x0`
+        call = f"F{n}.apply({', '.join([*positional, *(f'{k}={v}' for k, v in keywords.items())])})"
         if fn.grad_mode == "no_grad":  # as harness.run.forward applies it
             c.add("with torch.no_grad():")
             c.depth += 1

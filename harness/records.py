@@ -153,6 +153,7 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "dirty_return": {o.kind == "dirty" and f.dirty_return for f in fns for o in f.outputs} - {False},
         "clear_saved_tensors_on_access": {f.clear_saved_tensors_on_access for f in fns},
         "grad_mode": {f.grad_mode for f in fns},
+        "keyword_args": {bool(f.keyword_args) for f in fns}, "keyword_default": {f.keyword_default for f in fns},
     }
     found: dict[str, Any] = {axis: sorted(values, key=str) for axis, values in axes.items()}
     found["inputs"] = [len(f.tensor_slots) for f in fns]

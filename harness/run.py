@@ -25,7 +25,7 @@ import torch.utils.checkpoint
 
 from harness import devices, generic, plain
 from harness.build import SECOND_ORDER_WEIGHTS, Applier, BuiltGraph
-from harness.spec import Arg
+from harness.spec import Arg, parameter_name
 
 #: compiles a function of the leaf values that applies the whole graph (e.g. torch.compile)
 ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]
@@ -196,8 +196,36 @@ def _store_outputs(built: BuiltGraph, n: int, outs: Sequence[Any], values: dict[
 
 
 def apply_eager(n: int, cls: type, args: Sequence[Any]) -> Any:
-    """The installed torch's own Function.apply (the `eager` path's Applier)."""
-    return cls.apply(*args)
+    """The installed torch's own Function.apply (the `eager` path's Applier), called as the spec
+    says: its last `keyword_args` arguments by keyword."""
+    positional, keywords = keyword_split(cls, args)
+    return cls.apply(*positional, **keywords)
+
+
+def keyword_split(cls: type, args: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """How a Function's `apply` is called with `args`: FunctionSpec.keyword_split of the spec the
+    class was built from (all positional for a class without one: a user's own Function)."""
+    spec = getattr(cls, "spec", None)
+    return spec.keyword_split(args) if spec is not None else (tuple(args), {})
+
+
+def positional(cls: type, args: Sequence[Any], keywords: dict[str, Any]) -> tuple[Any, ...]:
+    """The arguments of a call `apply(*args, **keywords)` back in their slots, as keyword_split
+    makes such calls: the keywords name the parameters after the positional ones, in any order,
+    and a parameter left out takes its default (FunctionSpec.keyword_default). An Applier takes
+    its arguments by slot."""
+    spec = getattr(cls, "spec", None)
+    if spec is None:
+        if keywords:
+            raise TypeError(f"apply() got keyword arguments {sorted(keywords)} for a class without a spec")
+        return tuple(args)
+    defaults = spec.parameter_defaults()
+    rest = range(len(args), len(spec.args))
+    missing = [parameter_name(i) for i in rest if parameter_name(i) not in keywords and i not in defaults]
+    unknown = sorted(set(keywords) - {parameter_name(i) for i in rest})
+    if missing or unknown:
+        raise TypeError(f"apply() got keyword arguments {sorted(keywords)}: missing {missing}, unknown {unknown}")
+    return (*args, *(keywords[parameter_name(i)] if parameter_name(i) in keywords else defaults[i] for i in rest))
 
 
 class _AppliedBy:
@@ -207,8 +235,8 @@ class _AppliedBy:
     def __init__(self, applier: Applier, n: int, cls: type) -> None:
         self.applier, self.n, self.cls = applier, n, cls
 
-    def apply(self, *args: Any) -> Any:
-        return self.applier(self.n, self.cls, args)
+    def apply(self, *args: Any, **keywords: Any) -> Any:
+        return self.applier(self.n, self.cls, positional(self.cls, args, keywords))
 
 
 def straight_forward(built: BuiltGraph, applier: Applier) -> Callable[..., tuple]:
@@ -629,5 +657,5 @@ def _forward_ad(built: BuiltGraph, applier: Applier, result: RunResult) -> None:
 
 
 __all__ = ["CHECKPOINTS", "META", "Holders", "Observer", "ObserverFactory", "RunResult", "RunStopped", "apply_eager",
-           "forward", "function_output_refs", "observing", "recording_errors", "registered_observers", "run_graph",
-           "weighted_sum"]
+           "forward", "function_output_refs", "keyword_split", "observing", "positional", "recording_errors",
+           "registered_observers", "run_graph", "weighted_sum"]

@@ -175,6 +175,18 @@ class FunctionSpec:
     #: ctx.saved_tensors, which there is the save_for_forward tuple). Not drawn by the strategy:
     #: set by hand (tests, reproducers, a user's own spec)
     saved_read: str = "saved_tensors"
+    #: the last `keyword_args` arguments are passed to `apply` by keyword, last to first
+    #: (`F.apply(a0, a2=z, a1=y)`, FunctionSpec.keyword_split),
+    #: named as the forward's parameters are (`parameter_name`): torch binds them to their
+    #: positions (torch/autograd/function.py, Function.apply's bind_default_args under
+    #: setup_context; the C++ apply's keyword resolution for old style), and Dynamo does the
+    #: same in its own code (torch/_dynamo/variables/misc.py, AutogradFunctionVariable._resolve_kwargs)
+    keyword_args: int = 0
+    #: the first of the keyword arguments, a constant, is left out of the call: the forward's
+    #: parameter has it as its default (every later parameter defaults to None, as Python needs),
+    #: which torch fills in (Function.apply's bind_default_args; setup_context style only: the C++
+    #: apply of an old-style Function fills in no default)
+    keyword_default: bool = False
 
     @property
     def tensor_slots(self) -> tuple[int, ...]:
@@ -199,6 +211,22 @@ class FunctionSpec:
         """Slots whose derivative needs the input value (sorted, unique)."""
         return tuple(sorted({t.slot for o in self.outputs for t in o.terms if t.op in NONLINEAR_OPS}))
 
+    def keyword_split(self, args: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """`args` as `apply` is called with them: the positional ones, and the last
+        `keyword_args` by their parameter names, written last to first (`F.apply(a0, a2=z, a1=y)`):
+        so only binding by name, not the order they come in, puts them in their places."""
+        cut = len(args) - self.keyword_args
+        passed = range(cut + 1 if self.keyword_default else cut, len(args))  # a default is left out
+        return tuple(args[:cut]), {parameter_name(i): args[i] for i in reversed(passed)}
+
+    def parameter_defaults(self) -> dict[int, Any]:
+        """The forward's parameter defaults by slot (keyword_default): the omitted constant, and None
+        for every parameter after it."""
+        if not self.keyword_default:
+            return {}
+        first = len(self.args) - self.keyword_args
+        return {first: self.args[first].const, **{i: None for i in range(first + 1, len(self.args))}}
+
     def inner(self) -> FunctionSpec:
         """The Function a `nested` Function applies inside its forward: the same arguments,
         the computed outputs (as a tuple), setup_context style (what torch.func needs of
@@ -211,6 +239,12 @@ class FunctionSpec:
         inner = FunctionSpec(args=tuple(a.uncloned() for a in self.args), outputs=outputs,
                              style="setup_context", jvp=self.jvp, vmap=self.vmap, code=self.code)
         return dataclasses.replace(inner, save=("inputs",) if inner.nonlinear_slots else ())
+
+
+def parameter_name(slot: int) -> str:
+    """The name of a forward's parameter for argument `slot`: what a keyword argument is
+    passed as (FunctionSpec.keyword_args), and the plain style's parameter names."""
+    return f"a{slot}"
 
 
 @dataclass(frozen=True)
@@ -478,6 +512,15 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     if fn.api == "custom_op":
         why = custom_op_limit(fn)
         _check(why is None, f"{w}.api", fn.api, f"this Function cannot be a custom_op: {why}")
+    _check(isinstance(fn.keyword_args, int) and not isinstance(fn.keyword_args, bool)
+           and 0 <= fn.keyword_args <= len(fn.args), f"{w}.keyword_args", fn.keyword_args,
+           f"the number of last arguments passed by keyword: an integer from 0 to {len(fn.args)} (the arguments)")
+    if fn.keyword_default:
+        _check(fn.keyword_args > 0 and fn.args[len(fn.args) - fn.keyword_args].ref is None, f"{w}.keyword_default",
+               fn.keyword_default, "the argument left to its default is the first keyword argument, a constant")
+        _check(fn.style == "setup_context", f"{w}.keyword_default", fn.keyword_default,
+               "torch fills in a forward's defaults only for setup_context style (Function.apply, "
+               "bind_default_args); the C++ apply of a forward(ctx, ...) passes what it was given")
     _check(len(fn.outputs) >= 1, f"{w}.outputs", fn.outputs, "a Function returns at least one output")
     _check(fn.tuple_output or len(fn.outputs) == 1, f"{w}.tuple_output", fn.tuple_output,
            "a single (non-tuple) return needs exactly one output")
@@ -545,6 +588,9 @@ def custom_op_limit(fn: FunctionSpec) -> str | None:
     The op takes the tensor arguments (constants are part of the op), returns the computed
     outputs, and its Python wrapper returns the constant outputs beside them."""
     kinds = {o.kind for o in fn.outputs}
+    if fn.keyword_args:
+        return ("keyword_args is an axis of Function.apply; a custom_op's Python wrapper (harness/custom_op.py) "
+                "takes its arguments by position, and the op itself is called with the tensors alone")
     if fn.clear_saved_tensors_on_access:
         return ("clear_saved_tensors_on_access is a class attribute of a Function subclass; a custom_op's ctx "
                 "belongs to the Function torch/_library/autograd.py makes for it, which sets none")
@@ -627,7 +673,8 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
 
 #: fields added after specs were first saved, written only where they differ from their default:
 #: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
-_WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors"}
+_WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0,
+                     (FunctionSpec, "keyword_default"): False}
 
 
 def _to_plain(obj: Any) -> Any:
@@ -711,5 +758,5 @@ def load_spec(path: str) -> GraphSpec:
 
 __all__ = [
     "APIS", "VMAP_RULES", "CUSTOM_OP_NAMESPACE", "as_custom_op", "custom_op_limit", "custom_op_name", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "SAVED_READS", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
-    "SpecError", "Term", "load_spec", "validate",
+    "SpecError", "Term", "load_spec", "parameter_name", "validate",
 ]

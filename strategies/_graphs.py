@@ -324,9 +324,18 @@ def _function_spec(draw: st.DrawFn, values: Sequence[str], *, min_inputs: int, m
     # has a hand-written one. The twin-form oracle flips them too
     op = as_custom_op(fn)
     if op is not None:
-        return op if _flip(draw) else fn
-    user = with_user_vmap_rule(fn)
-    return user if user is not None and _integer(draw, 1, 4) == 4 else fn
+        fn = op if _flip(draw) else fn
+    else:
+        user = with_user_vmap_rule(fn)
+        fn = user if user is not None and _integer(draw, 1, 4) == 4 else fn
+    # (drawn last of all) for 1 in 4 setup_context-style Functions, the last arguments passed to
+    # apply by keyword (spec.FunctionSpec.keyword_args: bound by torch's Python apply and by Dynamo's own code)
+    if fn.api == "function" and fn.style == "setup_context" and fn.args and _integer(draw, 1, 4) == 4:
+        fn = dataclasses.replace(fn, keyword_args=_integer(draw, 1, len(fn.args)))
+        # and where the first of them is a constant, for half of those it is left to the forward's default
+        if fn.args[len(fn.args) - fn.keyword_args].ref is None and _flip(draw):
+            fn = dataclasses.replace(fn, keyword_default=True)
+    return fn
 
 
 @st.composite

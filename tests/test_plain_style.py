@@ -101,6 +101,21 @@ HAND_MADE = {
             FunctionSpec(args=(Arg("f0.0", clone=True, view=True),), outputs=(OutputSpec("dirty", slot=0, coeff=2.0),),
                          style="setup_context", tuple_output=False, jvp=True, once_differentiable=True)),
         backward="retain", forward_ad=True),
+    "arguments passed to apply by keyword": GraphSpec(
+        shape=(2, 3), leaves=(LeafSpec(), LeafSpec(layout="transposed")),
+        functions=(
+            FunctionSpec(args=(Arg("x0"), Arg(const=2), Arg("x1", clone=True), Arg("x1")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(3, "square"))),
+                                  OutputSpec("dirty", slot=2, coeff=0.5), OutputSpec("view", slot=3)),
+                         style="setup_context", save=("inputs",), jvp=True, keyword_args=3),
+            FunctionSpec(args=(Arg("f0.0"), Arg("x0")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1))),),
+                         save=("inputs",), jvp=True, keyword_args=2),  # old style, every argument by keyword
+            FunctionSpec(args=(Arg("f1.0"), Arg(const=None), Arg("x1")),
+                         outputs=(OutputSpec("compute", terms=(Term(0, "sin", -1.0), Term(2))),),
+                         style="setup_context", save=("inputs",), jvp=True, vmap=True, nested=True, tuple_output=False,
+                         keyword_args=1)),
+        backward="double", forward_ad=True),
     **{f"error {error}": GraphSpec(
         shape=(2,), leaves=(LeafSpec(),),
         functions=(FunctionSpec(args=(Arg("x0"), Arg(const=3)), outputs=(OutputSpec("compute", terms=(Term(0),)),),
@@ -149,6 +164,21 @@ def test_the_source_is_what_runs_and_reads_like_user_code():
     assert "ctx.term_coeffs = ((1.5, -0.5, 2.0, 1.0), (), (), (), (), (0.5,))" in source
     import linecache
     assert linecache.getline(cls.forward.__code__.co_filename, 1).startswith("class F0(")
+
+
+def test_keyword_arguments_are_written_as_users_pass_them():
+    """The forward names its parameters in both styles, and the straight-line forward passes the
+    last `keyword_args` by those names, last to first."""
+    spec = HAND_MADE["arguments passed to apply by keyword"]
+    text = plain.graph_forward_source(spec).text
+    assert "f0_0, f0_1, f0_2 = F0.apply(x0, a3=x1, a2=c0_2, a1=2)" in text
+    assert "(f1_0,) = F1.apply(a1=x0, a0=f0_0)" in text
+    assert "f2_0 = F2.apply(f1_0, None, a2=x1)" in text
+    import inspect
+    for code in ("generic", "plain"):
+        f0, f1, _ = build.build(plain.in_code_style(spec, code)).functions
+        assert list(inspect.signature(f0.forward).parameters) == ["a0", "a1", "a2", "a3"], code
+        assert list(inspect.signature(f1.forward).parameters) == ["ctx", "a0", "a1"], code
 
 
 @pytest.mark.parametrize("name", sorted(HAND_MADE))

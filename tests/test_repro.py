@@ -109,6 +109,16 @@ def test_a_compiled_autograd_gradient_mismatch_is_a_torch_only_script(tmp_path):
     assert "torch._dynamo.compiled_autograd._enable(lambda gm: gm.forward) if compiled" in text
 
 
+def test_keyword_arguments_stay_keywords_in_the_script(tmp_path):
+    """A Function called with keyword arguments (FunctionSpec.keyword_args) is called so in the
+    script too: only then does it reproduce a fault in how torch binds them."""
+    keywords = FunctionSpec(args=(Arg("x0"), Arg("x1")), code="plain", save=("inputs",), style="setup_context",
+                            outputs=(OutputSpec(terms=(Term(0, "sin"), Term(1, "linear", 2.0))),), keyword_args=2)
+    script = written(graph(keywords), "eager", "keyword_args_bound_in_call_order", tmp_path)
+    text = assert_round_trip(script, "keyword_args_bound_in_call_order", "eager differs from math at backward grad:x0")
+    assert "(f0_0,) = F0.apply(a1=x1, a0=x0)" in text and "def forward(a0, a1):" in text
+
+
 def test_an_error_parity_cause_compares_exception_types_at_checkpoints(tmp_path):
     """jvp_tangent_scaled makes torch's jvp wrapper return a tangent torch then rejects: eager raises
     at forward_ad where the math oracle runs through."""

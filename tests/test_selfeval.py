@@ -35,8 +35,18 @@ def with_(spec: GraphSpec, **function_fields) -> GraphSpec:
     return dataclasses.replace(spec, functions=(fn,))
 
 
+#: two tensor arguments passed by keyword (FunctionSpec.keyword_args), as `F0.apply(a1=x1, a0=x0)`
+KEYWORDS = GraphSpec(
+    shape=(2, 3), dtype="float64", leaves=(LeafSpec(), LeafSpec()),
+    functions=(FunctionSpec(
+        args=(Arg("x0"), Arg("x1")),
+        outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(1, "linear", -0.5))),),
+        style="setup_context", save=("inputs",), keyword_args=2),),
+    backward="backward")
+
 #: fault -> (spec, a line the report must contain), on the eager path
 SEEN_ON_EAGER = {
+    "keyword_args_bound_in_call_order": (KEYWORDS, "eager vs math: forward out:f0.0: outside tolerance"),
     "wrong_backward": (ONE, "eager vs math: backward grad:x0: outside tolerance"),
     "wrong_jvp": (ONE, "eager vs math: forward_ad tangent:f0.0: outside tolerance"),
     "sin_backward_term_dropped": (ONE, "eager vs math: backward grad:x0: outside tolerance"),
@@ -71,6 +81,16 @@ def test_a_fault_is_seen_only_while_installed(name, on_native, style):
         report = check(spec, chosen).report()
     assert line in report, report
     assert not check(spec, chosen).failed, "the fault outlived its removal"
+
+
+@pytest.mark.parametrize("keyword_args", [0, 1])
+def test_keyword_binding_in_call_order_is_reached_only_by_keyword_arguments(keyword_args):
+    """The axis is what reaches the fault: the same Function called with fewer than two
+    keyword arguments binds right even with the fault installed."""
+    spec = with_(KEYWORDS, keyword_args=keyword_args)
+    with selfeval.installed("keyword_args_bound_in_call_order"):
+        verdict = check(spec, [paths.get("eager")])
+    assert not verdict.failed, verdict.report()
 
 
 def test_a_backward_term_dropped_leaves_the_jvp_right():

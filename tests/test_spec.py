@@ -1,9 +1,11 @@
+import dataclasses
 import json
 
 import pytest
 from hypothesis import given
 
-from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term, load_spec
+from harness.spec import (Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, SpecError, Term, as_custom_op,
+                          load_spec)
 from strategies import graphs
 
 
@@ -57,3 +59,39 @@ def test_reference_to_a_later_value_is_rejected():
 def test_missing_file_says_so(tmp_path):
     with pytest.raises(SpecError, match=r"cannot read spec file .*nope\.json.*check the path"):
         load_spec(str(tmp_path / "nope.json"))
+
+
+KEYWORDS = GraphSpec(leaves=(LeafSpec(),), functions=(FunctionSpec(
+    args=(Arg("x0"), Arg(const=2.0)), outputs=(OutputSpec("compute", terms=(Term(0, "sin"),)),), save=("inputs",),
+    style="setup_context", keyword_args=1),))
+
+
+def test_a_spec_saved_before_keyword_args_loads_as_positional_and_keeps_its_json():
+    old = json.loads(KEYWORDS.to_json())
+    del old["functions"][0]["keyword_args"]
+    text = json.dumps(old, sort_keys=True)
+    spec = GraphSpec.from_json(text)
+    assert spec.functions[0].keyword_args == 0
+    assert spec.to_json() == text  # written only where set: the spec's hash and file names stay
+    assert GraphSpec.from_json(KEYWORDS.to_json()) == KEYWORDS and '"keyword_args": 1' in KEYWORDS.to_json()
+
+
+@pytest.mark.parametrize("count", [-1, 3, True, 1.0])
+def test_keyword_args_counts_the_functions_arguments(count):
+    with pytest.raises(SpecError, match=r"functions\[0\]\.keyword_args=.* is invalid: the number of last arguments "
+                                        r"passed by keyword: an integer from 0 to 2"):
+        dataclasses.replace(KEYWORDS, functions=(dataclasses.replace(KEYWORDS.functions[0], keyword_args=count),))
+
+
+def test_a_custom_op_takes_no_keyword_arguments():
+    assert as_custom_op(KEYWORDS.functions[0]) is None
+    assert as_custom_op(dataclasses.replace(KEYWORDS.functions[0], keyword_args=0)) is not None
+    with pytest.raises(SpecError, match=r"functions\[0\]\.api='custom_op' is invalid: .*keyword_args"):
+        dataclasses.replace(KEYWORDS, functions=(dataclasses.replace(KEYWORDS.functions[0], api="custom_op"),))
+
+
+def test_keyword_split_names_the_last_arguments_last_to_first():
+    fn = FunctionSpec(args=(Arg("x0"), Arg(const=1), Arg("x0")), keyword_args=2)
+    positional, keywords = fn.keyword_split(["t", 1, "u"])
+    assert positional == ("t",) and list(keywords.items()) == [("a2", "u"), ("a1", 1)]
+    assert dataclasses.replace(fn, keyword_args=0).keyword_split(["t", 1, "u"]) == (("t", 1, "u"), {})

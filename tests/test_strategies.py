@@ -143,6 +143,10 @@ AXES = {
     "in-place op on a saved output: version-counter error": lambda g: version_error_expected(g),
     "needs_input_grad read under a partial backward": lambda g: partial(g) and any(
         fn.needs_input_grad != "ignore" for fn in fns(g)),
+    "two tensor arguments passed by keyword": lambda g: any(
+        sum(a.ref is not None for a in fn.args[len(fn.args) - fn.keyword_args:]) >= 2 for fn in fns(g)),
+    "a keyword argument after one left to its default": lambda g: any(
+        fn.keyword_default and fn.keyword_args >= 2 for fn in fns(g)),
 }
 
 

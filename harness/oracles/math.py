@@ -12,7 +12,7 @@ from torch.autograd.gradcheck import GradcheckError
 from harness.build import Applier, BuiltGraph, build, math_apply
 from harness.dataflow import VERSION_ERROR, version_error_expected
 from harness.generic import GeneratedFunction
-from harness.run import CHECKPOINTS, RunResult, forward, run_graph
+from harness.run import CHECKPOINTS, RunResult, apply_eager, forward, run_graph
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: what torch says for each deliberate error case of a spec
@@ -198,7 +198,7 @@ def gradcheck_graph(spec: GraphSpec, device: str = "cpu") -> bool:
         inputs = list(setup.leaves)
         for i, x in zip(setup.varied, xs):
             inputs[i] = x
-        values = forward(setup.built, lambda n, cls, args: cls.apply(*args), inputs)
+        values = forward(setup.built, apply_eager, inputs)
         return tuple(values[r] for r in setup.refs)
 
     try:

@@ -79,8 +79,9 @@ def _field_flip(name: str) -> Callable[[FunctionSpec, FunctionSpec], str]:
 
 def _style(fn: FunctionSpec) -> FunctionSpec | None:
     if fn.style == "setup_context":
-        # generate_vmap_rule needs setup_context (spec validation, torch/autograd/function.py)
-        return None if fn.vmap else replace(fn, style="old")
+        # generate_vmap_rule needs setup_context (spec validation, torch/autograd/function.py), and
+        # so does a default torch fills in (keyword_default: the C++ apply of forward(ctx, ...) fills in none)
+        return None if fn.vmap or fn.keyword_default else replace(fn, style="old")
     outputs = {o.kind for o in fn.outputs}
     # what torch refuses once setup_context is overridden (harness/spec.py _validate_function):
     # saving a dirty input returned as-is, saving (or saving for forward) an input returned as-is

@@ -46,8 +46,8 @@ from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, h
 from harness.paths import register
 from harness.paths.tracing import TraceRecorder
 from harness.plain import graph_forward, graph_forward_source
-from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, leaf_values, named_outputs,
-                         weighted_sum)
+from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, keyword_split, leaf_values,
+                         named_outputs, weighted_sum)
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 #: samples in a vmapped batch, and the one compared with eager (eager's own leaves)
@@ -260,7 +260,8 @@ class GraphFunction:
                          if self.spec.forward_code == "straight" else None)
 
     def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-        return self.functions[n].apply(*args)
+        positional, keywords = keyword_split(self.functions[n], args)
+        return self.functions[n].apply(*positional, **keywords)
 
     def outputs(self, leaves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         if self.straight is None:

@@ -16,7 +16,7 @@ from harness import native
 from harness.build import BuiltGraph
 from harness.generic import GeneratedFunction
 from harness.paths import Way, graph_observer, register
-from harness.run import RunResult
+from harness.run import RunResult, keyword_split
 from harness.spec import GraphSpec
 
 
@@ -49,7 +49,8 @@ class NativePath:
     def _apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
         if getattr(cls, "is_custom_op", False):
             return cls.apply(*args)  # the dispatcher applies it, as on eager (module doc)
-        return native.apply(cls, *args, holder=self.holder)
+        positional, keywords = keyword_split(cls, args)  # bound to their slots as torch binds them
+        return native.apply(cls, *positional, holder=self.holder, **keywords)
 
     def run_with(self, observe: Callable[[Way], RunResult]) -> RunResult:
         try:

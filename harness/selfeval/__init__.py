@@ -6,7 +6,8 @@ Families (one module each):
   formulas   the generated Functions' backward/jvp formulas (harness.build's derivative
              table and formula functions; plain-style Functions get visible source lines)
   autograd   torch's autograd as a custom Function sees it from Python (BackwardCFunction's
-             apply/apply_jvp/hook registration, Tensor.register_hook)
+             apply/apply_jvp/hook registration, Tensor.register_hook, Function.apply's
+             keyword binding)
   compilers  only under compiled autograd, torch.compile, or a torch.func transform
   dynamo     where torch.compile traces a custom Function (its ctx, forward, backward), and
              compiled autograd's capture of hooks: each for one class of Functions only
@@ -92,6 +93,8 @@ FAULTS: tuple[Fault, ...] = (
     _fault(autograd, "output_hooks_not_called", NATIVE_PATHS),
     _fault(autograd, "double_backward_detached"),
     _fault(autograd, "grad_outputs_swapped"),
+    # reached only by Functions called with keyword arguments (FunctionSpec.keyword_args)
+    _fault(autograd, "keyword_args_bound_in_call_order"),
     _fault(compilers, "compiled_autograd_backward_scaled", COMPILED_PATHS),
     _fault(compilers, "aot_backward_miscompiled", ("dynamo",)),
     # torch.func paths come from another branch (harness/paths/func*); until they are

@@ -5,12 +5,13 @@ Stock torch runs a Function's backward and jvp through the node class
 its `apply_jvp`) and registers node hooks through its methods. These faults replace
 those methods, so they hit the eager path's custom Functions only: the math oracle
 (plain autograd, no custom Function) and the native path's own node are untouched.
+One replaces `Function.apply` itself, where it binds keyword arguments.
 """
 
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import BackwardCFunction
+from torch.autograd.function import BackwardCFunction, _is_setup_context_defined
 
 from harness.selfeval._patching import Patches
 
@@ -90,3 +91,16 @@ def grad_outputs_swapped(p: Patches) -> None:
             return original(self, *grads)
         return apply
     p.wrap(BackwardCFunction, "apply", make)
+
+
+def keyword_args_bound_in_call_order(p: Patches) -> None:
+    """Function.apply of a setup_context-style Function binds keyword arguments in the order the
+    call gives them, after the positional ones, instead of by name (bind_default_args): one
+    keyword argument, or several given in the forward's order, still land in place."""
+    original = torch.autograd.Function.__dict__["apply"].__func__
+
+    def apply(cls, *args, **kwargs):
+        if kwargs and _is_setup_context_defined(cls.setup_context):
+            return original(cls, *args, *kwargs.values())
+        return original(cls, *args, **kwargs)
+    p.set(torch.autograd.Function, "apply", classmethod(apply))

@@ -49,6 +49,29 @@ def _agrees_over_generated_specs(name: str, min_share: float) -> None:
     assert sum(checked) >= min_share * len(checked), f"{name} checked {sum(checked)} of {len(checked)} examples"
 
 
+#: arguments passed to apply by keyword (FunctionSpec.keyword_args), last to first: a constant and a
+#: clone among them, old and setup_context style, written as users write them (plain, straight-line)
+KEYWORDS = GraphSpec(
+    shape=(2, 3), leaves=(LeafSpec(), LeafSpec()),
+    functions=(
+        FunctionSpec(args=(Arg("x0"), Arg(const=2), Arg("x1", clone=True), Arg("x1")),
+                     outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(3, "square"))),
+                              OutputSpec("compute", terms=(Term(2, "tanh"),))),
+                     style="setup_context", save=("inputs",), code="plain", keyword_args=3),
+        FunctionSpec(args=(Arg("f0.0"), Arg("x0")),
+                     outputs=(OutputSpec("compute", terms=(Term(0, "tanh"), Term(1, "linear", -0.5))),),
+                     save=("inputs",), code="plain", keyword_args=2)),
+    backward="backward", forward_code="straight")
+
+
+@pytest.mark.parametrize("name", ["eager", "dynamo:aot_eager", "compiled"])
+def test_keyword_arguments_agree_with_eager(name):
+    verdict = check(KEYWORDS, [paths.get(name)])
+    assert verdict.outcomes[name].status == "ok", verdict.report()
+    if name.startswith("dynamo"):  # Dynamo bound the keywords itself: both Functions are in its graph
+        assert verdict.outcomes[name].result.trace == {"ways": ["traced", "traced"], "example": "traced"}
+
+
 # --- eager versus the compiled paths, over the generated space -----------------------------
 
 

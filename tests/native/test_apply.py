@@ -706,3 +706,72 @@ def test_ctx_attribute_of_wrong_type_matches_eager(apply_on, assert_all_paths_eq
         return _error(lambda: apply_on(path, cls, x))
 
     assert "to_save attribute is expected to be a tuple" in assert_all_paths_equal(scenario)[1]
+
+
+class OldStyleWithDefaults(torch.autograd.Function):
+    """forward(ctx, ...) with defaults: torch's C++ apply places keyword arguments by name and
+    fills in no default (the forward's own default applies, and the node has fewer inputs)."""
+
+    @staticmethod
+    def forward(ctx, x, y, scale=2.0, shift=None):
+        ctx.save_for_backward(x, y)
+        ctx.scale = scale
+        return x * y * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * y * ctx.scale, g * x * ctx.scale, None, None
+
+
+class KeywordOnly(torch.autograd.Function):
+    @staticmethod
+    def forward(x, *, scale):
+        return x * scale
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+@pytest.mark.parametrize("cls, keywords", [
+    (SetupContextMul, ("y",)), (SetupContextMul, ("scale", "y")), (OldStyleWithDefaults, ("y",)),
+    (OldStyleWithDefaults, ("scale", "y")), (OldStyleWithDefaults, ("x", "y"))])
+def test_keyword_arguments_bind_as_on_eager(cls, keywords, native, assert_all_paths_equal):
+    def scenario(path):
+        x, y = leaves((3,), (3,))
+        given = {"x": x, "y": y, "scale": 3.0}
+        args = [v for k, v in given.items() if k not in keywords and (k != "scale" or "scale" in keywords)]
+        kwargs = {k: given[k] for k in keywords}
+        out = cls.apply(*args, **kwargs) if path == "eager" else native.apply(cls, *args, holder=path, **kwargs)
+        backward_all(out)
+        return out, x.grad, y.grad
+
+    assert_all_paths_equal(scenario)
+
+
+@pytest.mark.parametrize("keyword, message", [
+    ("shift", "missing required argument: 'scale'"),  # no default filled in before it
+    ("zz", "unexpected keyword argument 'zz'"), ("x", "multiple values for argument 'x'")])
+def test_keyword_errors_are_eagers(keyword, message, native):
+    x, y = leaves((3,), (3,))
+    with pytest.raises(TypeError, match=message) as eager:
+        OldStyleWithDefaults.apply(x, y, **{keyword: 1.0})
+    for holder in ("owned", "borrowed"):
+        with pytest.raises(TypeError) as there:
+            native.apply(OldStyleWithDefaults, x, y, holder=holder, **{keyword: 1.0})
+        assert str(there.value) == str(eager.value)
+
+
+def test_keyword_only_parameters_raise_as_on_eager(native):
+    """torch places keywords only at positional parameters (its C++ apply reads co_varnames)."""
+    (x,) = leaves((3,))
+    with pytest.raises(TypeError, match="forward\\(\\) got an unexpected keyword argument 'scale'"):
+        KeywordOnly.apply(x, scale=2.0)
+    for holder in ("owned", "borrowed"):
+        with pytest.raises(TypeError, match="forward\\(\\) got an unexpected keyword argument 'scale'"):
+            native.apply(KeywordOnly, x, scale=2.0, holder=holder)
