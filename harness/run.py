@@ -169,7 +169,13 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
     for n, (fn, cls) in enumerate(zip(spec.functions, built.functions)):
         args = [_argument(a, values) for a in fn.args]
         with torch.no_grad() if fn.grad_mode == "no_grad" else contextlib.nullcontext():
-            out = applier(n, cls, args)
+            if fn.keyword_args and applier is apply_eager:
+                # torch's apply binds them by name itself. Decided here, from the spec in this
+                # frame: Dynamo cannot read a Function class's attributes (a graph break)
+                positional, keywords = fn.keyword_split(args)
+                out = cls.apply(*positional, **keywords)
+            else:
+                out = applier(n, cls, args)
         outs = out if fn.tuple_output else (out,)
         if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
             raise RuntimeError(f"Function {n} returned {type(out).__name__} of the wrong arity")
@@ -196,10 +202,9 @@ def _store_outputs(built: BuiltGraph, n: int, outs: Sequence[Any], values: dict[
 
 
 def apply_eager(n: int, cls: type, args: Sequence[Any]) -> Any:
-    """The installed torch's own Function.apply (the `eager` path's Applier), called as the spec
-    says: its last `keyword_args` arguments by keyword."""
-    positional, keywords = keyword_split(cls, args)
-    return cls.apply(*positional, **keywords)
+    """The installed torch's own Function.apply (the `eager` path's Applier). Arguments by slot:
+    `forward` passes a spec's `keyword_args` by keyword itself (FunctionSpec.keyword_split)."""
+    return cls.apply(*args)
 
 
 def keyword_split(cls: type, args: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:

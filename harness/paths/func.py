@@ -46,7 +46,7 @@ from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, h
 from harness.paths import register
 from harness.paths.tracing import TraceRecorder
 from harness.plain import graph_forward, graph_forward_source
-from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, keyword_split, leaf_values,
+from harness.run import (CHECKPOINTS, RunResult, forward, function_output_refs, leaf_values,
                          named_outputs, weighted_sum)
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
@@ -260,7 +260,8 @@ class GraphFunction:
                          if self.spec.forward_code == "straight" else None)
 
     def apply(self, n: int, cls: type[GeneratedFunction], args: Sequence[Any]) -> Any:
-        positional, keywords = keyword_split(self.functions[n], args)
+        # (the split from the spec: under func+dynamo Dynamo cannot read the class's attributes)
+        positional, keywords = self.spec.functions[n].keyword_split(args)
         return self.functions[n].apply(*positional, **keywords)
 
     def outputs(self, leaves: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
