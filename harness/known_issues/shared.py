@@ -1,4 +1,4 @@
-"""Predicates and workarounds that entries of several families use."""
+"""Predicates and workarounds that entries of several modules use."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from harness.dataflow import Dataflow, base_ref, chosen_leaves, has_backward
+from harness.dataflow import Dataflow, base_ref, chosen_leaves, has_backward, reads
 from harness.known_issues.entry import Damage, Witness, Workaround
 from harness.oracles.compare import Mismatch
 from harness.oracles.lifetimes import RELEASE_CHECKPOINTS, held_by
@@ -251,3 +251,22 @@ def _traced_under_func_dynamo(spec: GraphSpec, path: str) -> list[int]:
         return []
     traced = list(_function_apply_trace(spec, how[0]).traced)
     return traced[:1] if how[1] else traced
+
+
+def _eager_backward_runs(spec: GraphSpec) -> bool:
+
+    return has_backward(spec)
+
+
+def _gradient_reaches(spec: GraphSpec, rg: dict[str, bool], ref: str) -> set[str]:
+    """The whole leaves ("x0") the gradient of `ref` flows back to, through what each output
+    reads (`rg`: which values require grad)."""
+    if not rg.get(ref, False):
+        return set()
+    if ref.startswith("x"):
+        return {base_ref(ref)}
+    n, k = (int(i) for i in ref[1:].split("."))
+    fn = spec.functions[n]
+    out = fn.outputs[k]
+    return set().union(*(_gradient_reaches(spec, rg, a.ref) for s, a in enumerate(fn.args)
+                         if a.ref is not None and reads(out.kind, out, s)))
