@@ -202,6 +202,11 @@ CASES = {
         as_custom_op(fn(X0, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5),)),), style="setup_context",
                         save=("inputs",))),
         fn(X1, outputs=(lin(0),), style="setup_context", code="plain", vmap=True)), (1, 0), None),
+    # F0 applied with its constant left to the forward's default: setup_context's inputs come short
+    "dynamo-function-default-arguments-not-filled": ("dynamo", graph(
+        fn(X0, Arg(const=2.0), outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5),)),), style="setup_context",
+           save=("inputs",), code="plain", keyword_args=1, keyword_default=True),
+        fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     "dynamo-function-single-constant-output": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("const", value=1),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
         (1, 0), None),

@@ -1,0 +1,60 @@
+"""Known torch issue dynamo-function-default-arguments-not-filled (found by the harness; torch only).
+
+Eager Function.apply fills a setup_context-style forward's default arguments into what
+setup_context receives as `inputs` (torch/autograd/function.py, bind_default_args), so a
+Function may be applied with a defaulted parameter left out. Under torch.compile Dynamo does
+not fill them in:
+  1. a keyword argument after a parameter left to its default: AutogradFunctionVariable
+     ._resolve_kwargs (torch/_dynamo/variables/misc.py) raises InternalTorchDynamoError
+     "TypeError: forward() missing required argument", with fullgraph=False too (no fallback);
+  2. trailing defaults left out (no keyword at all): setup_context's `inputs` is too short, and
+     its unpacking raises under fullgraph=True (fullgraph=False falls back to eager and runs).
+
+Exit status 1 and "REPRODUCED" while either call fails compiled (backend from argv[1], default
+aot_eager); 0 when both run as in eager.
+"""
+import sys
+
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(x, scale=2.0, shift=None):
+        return x * scale if shift is None else x * scale + shift
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, scale, shift = inputs
+        ctx.scale = scale
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.scale, None, g
+
+
+def middle(x, y):
+    return Scale.apply(x, shift=y)  # `scale` left to its default
+
+
+def trailing(x, y):
+    return Scale.apply(x) * y  # `scale` and `shift` left to their defaults
+
+
+backend = sys.argv[1] if len(sys.argv) > 1 else "aot_eager"
+x = torch.ones(3, requires_grad=True)
+y = torch.ones(3, requires_grad=True)
+failed = []
+for f in (middle, trailing):
+    expected = f(x, y)  # eager runs both
+    torch._dynamo.reset()
+    try:
+        observed = torch.compile(f, backend=backend, fullgraph=True)(x, y)
+        print(f"{f.__name__}: compiled as eager: {torch.equal(observed, expected)}")
+    except Exception as e:
+        print(f"{f.__name__}: eager ran, compiled raised {type(e).__name__}: {str(e).splitlines()[0]}")
+        failed.append(f.__name__)
+print(torch.__version__)
+if failed:
+    print("REPRODUCED")
+    sys.exit(1)
