@@ -11,6 +11,7 @@ from harness.dataflow import Dataflow, differentiable, differentiated_leaves, re
 from harness.known_issues.entry import KnownIssue, error_at, raised, torch_release
 from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
+    _aliasing_output_as_copy,
     _eager_backward_runs,
     _func_dynamo_gradient_inputs,
     _function_apply_trace,
@@ -25,6 +26,33 @@ from harness.known_issues.shared import (
 from harness.oracles.compare import Mismatch
 from harness.run import RunResult
 from harness.spec import GraphSpec
+
+def _dirty_clones(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
+    """(function, output) of each output a Function modifies in place (mark_dirty) whose argument is
+    a clone the forward makes: made inside the compiled function, so AOT Autograd functionalizes it."""
+    return tuple((n, k) for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs)
+                 if o.kind == "dirty" and fn.args[o.slot].clone)
+
+
+def _after_dirty_clones(spec: GraphSpec) -> frozenset[str]:
+    return Dataflow(spec).downstream({f"f{n}.{k}" for n, k in _dirty_clones(spec)})
+
+
+def _dirty_clone_value_lost(spec: GraphSpec, m: Mismatch) -> bool:
+    """The forward values of those outputs and of what is computed from them, and the gradients
+    of the leaves behind any Function that read them (its backward sees them)."""
+    after = _after_dirty_clones(spec)
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.startswith(("out:", "const:")) and _ref_of(m.role) in after
+    if m.checkpoint in ("backward", "meta:backward", "double_backward"):
+        flow = Dataflow(spec)
+        readers = {n for n, fn in enumerate(spec.functions) if any(a.ref in after for a in fn.args)}
+        behind = frozenset().union(*(flow.upstream(a.ref) for n in readers for a in spec.functions[n].args
+                                     if a.ref is not None))
+        role = m.role.removeprefix("stride:")
+        return role.startswith(("grad:", "agrad:", "grad2:", "dgrad:", "retained:")) and _ref_of(role) in behind
+    return False
+
 
 def _side_effect_functions_on_transformed_tensors(spec: GraphSpec) -> set[int]:
     """Functions with a Python side effect in their forward (`untraceable="side_effect"`) that
@@ -359,5 +387,27 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=_needs_input_grad_damage,
         damages="gradients (grad:*, agrad:*, dgrad:*) of the differentiated leaves such a Function is passed as is",
         workaround=_needs_input_grad_ignored,
+    ),
+    KnownIssue(
+        id="func-dynamo-aot-dirty-clone-update-lost",
+        title=("torch.func.grad (and vjp) of a torch.compile'd function (backends aot_eager, inductor) in which a "
+               "custom Function modifies in place, and marks dirty, a tensor the compiled function made (a clone): "
+               "the Function's output comes back with the value from before the in-place update, silently; eager "
+               "grad, torch.compile alone, and backend eager give the updated value. Seen where Dynamo does not "
+               "trace the Function (it skips the frame: \"cannot properly resume from this graph break\"); graphs "
+               "where it traces it keep the update, and the exact condition is not isolated, so the witness (a wrong "
+               "value downstream of such an output) decides"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad+dynamo", "func.vjp+dynamo"),
+        reproducer="func_dynamo_aot_dirty_clone_update_lost.py",
+        upstream=(),
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_dirty_clones(spec)),
+        witness=lambda spec, result, ms: result.status != "error" and any(
+            m.checkpoint == "forward" and m.role.startswith("out:") and _dirty_clone_value_lost(spec, m) for m in ms),
+        damage=_dirty_clone_value_lost,
+        damages=("the forward values of those outputs and of what is computed from them; the gradients of the "
+                 "leaves behind the Functions that read them"),
+        workaround=lambda spec: _aliasing_output_as_copy(spec, _dirty_clones),
     ),
 )

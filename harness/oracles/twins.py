@@ -398,8 +398,12 @@ def _explained(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunRe
     twin_issues = known_issues.hits(twin.spec, mirrored, twin_side)
     issues = tuple(dict.fromkeys(k.id for k in original_issues + twin_issues))
 
+    # an error difference is named at the erring side's checkpoint: seen from the twin, at the twin's
+    errors_from_twin = [d for (_, role), d in from_twin.items() if role == "error"]
+
     def explained(m: Mismatch) -> bool:
-        seen_from_twin = from_twin.get((m.checkpoint, m.role))
+        seen_from_twin = from_twin.get((m.checkpoint, m.role)) or (
+            errors_from_twin[0] if m.role == "error" and errors_from_twin else None)
         return any(known_issues.explained(spec, original_issues, _as_reference(m, ref))
                    or seen_from_twin is not None
                    and known_issues.explained(twin.spec, twin_issues, _as_reference(seen_from_twin, ref))
