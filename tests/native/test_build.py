@@ -127,5 +127,6 @@ def test_stub_signatures_match():
             *(a.arg for a in node.args.args),
             *([node.args.vararg.arg] if node.args.vararg else []),
             *(a.arg for a in node.args.kwonlyargs),
+            *([node.args.kwarg.arg] if node.args.kwarg else []),
         ]
         assert stub_params == list(real.parameters), node.name

@@ -276,14 +276,18 @@ def test_generated_output_on_ctx_is_judged_as_on_eager(fault, native):
             name: sorted((m.against, m.checkpoint, m.role, m.detail) for m in outcome.mismatches)
             for name, outcome in verdict.outcomes.items()
         }
-        for name in NATIVE:
+        # a native path refuses some Functions (Unsupported, e.g. clear_saved_tensors_on_access):
+        # there is nothing of its own to compare, and the example is not counted
+        compared = [name for name in NATIVE if verdict.outcomes[name].status != "unsupported"]
+        for name in compared:
             assert found[name] == found["eager"], name
-        cycles.append(any("reference cycle" in detail for *_, detail in found["eager"]))
+        if compared:
+            cycles.append(any("reference cycle" in detail for *_, detail in found["eager"]))
 
     judged_as_on_eager()
     # not vacuous (deterministic: derandomized); outputs that do not require grad have no
     # node, hence no cycle, and eager leaks a Function's outputs when two of them are kept
-    assert any(cycles), f"none of {len(cycles)} examples made a cycle"
+    assert len(cycles) >= 6 and any(cycles), f"{sum(cycles)} of {len(cycles)} compared examples made a cycle"
 
 
 def test_output_on_ctx_in_a_generated_graph_is_a_cycle_on_every_path(fault, native):
