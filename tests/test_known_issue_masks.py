@@ -260,7 +260,7 @@ CASES = {
     "dynamo-mark-dirty-index-shifted": ("dynamo", graph(
         fn(Arg("x0", clone=True), Arg("x1", clone=True), outputs=(
             OutputSpec("const", value=7), OutputSpec("dirty", slot=0, coeff=2.0), OutputSpec("view", slot=1)),
-           code="plain", dirty_return="input", untraceable="data_branch"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+           code="plain", dirty_return="input"), fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
     # F0's print breaks the graph: the view of x1's clone (x1 does not require grad) comes out of
     # the compiled region before it, and F0 scales it in place beside x0, which requires grad
     "dynamo-fallback-dirty-view-made-in-no-grad": ("dynamo", GraphSpec(
@@ -289,7 +289,7 @@ CASES = {
     "dynamo-zero-dim-float64-input-mutation-lost": ("dynamo", GraphSpec(
         shape=(), dtype="float64", leaves=(LeafSpec(False), LeafSpec()), functions=(
             fn(Arg("x0", clone=True), outputs=(OutputSpec("compute", bias=-1.0), OutputSpec("dirty", slot=0, coeff=-1.5)),
-               code="plain", dirty_return="input", untraceable="data_branch"),
+               code="plain", dirty_return="input"),
             fn(X1, outputs=(lin(0),), code="plain"))), (1, 0), None),
     # F0's print breaks the graph: it runs eagerly and sends None to x0's clone, made in the compiled
     # region before it, whose backward hands x0 zeros; F1 reads x1
@@ -421,7 +421,8 @@ def _scaled(cls: type, method: str, pick) -> type:
 
 
 class OnePathWrong:
-    """The path under test, with one gradient (else one output) of its result scaled by 1.5."""
+    """The path under test, with one gradient (else one output) of its result scaled by 1.5: x1's
+    gradient, else f1.0, else the first other one; one with a nonzero element (1.5 x 0 is no fault)."""
 
     def __init__(self, inner) -> None:
         self.inner, self.name = inner, inner.name
@@ -438,10 +439,13 @@ class OnePathWrong:
 
     def run(self, built) -> RunResult:
         result = self.inner.run(built)
-        for checkpoint, prefix in (("backward", "grad:x1"), ("forward", "out:f1.0")):
-            t = result.tensors.get(checkpoint, {}).get(prefix)
-            if t is not None:
-                result.tensors[checkpoint][prefix] = t * 1.5
+        backward, forward = result.tensors.get("backward", {}), result.tensors.get("forward", {})
+        candidates = [(backward, "grad:x1"), (forward, "out:f1.0"),
+                      *((backward, role) for role in sorted(backward)), *((forward, role) for role in sorted(forward))]
+        for values, role in candidates:
+            t = values.get(role)
+            if t is not None and (t.is_floating_point() or t.is_complex()) and bool((t != 0).any()):
+                values[role] = t * 1.5
                 break
         return result
 

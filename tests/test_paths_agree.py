@@ -9,37 +9,41 @@ from hypothesis import strategies as st
 
 from harness.check import check
 from harness.oracles.math import gradcheck_graph, gradcheck_reason
+from harness.paths.compiled import nothing_to_run
 from strategies import graphs
 
 
 #: the least share of the generated examples each path must really check (ok or failed, on the example
 #: or on a known issue's workaround; partly is not checked): a path that called everything unsupported,
-#: or stopped at known issues, would otherwise pass this property having compared nothing. About half
-#: the share measured with the ci profile (40 derandomized examples, torch 2.13): eager 1.0, owned and
-#: borrowed 0.78 (tracing is unsupported there), compiled 0.6 (it checks only examples with a backward),
-#: dynamo 0.3 (partly: lifetime entries without a workaround, 0.62)
-CHECKED_FLOOR = {"eager": 0.5, "owned": 0.4, "borrowed": 0.4, "compiled": 0.3, "dynamo": 0.15}
+#: or stopped at known issues, would otherwise pass this property having compared nothing. Examples
+#: where a compiled path has no backward to capture count for neither side. About half the share
+#: measured with the ci profile (40 derandomized examples, torch 2.13): eager 1.0, owned and borrowed
+#: 0.9 (clear_saved_tensors_on_access and custom_op are unsupported there), compiled 1.0 of the 9 with a
+#: backward, dynamo 0.3 (partly: dynamo-trace-state-cycle, a lifetime entry without a workaround, 0.4;
+#: unsupported: double backward under AOT, 0.3)
+CHECKED_FLOOR = {"eager": 0.5, "owned": 0.4, "borrowed": 0.4, "compiled": 0.5, "dynamo": 0.15}
 #: other paths (--paths func.*, a device's): a floor that only a path checking almost nothing misses
 CHECKED_FLOOR_OTHERS = 0.1
 
 
 def test_paths_agree_with_math_and_eager(selected_paths, device):
     checked: collections.Counter = collections.Counter()
-    examples = [0]
+    runnable: collections.Counter = collections.Counter()
 
     @given(spec=graphs())
     def agree(spec):
         verdict = check(spec, selected_paths, device)
         assert not verdict.failed, verdict.report()
-        examples[0] += 1
+        runnable.update(name for name, o in verdict.outcomes.items() if not nothing_to_run(o.status, o.reason))
         checked.update(name for name, o in verdict.outcomes.items() if o.status in ("ok", "failed"))
 
     agree()
     for p in selected_paths:
         floor = CHECKED_FLOOR.get(p.name.partition(":")[0], CHECKED_FLOOR_OTHERS) if "@" not in p.name \
             else CHECKED_FLOOR_OTHERS
-        assert checked[p.name] >= floor * examples[0], (
-            f"{p.name} checked {checked[p.name]} of {examples[0]} examples, under its floor {floor:.0%}")
+        assert checked[p.name] >= max(1, floor * runnable[p.name]), (
+            f"{p.name} checked {checked[p.name]} of {runnable[p.name]} examples it had something to run for, "
+            f"under its floor {floor:.0%}")
 
 
 @settings(max_examples=30)
@@ -54,7 +58,8 @@ def test_generated_formulas_pass_gradcheck(spec):
 reasons: list[str | None] = []
 
 
-@settings(max_examples=60, database=None, derandomize=True)
+#: 300: the shares are read off a sample, and 60 draws moved them by a third when a new axis changed the stream
+@settings(max_examples=300, database=None, derandomize=True)
 @given(graphs(max_functions=2, max_inputs=3, max_leaves=2, dtypes=("float64",), max_elements=8))
 def _collect_gradcheck_applicability(spec):
     reasons.append(gradcheck_reason(spec))

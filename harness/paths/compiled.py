@@ -289,7 +289,7 @@ class CompiledPath:
 
     def unsupported(self, spec: GraphSpec) -> str | None:
         if spec.backward == "none":
-            return "no backward (nothing for compiled autograd to run)"
+            return f"{NO_BACKWARD} (nothing for compiled autograd to run)"
         return None
 
     def run(self, built: BuiltGraph) -> RunResult:
@@ -318,6 +318,16 @@ class CompiledPath:
         return result
 
 
+#: how the reason begins where an example has nothing for compiled autograd to run: no backward is
+#: called, or nothing requires grad (a floor of checked examples counts only the others)
+NO_BACKWARD = "no backward"
+
+
+def nothing_to_run(status: str, reason: str | None) -> bool:
+    """An outcome of a compiled path that had no backward to capture."""
+    return status == "unsupported" and (reason or "").startswith(NO_BACKWARD)
+
+
 def _backward_skipped(result: RunResult) -> bool:
     return "skipped" in result.values.get("backward", {})
 
@@ -325,7 +335,7 @@ def _backward_skipped(result: RunResult) -> bool:
 def _no_backward_ran(result: RunResult) -> RunResult:
     if result.status == "ok" and _backward_skipped(result):
         return RunResult(result.path, status="unsupported",
-                         reason="no backward (nothing requires grad)")
+                         reason=f"{NO_BACKWARD} (nothing requires grad)")
     return result
 
 

