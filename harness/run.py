@@ -33,6 +33,9 @@ ForwardCompiler = Callable[[Callable[..., tuple]], Callable[..., tuple]]
 # in the order they run: forward AD comes last, so a forward-AD failure still lets the
 # backward checkpoints be compared
 CHECKPOINTS = ("forward", "backward", "double_backward", "forward_ad")
+#: the roles that are gradients (RunResult): a leaf's .grad, autograd.grad's, a second backward's,
+#: a double backward's, a retained one
+GRADIENT_ROLES = ("grad:", "grad2:", "agrad:", "dgrad:", "retained:")
 
 
 @dataclass

@@ -541,7 +541,11 @@ def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expe
     assert set(outcome.eager_known) <= {k.id for k in KNOWN_ISSUES if k.affects_path("eager")}, outcome.eager_known
 
 
-@pytest.mark.parametrize("name, path, twin, expected", [
+#: campaign causes on unmodified torch, each a registered torch bug in a form its entry did not know,
+#: or a twin difference its twin's known issue causes: (spec in docs/func_repros, path, twin pair or
+#: False, the entry that must explain it)
+CAMPAIGN_CAUSES = [
+    # --- a 10-minute eager,func,func+dynamo campaign ---
     # a gradient for a non-tensor input under grad(vmap): reductify's TypeError before autograd's check
     ("func_grad_vmap_gradient_for_non_tensor_3e0d5b73.json", "func.grad_vmap", False,
      "func-grad-vmap-wrong-shape-gradient"),
@@ -550,13 +554,34 @@ def test_the_acc300_dynamo_specs_are_explained_by_their_entries_alone(name, expe
      "func-custom-op-register-autograd-refused"),
     ("func_dynamo_aot_dirty_clone_update_lost_d5137f6d.json", "func.grad+dynamo", False,
      "func-dynamo-aot-dirty-clone-update-lost"),
-])
-def test_the_10_minute_func_campaigns_causes_are_explained(name, path, twin, expected):
-    """The three causes a 10-minute eager,func,func+dynamo campaign left on unmodified torch, each a
-    torch bug (one new: func-dynamo-aot-dirty-clone-update-lost) or a twin difference its twin's known
-    issue causes: checked as the campaign checked them, each ends explained."""
+    # --- a 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) ---
+    # F1 marks dirty a view of a clone and returns a wrongly shaped gradient for it: AOT's trace of the
+    # backward at compile time fails expanding it, at forward, where eager (no backward run) raises nothing
+    ("dynamo_aot_dirty_view_wrong_shape_expand_3540a41a.json", "dynamo:aot_eager", False,
+     "dynamo-function-backward-checked-differently"),
+    # the twin with F0's vjp breaks the graph; through the eager fallback AOT gives the leaf a zero gradient
+    # where eager has None, and the post-accumulate hook on it fires
+    ("dynamo_twin_vjp_fallback_zero_grad_hook_5ff84527.json", "dynamo:aot_eager", "backward_method",
+     "aot-unused-gradient-materialized-as-zeros"),
+    # the same, seen as a zero retained grad of the view x0[0] where eager's is None
+    ("dynamo_twin_vjp_fallback_zero_retained_c169172f.json", "dynamo:aot_eager", "backward_method",
+     "aot-unused-gradient-materialized-as-zeros"),
+    # the twin's vjp breaks the graph, and the fallback's backward reads the cleared saved tensors twice
+    ("dynamo_twin_vjp_fallback_cleared_saved_twice_b405a987.json", "dynamo:aot_eager", "backward_method",
+     "dynamo-clear-saved-tensors-with-jvp"),
+]
+
+
+@pytest.mark.parametrize("name, path, twin, expected", CAMPAIGN_CAUSES)
+def test_campaign_causes_are_explained(name, path, twin, expected):
+    """Checked as the campaign checked them (with the twin where the cause was one), each ends
+    explained, not failed, and the entry is what explained it: on the path's own run, or on the
+    twin's side of the pair where the difference was the twin's."""
     from harness.spec import load_spec
 
+    issue = next(k for k in KNOWN_ISSUES if k.id == expected)
+    if not issue.affects_installed_torch():
+        pytest.skip(f"{expected} does not affect torch {torch.__version__}")
     spec = load_spec(str(ROOT / "docs/func_repros" / name))
     verdict = check(spec, [paths.get(path)], twins=twin)
     outcome = verdict.outcomes[path]
@@ -564,47 +589,8 @@ def test_the_10_minute_func_campaigns_causes_are_explained(name, path, twin, exp
     if not twin:
         assert expected in outcome.known, verdict.report()
     else:
-        # the difference is the twin's: its known issue explains it on the twin's side of the pair
         assert verdict.twin is not None, verdict.report()
         assert expected in verdict.twin.paths[path].known, verdict.report()
-
-
-@pytest.mark.parametrize("name, twin, expected", [
-    # F1 marks dirty a view of a clone and returns a wrongly shaped gradient for it: AOT's trace of the
-    # backward at compile time fails expanding it, at forward, where eager (no backward run) raises nothing
-    ("dynamo_aot_dirty_view_wrong_shape_expand_3540a41a.json", False, "dynamo-function-backward-checked-differently"),
-    # the twin with F0's vjp breaks the graph; through the eager fallback AOT gives the leaf a zero gradient
-    # where eager has None, and the post-accumulate hook on it fires
-    ("dynamo_twin_vjp_fallback_zero_grad_hook_5ff84527.json", "backward_method",
-     "aot-unused-gradient-materialized-as-zeros"),
-    # the same, seen as a zero retained grad of the view x0[0] where eager's is None
-    ("dynamo_twin_vjp_fallback_zero_retained_c169172f.json", "backward_method",
-     "aot-unused-gradient-materialized-as-zeros"),
-    # the twin's vjp breaks the graph, and the fallback's backward reads the cleared saved tensors twice
-    ("dynamo_twin_vjp_fallback_cleared_saved_twice_b405a987.json", "backward_method",
-     "dynamo-clear-saved-tensors-with-jvp"),
-])
-def test_the_20_minute_campaigns_dynamo_causes_are_explained(name, twin, expected):
-    """The four causes a 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) left
-    on unmodified torch: each is a registered torch bug in a form its entry did not know. Checked
-    as the campaign checked them (the twin where it was one), each ends explained, not failed,
-    and the entry is what explained it (on the twin's run where the difference was the twin's)."""
-    from harness.spec import load_spec
-
-    spec = load_spec(str(ROOT / "docs/func_repros" / name))
-    issue = next(k for k in KNOWN_ISSUES if k.id == expected)
-    if not issue.affects_installed_torch():
-        pytest.skip(f"{expected} does not affect torch {torch.__version__}")
-    verdict = check(spec, [paths.get("dynamo:aot_eager")], twins=twin)
-    outcome = verdict.outcomes["dynamo:aot_eager"]
-    assert outcome.status != "failed", verdict.report()
-    if twin:
-        from harness.oracles.twins import twin_of
-
-        twin_spec = twin_of(spec, twin).spec
-        assert expected in check(twin_spec, [paths.get("dynamo:aot_eager")]).outcomes["dynamo:aot_eager"].known
-    else:
-        assert expected in outcome.known, verdict.report()
 
 
 def test_every_registry_entry_has_a_row_in_the_docs():

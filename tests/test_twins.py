@@ -341,3 +341,28 @@ def test_a_known_issue_of_the_twins_own_run_is_read_from_the_twins_side():
     assert verdict.twin.paths["dynamo"].status == "known", verdict.report()
     assert verdict.twin.paths["dynamo"].known == ("aot-unused-gradient-materialized-as-zeros",)
     assert not verdict.failed, verdict.report()
+
+
+def test_materialize_grads_twins_may_differ_by_a_zero_gradient_for_none() -> None:
+    """A campaign's cause (eager and owned): under double backward, F0's node meets an undefined
+    gradient for the dirty output the first backward's graph did not use. With
+    set_materialize_grads(False) its backward skips it and x2's gradient is None; with the default,
+    torch hands it zeros and x2 gets a gradient of zeros, as documented: the twins agree. A nonzero
+    gradient against None still differs (and at the first backward a zero one too: the
+    materialize_off_zero_grads_dropped fault above)."""
+    spec = GraphSpec.from_json((Path(__file__).resolve().parent.parent / "docs/func_repros"
+                                / "twin_materialize_grads_double_backward_zero_8ab92ef7.json").read_text())
+    twin = twins.twin_of(spec, "materialize_grads")
+    eager = paths.get("eager")
+    original, mirrored = (paths.run_path(eager, build(s)) for s in (spec, twin.spec))
+    # what the pair documents, seen on the real runs: None on one side, zeros on the other
+    assert original.tensors["double_backward"]["dgrad:x2"] is None
+    assert not mirrored.tensors["double_backward"]["dgrad:x2"].any()
+    assert twins.compare_twins(spec, twin, original, mirrored, EXACT) == []
+    verdict = check(spec, [eager, paths.get("owned")], twins="materialize_grads")
+    assert not verdict.failed and verdict.twin.paths["eager"].status == "agree", verdict.report()
+
+    mirrored.tensors["double_backward"]["dgrad:x2"] = mirrored.tensors["double_backward"]["dgrad:x2"] + 1.0
+    found = twins.compare_twins(spec, twin, original, mirrored, EXACT)
+    assert [(m.checkpoint, m.role) for m in found] == [("double_backward", "dgrad:x2"),
+                                                        ("meta:double_backward", "stride:dgrad:x2")], found

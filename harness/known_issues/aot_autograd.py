@@ -16,7 +16,7 @@ from harness.known_issues.shared import (
     _ref_of,
 )
 from harness.oracles.compare import Mismatch
-from harness.run import RunResult
+from harness.run import GRADIENT_ROLES, RunResult
 from harness.spec import COMPLEX_DTYPES, GraphSpec
 
 _VIEW_AS_COMPLEX = re.compile(r"to view (?:Float|Double) as Complex(?:Float|Double) \(different element sizes\)")
@@ -206,7 +206,6 @@ def _leaves_behind(spec: GraphSpec) -> frozenset[str]:
 
 
 #: the gradients recorded of a value: .grad, a second backward's, autograd.grad's, a double backward's, a retained grad
-_GRADIENTS = ("grad:", "grad2:", "agrad:", "dgrad:", "retained:")
 
 
 def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
@@ -216,7 +215,7 @@ def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: 
         return False
     grads = result.tensors.get("backward", {})
     behind = _leaves_behind(spec)
-    return any(m.checkpoint == "backward" and m.detail == "expected None" and m.role.startswith(_GRADIENTS)
+    return any(m.checkpoint == "backward" and m.detail == "expected None" and m.role.startswith(GRADIENT_ROLES)
                and grads.get(m.role) is not None and not bool((grads[m.role] != 0).any())
                and _ref_of(m.role) in behind for m in mismatches)
 
@@ -229,10 +228,10 @@ def _zero_gradient_damage(spec: GraphSpec, m: Mismatch) -> bool:
         h = int(m.role[len("hook"):].partition(".")[0])
         return spec.hooks[h].target in _leaves_behind(spec)
     if m.checkpoint in ("backward", "double_backward"):
-        return m.detail == "expected None" and m.role.startswith(_GRADIENTS) and _ref_of(m.role) in _leaves_behind(spec)
+        return m.detail == "expected None" and m.role.startswith(GRADIENT_ROLES) and _ref_of(m.role) in _leaves_behind(spec)
     role = m.role.removeprefix("stride:")
     return (m.checkpoint in ("meta:backward", "meta:double_backward") and m.role.startswith("stride:")
-            and m.detail.startswith("expected '<absent>'") and role.startswith(_GRADIENTS)
+            and m.detail.startswith("expected '<absent>'") and role.startswith(GRADIENT_ROLES)
             and _ref_of(role) in _leaves_behind(spec))
 
 

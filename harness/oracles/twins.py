@@ -37,7 +37,7 @@ from harness.build import BuiltGraph, build
 from harness.oracles.compare import EXACT, Mismatch, Tolerance, Tolerances, against_eager
 from harness.oracles.lifetimes import tracking_lifetimes
 from harness.oracles.metadata import metadata_mismatches, without_metadata
-from harness.run import RunResult
+from harness.run import GRADIENT_ROLES, META, RunResult
 from harness.spec import FunctionSpec, GraphSpec, as_custom_op, custom_op_limit, with_user_vmap_rule
 
 if TYPE_CHECKING:
@@ -67,6 +67,10 @@ class Pair:
     as_eager_on: tuple[str, ...] = ()
     #: why that holds, in words (the reason counted with the status)
     as_eager_because: str = ""
+    #: the checkpoints where the two forms differ, as torch documents, in whether a gradient that only
+    #: undefined gradients reach is None or a tensor of zeros: there a gradient None on one side and
+    #: all zeros on the other is the same (its strides with it); a nonzero one against None differs
+    zeros_for_none: tuple[str, ...] = ()
 
     def runs_on(self, path: str, spec: GraphSpec) -> bool:
         return ((not self.backward_modes or spec.backward in self.backward_modes)
@@ -135,8 +139,14 @@ PAIRS: tuple[Pair, ...] = (
                           "(where the twin agreed), and give the same backward graph to compile"),
     Pair("once_differentiable", "backward with @once_differentiable vs without (first-order gradients)",
          _once_differentiable, lambda before, after: "on" if after.once_differentiable else "off"),
+    # set_materialize_grads (torch/autograd/function.py, FunctionCtx): "If True, undefined grad tensors
+    # will be expanded to tensors full of zeros prior to calling the backward and jvp methods": where
+    # the other form's backward skips a None, this one returns zeros for the inputs it reaches. In a
+    # double backward a Function's node runs again for the outputs the first backward's graph used,
+    # the others undefined (seen: a dirty output's). At the first backward (the loss reads every
+    # output that requires grad) a zero gradient turned None stays a difference: a path's fault.
     Pair("materialize_grads", "ctx.set_materialize_grads(False), a backward handling None, vs the default",
-         _materialize_grads, _field_flip("materialize_grads")),
+         _materialize_grads, _field_flip("materialize_grads"), zeros_for_none=("double_backward",)),
     Pair("api", "an autograd.Function vs torch.library.custom_op + register_autograd (+ register_vmap) with "
                 "the same math (harness/custom_op.py)", _api, _field_flip("api")),
     # only the torch.func paths run a vmap rule at all
@@ -362,9 +372,34 @@ def compare_twins(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: Ru
     check.py compares a path with eager (lifetimes aside: the twin runs without them), and
     the metadata that path must share with eager (harness.oracles.metadata)."""
     label = f"twin {twin.pair.name}"
+    if twin.pair.zeros_for_none:
+        original, mirrored = _zero_gradients_as_none(original, mirrored, twin.pair.zeros_for_none)
     # the twin stands where eager stands for a path: the reference side, named by the pair
     return [replace(m, path=original.path, against=label)
             for m in _differences(spec, original, mirrored, tol, label)]
+
+
+def _zero_gradients_as_none(a: RunResult, b: RunResult, checkpoints: tuple[str, ...]) -> tuple[RunResult, RunResult]:
+    """Both results with each gradient at `checkpoints` that is None on one side and all zeros on the
+    other made None on both, and its strides dropped (Pair.zeros_for_none)."""
+    same = set()
+    for checkpoint in set(a.tensors) & set(b.tensors) & set(checkpoints):
+        ours, theirs = a.tensors[checkpoint], b.tensors[checkpoint]
+        for role in set(ours) & set(theirs):
+            x, y = ours[role], theirs[role]
+            if role.startswith(GRADIENT_ROLES) and (x is None) != (y is None) and not bool(
+                    ((x if y is None else y) != 0).any()):
+                same.add((checkpoint, role))
+    if not same:
+        return a, b
+    strides = {(META + checkpoint, f"stride:{role}") for checkpoint, role in same}
+
+    def as_none(r: RunResult) -> RunResult:
+        return replace(r, tensors={c: {role: None if (c, role) in same else t for role, t in roles.items()}
+                                   for c, roles in r.tensors.items()},
+                       values={c: {k: v for k, v in values.items() if (c, k) not in strides}
+                               for c, values in r.values.items()})
+    return as_none(a), as_none(b)
 
 
 def _differences(spec: GraphSpec, result: RunResult, reference: RunResult, tol: Tolerance | Tolerances,
