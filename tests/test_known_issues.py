@@ -554,6 +554,11 @@ CAMPAIGN_CAUSES = [
      "func-custom-op-register-autograd-refused"),
     ("func_dynamo_aot_dirty_clone_update_lost_d5137f6d.json", "func.grad+dynamo", False,
      "func-dynamo-aot-dirty-clone-update-lost"),
+    # --- a CI coverage campaign (eager, 20 s) ---
+    # F0 saves x1, then F2 scales in place a view of x0's clone passed after x1: under create_graph
+    # with inputs=[x0], x1 is never freed (with the view passed first, it is)
+    ("eager_dirty_view_first_input_leak_create_graph_251fd979.json", "eager", False,
+     "eager-dirty-view-not-first-input"),
     # --- a 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) ---
     # F1 marks dirty a view of a clone and returns a wrongly shaped gradient for it: AOT's trace of the
     # backward at compile time fails expanding it, at forward, where eager (no backward run) raises nothing

@@ -22,6 +22,7 @@ from harness.known_issues.shared import (
     _without_errors,
 )
 from harness.oracles.compare import Mismatch
+from harness.oracles.lifetimes import LIFE
 from harness.run import RunResult
 from harness.spec import FunctionSpec, GraphSpec
 
@@ -163,10 +164,24 @@ def _deliberate_error_of_a_pruned_backward_not_raised(spec: GraphSpec, mismatche
 def _misrouted_gradient_damage(spec: GraphSpec, m: Mismatch) -> bool:
     """The error at backward (the assert, compiled autograd's TypeError); the gradient records of
     the values the misrouting changes; and with create_graph, the second-order gradients of the
-    leaves the misrouted gradient depends on."""
+    leaves the misrouted gradient depends on, and the lifetime of the first tensor inputs."""
     if m.checkpoint == "double_backward" and m.role.startswith("dgrad:"):
         return _ref_of(m.role) in _leaves_the_misrouted_gradient_depends_on(spec)
+    if m.checkpoint.removeprefix(LIFE) in ("drop_outputs", "drop_all"):
+        return m.role in _first_inputs_kept_by_create_graph(spec)
     return error_at("backward")(spec, m) or _gradient_record_of(spec, _misrouted_gradients(spec), m)
+
+
+def _first_inputs_kept_by_create_graph(spec: GraphSpec) -> frozenset[str]:
+    """The lifetime roles of each such Function's first tensor input under a create_graph backward:
+    the tensor itself and every argument that is that very tensor. Seen: a leaf saved by an earlier
+    Function and passed first beside the dirty view is never freed, gc.collect() included (with the
+    view passed first, it is; the reproducer's leaked_under_create_graph)."""
+    if spec.backward != "double":
+        return frozenset()
+    firsts = {spec.functions[n].args[spec.functions[n].tensor_slots[0]].ref for n in _dirty_views_not_first(spec)}
+    return frozenset(firsts) | {f"arg{n}.{k}" for n, fn in enumerate(spec.functions) for k, a in enumerate(fn.args)
+                                if a.ref in firsts and not a.clone}
 
 
 def _dirty_views_as_whole_clones(spec: GraphSpec) -> GraphSpec:
@@ -270,7 +285,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "tensor input's) as the view's, so the view's base gets the first input's gradient besides its "
                "own and the first input gets none. Given inputs (autograd.grad, backward(inputs=...)), CopySlices "
                "hits an INTERNAL ASSERT when only one of the two requires grad; compiled autograd adds the None "
-               "the Function returns for that input and raises TypeError"),
+               "the Function returns for that input and raises TypeError; under create_graph the first input, "
+               "saved by an earlier Function, can leak (never freed)"),
         first=(2, 13, 0), last=None,
         # dynamo: where it gets to the backward (dynamo-mark-dirty-inplace-result raises at forward
         # first on 2.13.0); func: the gradient transforms run the same CopySlices (a false-positive
@@ -289,7 +305,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
                  "version-counter error of a saved output whose saver the misrouting cuts off); at backward, "
                  "the gradients, retained grads and hook records (and their strides) of the first tensor "
                  "input, of the view input and of everything upstream of them; with create_graph, the "
-                 "second-order gradients of the leaves the misrouted gradient depends on"),
+                 "second-order gradients of the leaves the misrouted gradient depends on, and the leak and "
+                 "use count at drop_outputs and drop_all of the first tensor input (and the arguments that are it)"),
         workaround=_dirty_views_as_whole_clones,
     ),
     KnownIssue(

@@ -19,12 +19,17 @@ and the view's base does, CopySlices::apply instead hits "fn_edge.is_valid() ==
 this_edge.is_valid() INTERNAL ASSERT FAILED" (functions/tensor.cpp): its edge 0 (the base's) and
 the Function's (the first input's) are expected to be alike.
 
+Under create_graph (autograd.grad(..., create_graph=True) given inputs), the first input, when an
+earlier Function saved it, is never freed, gc.collect() included; with the view passed first it is.
+
 Workaround: modify in place the clone itself rather than a view of it, or pass the view that is
 modified in place as the Function's first tensor argument.
 
 Exit status 1 and "REPRODUCED" when the bug is present; 0 when fixed.
 """
+import gc
 import sys
+import weakref
 
 import torch
 
@@ -66,8 +71,43 @@ def assert_under_autograd_grad() -> str | None:
     return None if torch.equal(grad, torch.full((3,), 2.0)) else f"autograd.grad gave {grad.tolist()} (expected 2s)"
 
 
+class SquareSecond(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, unused, a):
+        ctx.save_for_backward(a)
+        return a * a
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return None, grad * 2 * a
+
+
+class ScaleSecondInPlaceReturnsNone(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, other, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, grad * 2.0
+
+
+def leaked_under_create_graph() -> str | None:
+    leaf = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    other = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    saved = SquareSecond.apply(leaf.clone(), other)  # saves `other` first
+    scaled = ScaleSecondInPlaceReturnsNone.apply(other, leaf.clone()[:])
+    torch.autograd.grad(saved.sum() + scaled.sum(), [leaf], create_graph=True)
+    alive = weakref.ref(other)
+    del leaf, other, saved, scaled
+    gc.collect()
+    return "create_graph: the first input was never freed (leak)" if alive() is not None else None
+
+
 def main() -> int:
-    seen = [s for s in (wrong_gradients(), assert_under_autograd_grad()) if s is not None]
+    seen = [s for s in (wrong_gradients(), assert_under_autograd_grad(), leaked_under_create_graph()) if s is not None]
     if seen:
         print(f"REPRODUCED on torch {torch.__version__}: " + "; ".join(seen))
         return 1
