@@ -177,6 +177,9 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
                 # frame: Dynamo cannot read a Function class's attributes (a graph break)
                 positional, keywords = fn.keyword_split(args)
                 out = cls.apply(*positional, **keywords)
+                # (a stale local would keep this Function's arguments alive through the next
+                # applies, which the other appliers do not: the lifetimes compared would differ)
+                del positional, keywords
             else:
                 out = applier(n, cls, args)
         outs = out if fn.tuple_output else (out,)

@@ -310,3 +310,25 @@ def test_output_on_ctx_in_a_generated_graph_is_a_cycle_on_every_path(fault, nati
     assert cycle in found["eager"], found["eager"]
     for name in NATIVE:
         assert found[name] == found["eager"], name
+
+
+def test_a_keyword_argument_lives_as_long_on_every_path(native):
+    """A campaign's cause (--workers 2, 20 minutes): F1 takes a clone by keyword and returns no
+    tensor. Eager's call kept its keyword dict in a local of the forward, so the clone outlived the
+    apply there, and the native paths (which free it at once) differed at life:apply:f2: the
+    harness's own reference, not torch's. Now every path agrees."""
+    from pathlib import Path
+
+    from harness import paths
+    from harness.check import check
+    from harness.spec import GraphSpec
+
+    spec = GraphSpec.from_json((Path(__file__).resolve().parent.parent / "data"
+                                / "keyword_argument_lifetime_on_native.json").read_text())
+    assert spec.functions[1].keyword_args == 1 and spec.functions[1].args[0].clone
+    verdict = check(spec, [paths.get(name) for name in PATHS])
+    assert not verdict.failed, verdict.report()
+    # the lifetimes were compared: the clone F1 was given is recorded at F2's apply on every path
+    for name in PATHS:
+        assert verdict.outcomes[name].status == "ok", verdict.report()
+        assert "arg1.0" in verdict.outcomes[name].result.values["life:apply:f2"], name
