@@ -560,6 +560,11 @@ CAMPAIGN_CAUSES = [
     ("eager_dirty_view_first_input_leak_create_graph_251fd979.json", "eager", False,
      "eager-dirty-view-not-first-input"),
     # --- a 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) ---
+    # F0's vjp breaks the graph; F1, in its own region, reads only a view of x0 and sends it no gradient:
+    # AOT detaches it, and F1's output loses requires_grad. F0's deliberate error at backward comes after
+    # the forward, whose flags were compared (the witnesses once asked for a run without any error)
+    ("dynamo_aot_detached_input_deliberate_backward_error.json", "dynamo:aot_eager", False,
+     "dynamo-aot-detached-region-input-drops-requires-grad"),
     # F1 marks dirty a view of a clone and returns a wrongly shaped gradient for it: AOT's trace of the
     # backward at compile time fails expanding it, at forward, where eager (no backward run) raises nothing
     ("dynamo_aot_dirty_view_wrong_shape_expand_3540a41a.json", "dynamo:aot_eager", False,

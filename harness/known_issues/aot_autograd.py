@@ -98,12 +98,18 @@ def _outputs_that_may_lose_grad_in_a_region(spec: GraphSpec) -> frozenset[str]:
     return frozenset(lost)
 
 
+def _forward_completed(result: RunResult) -> bool:
+    """The forward ran to its end (a deliberate error at backward, say, comes after it): its
+    outputs' flags were recorded and compared."""
+    return result.status != "error" or result.error_checkpoint != "forward"
+
+
 def _some_lost_requires_grad_in_a_region(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """The run went through Dynamo's eager fallback (a graph break split the compiled forward),
     and some outputs lost requires_grad, each one that a split can lose."""
     lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
             and m.detail == "expected True, got False"}
-    return (result.status != "error" and "eager fallback" in result.note
+    return (_forward_completed(result) and "eager fallback" in result.note
             and bool(lost) and lost <= _outputs_that_may_lose_grad_in_a_region(spec))
 
 
@@ -158,7 +164,7 @@ def _all_lost_requires_grad(spec: GraphSpec, result: RunResult, mismatches: list
     backward, nothing requiring grad), the forward's values are not compared at all."""
     recorded = result.values.get("forward", {})
     lost = _outputs_without_grad_under_aot(spec)
-    return result.status != "error" and bool(lost) and all(recorded.get(f"requires_grad:{r}") is False for r in lost)
+    return _forward_completed(result) and bool(lost) and all(recorded.get(f"requires_grad:{r}") is False for r in lost)
 
 
 def _flags_of_lost_outputs_and_the_skipped_backward(spec: GraphSpec, m: Mismatch) -> bool:
