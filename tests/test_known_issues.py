@@ -565,6 +565,13 @@ CAMPAIGN_CAUSES = [
     # the forward, whose flags were compared (the witnesses once asked for a run without any error)
     ("dynamo_aot_detached_input_deliberate_backward_error.json", "dynamo:aot_eager", False,
      "dynamo-aot-detached-region-input-drops-requires-grad"),
+    # the same region loss seen as a retained grad (a hook record): hook0 retains a lost output's grad
+    ("dynamo_aot_detached_region_retained_grad.json", "dynamo:aot_eager", False,
+     "dynamo-aot-detached-region-input-drops-requires-grad"),
+    # F0 returns x3[1] as-is without grad, which Dynamo hands back as x3[1] itself: F1, given it beside
+    # x3[1], gets one tensor twice and breaks the graph; then the clone of x1 it sends None gets zeros
+    ("dynamo_as_is_duplicate_input_zero_gradient.json", "dynamo:aot_eager", False,
+     "aot-unused-gradient-materialized-as-zeros"),
     # F1 marks dirty a view of a clone and returns a wrongly shaped gradient for it: AOT's trace of the
     # backward at compile time fails expanding it, at forward, where eager (no backward run) raises nothing
     ("dynamo_aot_dirty_view_wrong_shape_expand_3540a41a.json", "dynamo:aot_eager", False,

@@ -13,6 +13,7 @@ from harness.known_issues.shared import (
     _breaks_the_graph_itself,
     _functions_replaced,
     _gradient_record_of,
+    _one_tensor_twice_under_dynamo,
     _ref_of,
 )
 from harness.oracles.compare import Mismatch
@@ -124,8 +125,7 @@ def _flags_and_records_of_outputs_lost_in_a_region(spec: GraphSpec, m: Mismatch)
         return m.role.startswith(("requires_grad:", "grad_fn:", "is_leaf:")) and _ref_of(m.role) in lost
     if m.checkpoint not in ("backward", "meta:backward"):
         return False
-    return _ref_of(m.role.removeprefix("stride:")) in lost or (
-        _every_output_may_lose_grad_in_a_region(spec) and _skipped_backward(m))
+    return _gradient_record_of(spec, lost, m) or (_every_output_may_lose_grad_in_a_region(spec) and _skipped_backward(m))
 
 
 def _every_output_may_lose_grad_in_a_region(spec: GraphSpec) -> bool:
@@ -196,7 +196,8 @@ def _none_into_a_compiled_region(spec: GraphSpec) -> frozenset[str]:
     them on, where eager's clone (or Function) node gets no gradient and leaves None. Which
     Functions run eagerly Dynamo decides; each one that breaks the graph itself does, and after
     any graph break the others may (docs/compiled.md)."""
-    if not any(_breaks_the_graph_itself(fn) for fn in spec.functions):
+    if not any(_breaks_the_graph_itself(fn) or _one_tensor_twice_under_dynamo(spec, n)
+               for n, fn in enumerate(spec.functions)):
         return frozenset()
     flow = Dataflow(spec)
     return frozenset(fn.args[slot].ref for n, fn in enumerate(spec.functions) if flow.node_exists(n)

@@ -16,6 +16,7 @@ from harness.known_issues import dynamo_ctx
 from harness.known_issues.dynamo_ctx import _alias_of, _dirty_outputs, _marks_shifted_by_constants
 from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
+    _inputs_returned_without_grad,
     _DOCUMENTED_BACKWARD_ERROR,
     SECOND_ORDER_DAMAGES,
     _aliasing_output_as_copy,
@@ -166,13 +167,6 @@ def _constant_iterated(spec: GraphSpec, result: RunResult, mismatches: list[Mism
                 for m in mismatches):
             return True
     return False
-
-
-def _inputs_returned_without_grad(spec: GraphSpec) -> set[str]:
-    """Outputs that return an input as-is from a Function none of whose inputs requires grad."""
-    flow = Dataflow(spec)
-    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions) if not flow.node_exists(n)
-            for k, o in enumerate(fn.outputs) if o.kind == "input"}
 
 
 def _returned_as_views(spec: GraphSpec) -> GraphSpec:

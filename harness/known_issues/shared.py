@@ -32,6 +32,29 @@ def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
             or fn.untraceable in ("print", "data_branch"))
 
 
+def _inputs_returned_without_grad(spec: GraphSpec) -> set[str]:
+    """Outputs that return an input as-is from a Function none of whose inputs requires grad
+    (Dynamo returns the input itself, eager a view of it: dynamo-input-returned-as-is-not-a-view)."""
+    flow = Dataflow(spec)
+    return {f"f{n}.{k}" for n, fn in enumerate(spec.functions) if not flow.node_exists(n)
+            for k, o in enumerate(fn.outputs) if o.kind == "input"}
+
+
+def _one_tensor_twice_under_dynamo(spec: GraphSpec, n: int) -> bool:
+    """Function n is given one tensor twice under Dynamo alone (its graph break "duplicate tensor
+    input"): an argument is an input another Function returned as-is without grad, which Dynamo
+    hands back as that input itself, beside that input."""
+    as_is = _inputs_returned_without_grad(spec)
+
+    def source(ref: str) -> str:
+        while ref in as_is:
+            m, _, k = ref[1:].partition(".")
+            ref = spec.functions[int(m)].args[spec.functions[int(m)].outputs[int(k)].slot].ref
+        return ref
+    refs = [source(a.ref) for a in spec.functions[n].args if a.ref is not None and not a.clone]
+    return len(refs) != len(set(refs))
+
+
 def _backward_runs(spec: GraphSpec, n: int) -> bool:
     """Function n's backward is called (a backward runs, and it reaches Function n)."""
     return spec.backward != "none" and Dataflow(spec).backward_runs(n)

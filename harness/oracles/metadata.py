@@ -84,9 +84,10 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
         # Nor does AOT regenerate an output's alias of a graph intermediate unless "both the
         # intermediate base and the output require gradients" (collect_metadata_analysis.py, Note
         # [AOT Autograd: outputs aliasing inputs or intermediates!]): a custom Function's view of
-        # an intermediate that does not require grad, itself requiring grad (another input does),
-        # comes back a view of another tensor on the same storage; so does such an intermediate
-        # returned as-is, which eager returns as a view of it (custom_function.cpp). And a view of a clone argument
+        # an intermediate that does not require grad comes back fresh where the view does not
+        # either, a view of another tensor on the same storage where it does (another input
+        # does); so does such an intermediate returned as-is, which eager returns as a view of it
+        # (custom_function.cpp). And a view of a clone argument
         # (Arg.clone; or the clone returned as-is, which eager makes a view of it), an intermediate that no
         # output returns, is one output aliasing an intermediate
         # alone, which AOT hides behind aten._unsafe_view (Note [Intermediate Bases Optimization],
@@ -104,8 +105,8 @@ def compared_keys(path: str, spec: GraphSpec) -> Callable[[str, str], bool]:
                         or o.kind == "dirty" and fn.args[o.slot].clone and not requires_grad[base]
                         and requires_grad[f"f{n}.{k}"]
                         or o.kind in ("view", "input") and base in views_of_intermediates
-                        or o.kind in ("view", "input") and base.startswith("f") and not requires_grad[base]
-                        and requires_grad[f"f{n}.{k}"]):
+                        or o.kind in ("view", "input") and base.startswith("f")
+                        and not (requires_grad[base] and requires_grad[f"f{n}.{k}"])):
                     views_of_intermediates.add(f"f{n}.{k}")
         not_compared = {f"alias:{ref}" for ref in views_of_intermediates}
         return lambda checkpoint, role: role not in not_compared and role.startswith(
