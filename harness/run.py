@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import functools
 import gc
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -100,6 +101,19 @@ def recording_errors(result: RunResult, checkpoint: str) -> Iterator[None]:
     except (RuntimeError, TypeError, ValueError, AssertionError, IndexError, NotImplementedError) as e:
         result.status, result.error, result.error_checkpoint = "error", e, checkpoint
         raise RunStopped from e
+    except AttributeError as e:
+        if not _raised_in_the_graph_forward(e):
+            raise  # the harness's own code: a bug of the harness
+        result.status, result.error, result.error_checkpoint = "error", e, checkpoint
+        raise RunStopped from e
+
+
+def _raised_in_the_graph_forward(e: BaseException) -> bool:
+    """`e` was raised in the straight-line forward (harness/plain.py graph_forward_source) itself:
+    the program a compiled path compiles, whose lines eager runs without error (a Function's
+    output that came back no tensor, say, fails there at `.clone()`): an observation of the path."""
+    frames = traceback.extract_tb(e.__traceback__)
+    return bool(frames) and frames[-1].filename.startswith("<harness graph_forward ")
 
 
 class Observer:

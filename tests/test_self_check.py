@@ -127,3 +127,25 @@ def test_a_forward_ad_level_left_open_by_a_path_is_closed_and_reported_on_it():
     assert result.status == "error" and str(result.error) == "the path left 1 forward-AD dual level(s) open"
     with torch.autograd.forward_ad.dual_level():  # nothing is left open
         pass
+
+
+def test_an_attribute_error_is_the_paths_only_where_the_graph_forward_raised_it():
+    """An AttributeError raised by the straight-line forward's own lines (the program a compiled
+    path compiles) is an observation of the path; one raised anywhere else in the harness is
+    the harness's bug and propagates."""
+    import pytest
+
+    from harness.run import RunResult, RunStopped, recording_errors
+
+    program = compile("def graph_forward(x):\n    return x.clone()\n", "<harness graph_forward 0123>", "exec")
+    namespace: dict = {}
+    exec(program, namespace)
+    result = RunResult("dynamo:aot_eager")
+    with pytest.raises(RunStopped):
+        with recording_errors(result, "forward"):
+            namespace["graph_forward"]((2, None))
+    assert result.status == "error" and isinstance(result.error, AttributeError)
+
+    with pytest.raises(AttributeError):
+        with recording_errors(RunResult("dynamo:aot_eager"), "forward"):
+            (2, None).clone()
