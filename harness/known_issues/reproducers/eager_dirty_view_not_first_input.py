@@ -83,22 +83,11 @@ class SquareSecond(torch.autograd.Function):
         return None, grad * 2 * a
 
 
-class ScaleSecondInPlaceReturnsNone(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, other, x):
-        ctx.mark_dirty(x)
-        return x.mul_(2.0)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return None, grad * 2.0
-
-
 def leaked_under_create_graph() -> str | None:
     leaf = torch.randn(3, dtype=torch.float64, requires_grad=True)
     other = torch.randn(3, dtype=torch.float64, requires_grad=True)
     saved = SquareSecond.apply(leaf.clone(), other)  # saves `other` first
-    scaled = ScaleSecondInPlaceReturnsNone.apply(other, leaf.clone()[:])
+    scaled = ScaleSecondInPlace.apply(other, leaf.clone()[:])
     torch.autograd.grad(saved.sum() + scaled.sum(), [leaf], create_graph=True)
     alive = weakref.ref(other)
     del leaf, other, saved, scaled
