@@ -98,11 +98,9 @@ def recording_errors(result: RunResult, checkpoint: str) -> Iterator[None]:
     RunStopped ends the run. The runner's own bookkeeping stays outside these blocks."""
     try:
         yield
-    except (RuntimeError, TypeError, ValueError, AssertionError, IndexError, NotImplementedError) as e:
-        result.status, result.error, result.error_checkpoint = "error", e, checkpoint
-        raise RunStopped from e
-    except AttributeError as e:
-        if not _raised_in_the_graph_forward(e):
+    except (RuntimeError, TypeError, ValueError, AssertionError, IndexError, NotImplementedError,
+            AttributeError) as e:
+        if isinstance(e, AttributeError) and not _raised_in_the_graph_forward(e):
             raise  # the harness's own code: a bug of the harness
         result.status, result.error, result.error_checkpoint = "error", e, checkpoint
         raise RunStopped from e

@@ -12,8 +12,8 @@ from harness.known_issues.shared import (
     _aliasing_output_as_copy,
     _breaks_the_graph_itself,
     _functions_replaced,
+    _given_one_tensor_twice_under_dynamo,
     _gradient_record_of,
-    _one_tensor_twice_under_dynamo,
     _ref_of,
 )
 from harness.oracles.compare import Mismatch
@@ -196,8 +196,7 @@ def _none_into_a_compiled_region(spec: GraphSpec) -> frozenset[str]:
     them on, where eager's clone (or Function) node gets no gradient and leaves None. Which
     Functions run eagerly Dynamo decides; each one that breaks the graph itself does, and after
     any graph break the others may (docs/compiled.md)."""
-    if not any(_breaks_the_graph_itself(fn) or _one_tensor_twice_under_dynamo(spec, n)
-               for n, fn in enumerate(spec.functions)):
+    if not (any(_breaks_the_graph_itself(fn) for fn in spec.functions) or _given_one_tensor_twice_under_dynamo(spec)):
         return frozenset()
     flow = Dataflow(spec)
     return frozenset(fn.args[slot].ref for n, fn in enumerate(spec.functions) if flow.node_exists(n)
@@ -210,9 +209,6 @@ def _leaves_behind(spec: GraphSpec) -> frozenset[str]:
     """The leaves whose gradient can come through those values."""
     flow = Dataflow(spec)
     return frozenset().union(*(flow.upstream(r) for r in _none_into_a_compiled_region(spec)))
-
-
-#: the gradients recorded of a value: .grad, a second backward's, autograd.grad's, a double backward's, a retained grad
 
 
 def _zeros_where_eager_has_none(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:

@@ -16,7 +16,6 @@ from harness.known_issues import dynamo_ctx
 from harness.known_issues.dynamo_ctx import _alias_of, _dirty_outputs, _marks_shifted_by_constants
 from harness.known_issues.entry import KnownIssue, error_at, path_family, raised
 from harness.known_issues.shared import (
-    _inputs_returned_without_grad,
     _DOCUMENTED_BACKWARD_ERROR,
     SECOND_ORDER_DAMAGES,
     _aliasing_output_as_copy,
@@ -25,6 +24,7 @@ from harness.known_issues.shared import (
     _functions_replaced,
     _gradient_record_of,
     _held_by,
+    _inputs_returned_without_grad,
     _invalid_backward_runs,
     _ref_of,
     _released_late_held_by,

@@ -40,8 +40,8 @@ def _inputs_returned_without_grad(spec: GraphSpec) -> set[str]:
             for k, o in enumerate(fn.outputs) if o.kind == "input"}
 
 
-def _one_tensor_twice_under_dynamo(spec: GraphSpec, n: int) -> bool:
-    """Function n is given one tensor twice under Dynamo alone (its graph break "duplicate tensor
+def _given_one_tensor_twice_under_dynamo(spec: GraphSpec) -> set[int]:
+    """The Functions given one tensor twice under Dynamo alone (its graph break "duplicate tensor
     input"): an argument is an input another Function returned as-is without grad, which Dynamo
     hands back as that input itself, beside that input."""
     as_is = _inputs_returned_without_grad(spec)
@@ -51,8 +51,12 @@ def _one_tensor_twice_under_dynamo(spec: GraphSpec, n: int) -> bool:
             m, _, k = ref[1:].partition(".")
             ref = spec.functions[int(m)].args[spec.functions[int(m)].outputs[int(k)].slot].ref
         return ref
-    refs = [source(a.ref) for a in spec.functions[n].args if a.ref is not None and not a.clone]
-    return len(refs) != len(set(refs))
+    twice = set()
+    for n, fn in enumerate(spec.functions):
+        refs = [source(a.ref) for a in fn.args if a.ref is not None and not a.clone]
+        if len(refs) != len(set(refs)):
+            twice.add(n)
+    return twice
 
 
 def _backward_runs(spec: GraphSpec, n: int) -> bool:
