@@ -554,6 +554,10 @@ CAMPAIGN_CAUSES = [
      "func-custom-op-register-autograd-refused"),
     ("func_dynamo_aot_dirty_clone_update_lost_d5137f6d.json", "func.grad+dynamo", False,
      "func-dynamo-aot-dirty-clone-update-lost"),
+    # F0(a0, a1=None) applied to x0 alone: inside grad no input requires grad for Dynamo, which inlines
+    # forward with the ctx as a0, and F0 returns the ctx as its output
+    ("func_dynamo_default_left_out_ctx_returned_88ffd88e.json", "func.grad+dynamo", False,
+     "dynamo-function-default-arguments-not-filled"),
     # --- a CI coverage campaign (eager, 20 s) ---
     # F0 saves x1, then F2 scales in place a view of x0's clone passed after x1: under create_graph
     # with inputs=[x0], x1 is never freed (with the view passed first, it is)

@@ -304,6 +304,18 @@ def _dirty_sites_with_grad(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
 
 _CLASS_ATTRIBUTE = r"Unsupported python_type\(\) call.*AutogradFunctionVariable\(\)"
 
+# Where no input requires grad, Dynamo inlines a Function's forward and passes the ctx first
+# unless the call has exactly one argument fewer than forward has parameters
+# (torch/_dynamo/variables/misc.py, AutogradFunctionVariable.call_apply): a forward(*args), or
+# one applied with a default left out, then gets the ctx (a `Function`) as its first input.
+# What it does with it: a torch op given the ctx crashes Dynamo itself; an attribute or an
+# operator of the ctx raises; the ctx returned as the output escapes (the harness' check of
+# the output's kind, harness/run.py _store_outputs, raises inside the trace).
+_CTX_AS_FIRST_INPUT = (r"'AutogradFunctionContextVariable' object has no attribute 'proxy'"
+                       r"|AutogradFunctionContextVariable escaped Dynamo-traced region"
+                       r"|'Function' object has no attribute|operand type\(s\) for .*'Function'"
+                       r"|Function \d+ returned Function for its output \d+, a tensor in its spec")
+
 
 def _anything(spec: GraphSpec, m: Mismatch) -> bool:
     return True
@@ -432,8 +444,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
                                   r"|raised exception \w+\()|index out of range"
                                   r"|unsupported operand type\(s\) for .*'NoneType'"
                                   r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
-                                  # the ctx reaching a torch op crashes Dynamo itself
-                                  r"|'AutogradFunctionContextVariable' object has no attribute 'proxy'"
+                                  r"|" + _CTX_AS_FIRST_INPUT +
                                   # an output returned as-is from a shifted input, a constant: the
                                   # straight forward's clone of it fails (harness/run.py recording_errors)
                                   r"|'(tuple|int|float|bool|str|NoneType)' object has no attribute 'clone'"
@@ -786,7 +797,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "keyword argument after the parameter left out raises InternalTorchDynamoError \"TypeError: "
                "forward() missing required argument\" (AutogradFunctionVariable._resolve_kwargs, with "
                "fullgraph=False too); trailing defaults left out leave setup_context's inputs short, which raises "
-               "under fullgraph=True"),
+               "under fullgraph=True; where no input requires grad (the inputs inside torch.func transforms), Dynamo "
+               "inlines forward with the ctx as its first input (AutogradFunctionVariable.call_apply counts the "
+               "arguments against forward's parameters), so the Function computes with, or returns, the ctx"),
         first=(2, 13, 0), last=None,
         paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_default_arguments_not_filled.py",
@@ -795,7 +808,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
                  "resolution in Dynamo this is)",),
         kind="crash",
         trigger=lambda spec: any(fn.keyword_default for fn in spec.functions),
-        witness=raised("forward", r"missing required argument|not enough values to unpack|index out of range"),
+        # (the last: where no input requires grad, forward gets the ctx as its first input)
+        witness=raised("forward", r"missing required argument|not enough values to unpack|index out of range|"
+                       + _CTX_AS_FIRST_INPUT),
         damage=error_at("forward"),
         damages="the error at forward",
         # the default passed by keyword, as the call's other keyword arguments are

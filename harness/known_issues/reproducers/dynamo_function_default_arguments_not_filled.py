@@ -8,10 +8,15 @@ not fill them in:
      ._resolve_kwargs (torch/_dynamo/variables/misc.py) raises InternalTorchDynamoError
      "TypeError: forward() missing required argument", with fullgraph=False too (no fallback);
   2. trailing defaults left out (no keyword at all): setup_context's `inputs` is too short, and
-     its unpacking raises under fullgraph=True (fullgraph=False falls back to eager and runs).
+     its unpacking raises under fullgraph=True (fullgraph=False falls back to eager and runs);
+  3. the same call where no input requires grad (as inside a torch.func transform): Dynamo
+     inlines forward and passes the ctx first unless the call has exactly one argument fewer
+     than forward has parameters (AutogradFunctionVariable.call_apply), so forward gets the ctx
+     as `x`, and the compiled function computes with, or returns, the ctx: no error where the
+     code only looks at what it got (below: whether apply returned a tensor).
 
-Exit status 1 and "REPRODUCED" while either call fails compiled (backend from argv[1], default
-aot_eager); 0 when both run as in eager.
+Exit status 1 and "REPRODUCED" while any call fails, or differs, compiled (backend from argv[1],
+default aot_eager); 0 when all run as in eager.
 """
 import sys
 
@@ -41,16 +46,37 @@ def trailing(x, y):
     return Scale.apply(x) * y  # `scale` and `shift` left to their defaults
 
 
+class Pass(torch.autograd.Function):
+    @staticmethod
+    def forward(x, unused=None):
+        return x
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, unused = inputs
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def without_grad(x, y):
+    return isinstance(Pass.apply(x.detach()), torch.Tensor)  # `unused` left to its default
+
+
 backend = sys.argv[1] if len(sys.argv) > 1 else "aot_eager"
 x = torch.ones(3, requires_grad=True)
 y = torch.ones(3, requires_grad=True)
 failed = []
-for f in (middle, trailing):
-    expected = f(x, y)  # eager runs both
+for f in (middle, trailing, without_grad):
+    expected = f(x, y)  # eager runs all three
     torch._dynamo.reset()
     try:
         observed = torch.compile(f, backend=backend, fullgraph=True)(x, y)
-        print(f"{f.__name__}: compiled as eager: {torch.equal(observed, expected)}")
+        same = torch.equal(observed, expected) if isinstance(expected, torch.Tensor) else observed == expected
+        print(f"{f.__name__}: compiled as eager: {same} (eager {expected!r:.40}, compiled {observed!r:.40})")
+        if not same:
+            failed.append(f.__name__)
     except Exception as e:
         print(f"{f.__name__}: eager ran, compiled raised {type(e).__name__}: {str(e).splitlines()[0]}")
         failed.append(f.__name__)
