@@ -50,12 +50,17 @@ MAX_WORKAROUNDS = 6
 
 
 
+#: the one vocabulary of a path's outcome, a check_function record and a twin's result, most
+#: telling first (docs/statuses.md); only ok and failed judged something
+STATUSES = ("failed", "ok", "partly", "known", "unsupported")
+JUDGED = ("ok", "failed")
+
+
 @dataclass
 class PathOutcome:
     path: str
-    #: ok | failed | unsupported | known | partly: a known issue without a workaround damaged part of
-    #: the run and the rest agreed; what it damages was not judged, so the path is not "ok", and
-    #: not checked either
+    #: one of STATUSES. partly: a known issue without a workaround damaged part of the run and the
+    #: rest agreed; what it damages was not judged, so the path is not "ok", and not checked either
     status: str
     reason: str = ""  # unsupported: why; failed: a one-line summary; known: the issue ids
     mismatches: list[Mismatch] = field(default_factory=list)
@@ -75,11 +80,11 @@ class PathOutcome:
     def checked(self) -> bool:
         """Compared and judged (ok or failed), possibly on the workaround variant. Not partly:
         there what the known issue damages was left unjudged."""
-        return self.status in ("ok", "failed")
+        return self.status in JUDGED
 
     def unchecked(self) -> str | None:
         """Why this path did not check the example in full, or None when it did (ok or failed)."""
-        if self.status in ("ok", "failed"):
+        if self.status in JUDGED:
             return None
         if self.status == "unsupported":
             return f"unsupported: {self.reason}"
@@ -212,7 +217,7 @@ def _fold_in_twin(outcomes: dict[str, PathOutcome], twin_check: TwinCheck) -> No
     """A path that differs from its twin fails, whatever its own outcome was (a known issue's
     workaround, say): the twin's mismatches come after the path's own."""
     for name, result in twin_check.paths.items():
-        if result.status != "differ":
+        if result.status != "failed":
             continue
         o = outcomes[name]
         own = o.mismatches if o.status == "failed" else []
@@ -646,5 +651,5 @@ def _check_mark_dirty(function: type, sample: tuple, add: Record) -> None:
             f"in-place update of {', '.join(mutated)} declared", seconds)
 
 
-__all__ = ["CHECKS", "FLOAT64", "PATH_CHECKS", "VMAP", "PathOutcome", "Verdict", "check", "check_sample",
+__all__ = ["CHECKS", "FLOAT64", "JUDGED", "PATH_CHECKS", "STATUSES", "VMAP", "PathOutcome", "Verdict", "check", "check_sample",
            "gradcheck_verdict", "gradchecked_spec", "nothing_checked_sentence"]

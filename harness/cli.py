@@ -126,7 +126,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths, device = on_devices(selected_paths(args.paths), devices)
     verdict = check(spec, paths, device, twins=twins)
     if verdict.twin is not None:
-        print(f"{verdict.twin.twin.label}: " + ", ".join(f"{name} {r.status}" for name, r in verdict.twin.paths.items()))
+        print(f"{verdict.twin.twin.label}: " + ", ".join(f"{name} {r.counted_as}" for name, r in verdict.twin.paths.items()))
     for outcome in verdict.outcomes.values():
         print(f"{outcome.path}: {outcome.status} {outcome.reason}")
     print(verdict.report())

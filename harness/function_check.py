@@ -29,15 +29,9 @@ from typing import Any, Iterable, Sequence
 import torch
 
 from harness import repro
-from harness.check import CHECKS, FLOAT64, VMAP, check_sample
+from harness.check import CHECKS, FLOAT64, JUDGED, STATUSES, VMAP, check_sample
 from harness.function_run import fresh, has_jvp, has_vmap_rule, is_once_differentiable, observe, path_names, select_paths
 from harness.oracles.compare import dtype_tolerance
-
-#: the statuses of a record, in the campaign's words (docs/check_function.md, "Statuses")
-STATUSES = ("failed", "ok", "partly", "known", "unsupported")
-#: the statuses that judged something (the others say why nothing was judged)
-JUDGED = ("ok", "failed")
-
 
 # --- report --------------------------------------------------------------------------------
 

@@ -125,22 +125,26 @@ class PathCounts:
 @dataclass
 class TwinCounts:
     """The twin-form oracle's work for one pair (harness/oracles/twins.py): the examples whose
-    twin it was, those compared on at least one path (`checked`: agree or differ there) and
-    those that differed on at least one; per path, how often each twin status came up."""
+    twin it was, those compared on at least one path (`checked`: ok or failed there) and
+    those that failed on at least one; per path, how often each status came up, unsupported
+    counted by why it was not compared (TwinPathResult.counted_as)."""
 
     examples: int = 0
     checked: int = 0
     failed: int = 0
     paths: dict[str, collections.Counter] = field(default_factory=dict)
 
+    #: the words of logs written before the twins took the campaign's statuses
+    OLD_WORDS = {"agree": "ok", "differ": "failed"}
+
     def add(self, twin: Record) -> None:
         """One example record's "twin" (TwinCheck.as_record)."""
         from harness.oracles.twins import CHECKED
 
-        statuses = twin["paths"]
+        statuses = {path: self.OLD_WORDS.get(s, s) for path, s in twin["paths"].items()}
         self.examples += 1
         self.checked += any(s in CHECKED for s in statuses.values())
-        self.failed += "differ" in statuses.values()
+        self.failed += "failed" in statuses.values()
         for path, status in statuses.items():
             self.paths.setdefault(path, collections.Counter())[status] += 1
 
@@ -151,13 +155,16 @@ class TwinCounts:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TwinCounts:
         return cls(data["examples"], data["checked"], data["failed"],
-                   {path: collections.Counter(c) for path, c in data["paths"].items()})
+                   {path: collections.Counter({cls.OLD_WORDS.get(s, s): n for s, n in c.items()})
+                    for path, c in data["paths"].items()})
 
     def line(self, pair: str, width: int) -> str:
-        compared = ", ".join(f"{path} {c['agree'] + c['differ']}" for path, c in self.paths.items())
+        from harness.oracles.twins import CHECKED
+
+        compared = ", ".join(f"{path} {sum(c[s] for s in CHECKED)}" for path, c in self.paths.items())
         left = collections.Counter()
         for c in self.paths.values():
-            left.update({status: n for status, n in c.items() if status not in ("agree", "differ")})
+            left.update({status: n for status, n in c.items() if status not in CHECKED})
         unchecked = f"; not compared (path-examples): {', '.join(f'{s} {n}' for s, n in sorted(left.items()))}" \
             if left else ""
         return (f"{pair:<{width}} {self.examples:>9} {self.checked:>8} {self.failed:>7}  "

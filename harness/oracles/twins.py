@@ -62,7 +62,7 @@ class Pair:
     backward_modes: tuple[str, ...] = ()
     #: paths or families on which the two forms differ only in code the path runs exactly as eager
     #: runs it, with what it compiles the same for both: there the twin's run is the original's
-    #: wherever eager's twin agreed with eager, so it is not run again (status "as eager"; on the
+    #: wherever eager's twin agreed with eager, so it is not run again (unsupported, counted "as eager"; on the
     #: check's own device only: eager's run there is what the path's eager parts repeat)
     as_eager_on: tuple[str, ...] = ()
     #: why that holds, in words (the reason counted with the status)
@@ -283,19 +283,29 @@ def pair_of_cause(cause: str) -> str | None:
 
 # --- running and comparing -------------------------------------------------------------
 
-#: per path, one of: "agree", "differ", "known" (every difference explained by a known torch
-#: issue), "unsupported" (on either side: not compared), "excepted" (DECLARED_EXCEPTIONS: not
-#: compared), "as eager" (Pair.as_eager_on: the twin's run there would be the original's, since
-#: eager's twin agreed; not run). A path-example is checked where it agreed or differed
-CHECKED = ("agree", "differ")
+#: a path-example is checked where the twin was compared with the original: ok or failed
+#: (statuses as every check names them, harness.check.STATUSES)
+CHECKED = ("ok", "failed")
+#: why an `unsupported` path-example was not compared: a DECLARED_EXCEPTIONS row (or the pair's
+#: scope); Pair.as_eager_on (the twin's run there would be the original's, since eager's twin
+#: agreed: not run); or either side's run was unsupported
+NOT_COMPARED = ("excepted", "as eager", "unsupported")
 
 
 @dataclass
 class TwinPathResult:
+    #: ok | failed | known (a known torch issue explained every difference) | unsupported
+    #: (not compared: `not_compared` says which way)
     status: str
     detail: str = ""
     mismatches: list[Mismatch] = field(default_factory=list)
     known: tuple[str, ...] = ()
+    not_compared: str = ""  # one of NOT_COMPARED, where unsupported
+
+    @property
+    def counted_as(self) -> str:
+        """The status a summary counts it under: unsupported ones by why."""
+        return self.not_compared if self.status == "unsupported" else self.status
 
 
 @dataclass
@@ -310,7 +320,7 @@ class TwinCheck:
     def as_record(self) -> dict:
         """What an example record keeps of it (harness.campaign counts per pair from it)."""
         return {"pair": self.pair, "flips": self.twin.flips,
-                "paths": {name: r.status for name, r in self.paths.items()}}
+                "paths": {name: r.counted_as for name, r in self.paths.items()}}
 
 
 def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[str, RunResult],
@@ -330,14 +340,14 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
         for p in paths:
             why_not = not_compared_on(twin.pair, p.name, spec)
             if why_not is not None:
-                outcomes[p.name] = TwinPathResult("excepted", why_not)
+                outcomes[p.name] = TwinPathResult("unsupported", why_not, not_compared="excepted")
             elif results[p.name].status == "unsupported":
-                outcomes[p.name] = TwinPathResult("unsupported", f"original: {results[p.name].reason}")
+                outcomes[p.name] = TwinPathResult("unsupported", f"original: {results[p.name].reason}", not_compared="unsupported")
             elif p.name != "eager" and "@" not in p.name and _in_family(p.name, twin.pair.as_eager_on):
                 if eager_agrees is None:
                     eager_agrees = not compare_twins(spec, twin, results["eager"], twin_results["eager"], EXACT)
                 if eager_agrees:
-                    outcomes[p.name] = TwinPathResult("as eager", twin.pair.as_eager_because)
+                    outcomes[p.name] = TwinPathResult("unsupported", twin.pair.as_eager_because, not_compared="as eager")
                 else:
                     twin_results[p.name] = path_registry.run_path(p, built)
             elif p.name != "eager":
@@ -347,7 +357,7 @@ def check_twin(spec: GraphSpec, paths: list[Path], device: str, results: dict[st
             continue
         original, mirrored = results[p.name], twin_results[p.name]
         if mirrored.status == "unsupported":
-            outcomes[p.name] = TwinPathResult("unsupported", f"twin: {mirrored.reason}")
+            outcomes[p.name] = TwinPathResult("unsupported", f"twin: {mirrored.reason}", not_compared="unsupported")
             continue
         path_tol = EXACT if p.exact_vs_eager else tol  # as check.py compares the path with eager
         found = compare_twins(spec, twin, original, mirrored, path_tol)
@@ -417,11 +427,11 @@ def _as_reference(m: Mismatch, reference: str) -> Mismatch:
 
 def _explained(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunResult, found: list[Mismatch],
                own: list[Mismatch], twin_eager: RunResult, tol: Tolerance | Tolerances) -> TwinPathResult:
-    """agree, differ, or known: a known torch issue hit on either side explains only the
+    """ok, failed, or known: a known torch issue hit on either side explains only the
     differences it causes (its damage, read as against eager or the math oracle: the twin
     stands where they stand for the path)."""
     if not found:
-        return TwinPathResult("agree")
+        return TwinPathResult("ok")
     as_eager = [_as_reference(m, "eager") for m in found]
     original_issues = known_issues.hits(spec, original, own + as_eager)
     # the same differences seen from the twin's side (the original as the reference): a bug of the
@@ -448,10 +458,10 @@ def _explained(spec: GraphSpec, twin: Twin, original: RunResult, mirrored: RunRe
         return TwinPathResult("known", ", ".join(issues), found, issues)
     where = "; ".join(dict.fromkeys(f"at {m.checkpoint}" for m in unexplained))
     beside = f" (beside known torch issue {', '.join(issues)})" if issues else ""
-    return TwinPathResult("differ", f"{twin.label} differs on {original.path}: {where}{beside}", unexplained, issues)
+    return TwinPathResult("failed", f"{twin.label} differs on {original.path}: {where}{beside}", unexplained, issues)
 
 
 __all__ = ["CHECKED", "DECLARED_EXCEPTIONS", "PAIRS", "PAIR_NAMES", "DeclaredException", "Pair", "Twin",
-           "TwinCheck", "TwinPathResult", "check_twin", "choose", "compare_twins", "exception_for",
+           "NOT_COMPARED", "TwinCheck", "TwinPathResult", "check_twin", "choose", "compare_twins", "exception_for",
            "not_compared_on",
            "pair_of_cause", "twin_of"]
