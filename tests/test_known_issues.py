@@ -554,6 +554,13 @@ CAMPAIGN_CAUSES = [
      "func-custom-op-register-autograd-refused"),
     ("func_dynamo_aot_dirty_clone_update_lost_d5137f6d.json", "func.grad+dynamo", False,
      "func-dynamo-aot-dirty-clone-update-lost"),
+    # F1 reads needs_input_grad and is given x0 itself beside F0's view of x1's clone: that view requires
+    # grad (F0 also gets x0's clone, and a Function's outputs all require grad), so Dynamo traces F1 as
+    # an op and x0's gradient is dropped (all zeros)
+    ("func_dynamo_needs_input_grad_function_output_30ec4a97.json", "func.grad+dynamo", False,
+     "func-dynamo-needs-input-grad-of-transform-input"),
+    ("func_dynamo_needs_input_grad_function_output_30ec4a97.json", "func.vjp+dynamo", False,
+     "func-dynamo-needs-input-grad-of-transform-input"),
     # F0(a0, a1=None) applied to x0 alone: inside grad no input requires grad for Dynamo, which inlines
     # forward with the ctx as a0, and F0 returns the ctx as its output
     ("func_dynamo_default_left_out_ctx_returned_88ffd88e.json", "func.grad+dynamo", False,

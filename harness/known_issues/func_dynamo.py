@@ -373,7 +373,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
     KnownIssue(
         id="func-dynamo-needs-input-grad-of-transform-input",
         title=("torch.compile of torch.func.grad (vjp, jacrev) over a custom Function applied to the differentiated "
-               "input itself and to a tensor computed from it gives ctx.needs_input_grad False for the input (Dynamo "
+               "input itself and to a tensor computed from it (or any output of a Function given one: all of a "
+               "Function's outputs require grad) gives ctx.needs_input_grad False for the input (Dynamo "
                "sees it not requiring grad), so a backward that returns None where needs_input_grad is False drops "
                "that gradient, silently (x * x: x instead of 2x)"),
         first=(2, 13, 0), last=None,

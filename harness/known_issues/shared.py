@@ -264,8 +264,13 @@ def _function_apply_trace(spec: GraphSpec, differentiated: set[int]) -> Function
             read = [fn.args[t.slot] for t in o.terms] if o.kind == "compute" else [fn.args[o.slot]]
             ref = f"f{n}.{k}"
             requires[ref] = fn.grad_mode == "enabled" and any(requires[a.ref] for a in read if a.ref is not None)
-            # an input returned as-is is the same tensor; the op's outputs and computed ones require grad
-            seen[ref] = arg_seen(fn.args[o.slot].ref, fn.args[o.slot].clone) if o.kind == "input" else requires[ref]
+            # an input returned as-is is the same tensor. The op's other outputs all require grad, as a
+            # Function's do where any input does (unless marked non-differentiable: the op's
+            # non_differentiable_idx), whatever they read: a view of an input without grad too
+            if o.kind == "input":
+                seen[ref] = arg_seen(fn.args[o.slot].ref, fn.args[o.slot].clone)
+            else:
+                seen[ref] = not o.non_differentiable if as_op else requires[ref]
     return FunctionApplyTrace(tuple(traced), requires, seen, stopped_at)
 
 
