@@ -1,4 +1,13 @@
-"""One example through every selected path, judged against eager and the math oracle.
+"""One check for every subject: `check(subject, paths, device, policy=...)`.
+
+A subject is a generated graph (a GraphSpec, what campaigns fuzz) or a user's own Function with
+one sample of its arguments (a `FunctionSample`, a one-node subject: what check_function checks).
+Every registered path runs it unchanged, eager is the reference, and every result ends in one word
+of one vocabulary (STATUSES, docs/statuses.md). A `Policy` carries what differs between the two:
+the float64 reference eager is judged by, how a compiling path's values are compared with eager's,
+the gradcheck limit, and which known torch issues can explain a difference.
+
+A graph: one example through every selected path, judged against eager and the math oracle.
 
 A known torch issue (harness/known_issues/) explains only the mismatches it causes: a
 path is `known` when an entry's trigger holds, its witness is seen and every mismatch is
@@ -29,6 +38,7 @@ from harness.oracles.bounds import error_bounds
 from harness.function_run import (RUN_SPECS, NotRun, PathRun, double_backward_not_applicable, jvp_not_applicable,
                                   observe, observe_on)
 from harness.oracles import function_math
+from harness.oracles.function_math import FUNCTION_GRADCHECK_ELEMENTS
 from harness.oracles.compare import (EXACT, DtypeTolerances, Mismatch, Tolerances, Uncompared, against_eager,
                                      compare)
 from harness.oracles.lifetimes import (LIFE, PROBE, held_by, in_words, rule_violations, tracking_lifetimes,
@@ -47,6 +57,67 @@ from harness.stages import stage as _stage
 #: a workaround variant may hit another known issue, whose workaround is checked in turn (compiled
 #: autograd examples meet four or five issues in about 2% of examples: at 3 those went unchecked)
 MAX_WORKAROUNDS = 6
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What differs between checking a generated graph and a user's Function; the paths, the
+    comparisons with eager, the known-issue rule (an entry explains only the damage it causes) and
+    the statuses are the same."""
+
+    name: str
+    #: what judges eager's own run, in words
+    reference: str
+    #: finite differences (gradcheck) only up to this many differentiable input elements
+    gradcheck_elements: int
+    #: a compiling path's values against eager's, given what they are compared on (the built graph:
+    #: its float64 error bounds, per element and op; eager's run of a user's Function: torch.testing's
+    #: per-dtype defaults, nothing being known of the user's ops). Paths that run eager's own code
+    #: compare exactly under both (Path.exact_vs_eager)
+    tolerances: Callable[[Any], Tolerances | DtypeTolerances]
+    #: the registry entries a path's run and its differences hit: (spec or None, result, mismatches)
+    known_hits: Callable[[GraphSpec | None, RunResult, list[Mismatch]], list]
+
+
+#: campaigns: a generated graph, judged by its math oracle, every registry entry matched on its spec
+GRAPH = Policy(
+    "graph", "the math oracle (the same ops by plain autograd, float64 error bounds)", CAMPAIGN_GRADCHECK_ELEMENTS,
+    tolerances=lambda built: Tolerances(lambda: _error_bounds(built)),  # computed where a comparison needs it
+    known_hits=known_issues.hits)
+#: check_function: a user's Function, judged by float64 gradcheck of its own code; only the entries
+#: that need no graph structure can match (`KnownIssue.any_function`)
+FUNCTION = Policy(
+    "function", "float64 gradcheck, gradgradcheck and vmap of the Function's own code (harness.oracles.function_math)",
+    FUNCTION_GRADCHECK_ELEMENTS,
+    tolerances=lambda eager: DtypeTolerances(eager),
+    known_hits=lambda spec, result, mismatches: known_issues.function_hits(result, mismatches))
+
+
+@dataclass(frozen=True)
+class FunctionSample:
+    """A user's Function and one sample of its arguments: a one-node subject."""
+
+    function: type
+    args: tuple
+    #: the checks asked for (CHECKS) and the paths asked for that cannot run here, each with why
+    checks: tuple[str, ...] = ()
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SampleVerdict:
+    """A FunctionSample's check: one record per check and path (CheckRecord)."""
+
+    subject: FunctionSample
+    records: list[CheckRecord]
+
+    @property
+    def failed(self) -> list[CheckRecord]:
+        return [r for r in self.records if r.status == "failed"]
+
+    def report(self) -> str:
+        lines = [f"{r.check} [{r.path}] {r.status}" + (f": {r.detail}" if r.detail else "") for r in self.records]
+        return "\n".join(lines) or "nothing ran"
 
 
 
@@ -138,21 +209,37 @@ def nothing_checked_sentence(unchecked: dict[str, str]) -> str:
     return "not checked: " + "; ".join(f"{name} ({why})" for name, why in unchecked.items())
 
 
-def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes: bool = True,
-          twins: bool | str = False, _workarounds: int = 0) -> Verdict:
-    """Run `spec` on the math oracle and each path; compare everything.
+def check(subject: GraphSpec | FunctionSample, paths: list[Path], device: str = "cpu", *,
+          policy: Policy | None = None, lifetimes: bool = True, twins: bool | str = False
+          ) -> Verdict | SampleVerdict:
+    """Run `subject` on each path and judge everything, by `policy` (default: GRAPH for a graph,
+    FUNCTION for a user's Function).
 
-    Eager is always run as the reference for other paths, and is itself judged
-    against the math oracle. With `lifetimes`, each path's refcounts and liveness are
-    checked against the expected-lifetime rules and compared across paths. With `twins`
-    (True, or the name of one pair to force it), the example's twin in another Function form
-    runs on every path and must agree with it there (harness/oracles/twins.py).
+    A graph: eager is always run as the reference for other paths, and is itself judged against
+    the math oracle. With `lifetimes`, each path's refcounts and liveness are checked against the
+    expected-lifetime rules and compared across paths. With `twins` (True, or the name of one pair
+    to force it), the example's twin in another Function form runs on every path and must agree
+    with it there (harness/oracles/twins.py).
+
+    A user's Function: every check of `subject.checks` on `paths` (eager first) and the float64
+    oracles; lifetimes and twins are checks of their own there (`lifetimes` in CHECKS), or do not
+    apply. `device` is where the sample already is.
     """
+    if isinstance(subject, FunctionSample):
+        records: list[CheckRecord] = []
+        check_sample(subject, paths, lambda *fields: records.append(CheckRecord(*fields)), policy or FUNCTION)
+        return SampleVerdict(subject, records)
+    return _check_graph(subject, paths, device, policy or GRAPH, lifetimes, twins, 0)
+
+
+def _check_graph(spec: GraphSpec, paths: list[Path], device: str, policy: Policy, lifetimes: bool,
+                 twins: bool | str, workarounds: int) -> Verdict:
+    """A graph's check (`check`); `workarounds`: how many known issues' variants led here."""
     with _stage("build"):
         built = build(spec, device)
     with _stage("math oracle"):
         math = run_math(built)
-    tol = Tolerances(lambda: _error_bounds(built))  # computed where a comparison needs it
+    tol = policy.tolerances(built)
     with tracking_lifetimes(lifetimes):
         with _stage("path eager"):
             eager = path_registry.run_path(path_registry.get("eager"), built)
@@ -168,7 +255,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
         eager_uncompared = Uncompared()
         eager_vs_math = _against_math(spec, without_metadata(math), without_metadata(eager), tol,
                                       uncompared=eager_uncompared)
-        eager_issues = (known_issues.hits(spec, eager, eager_vs_math)
+        eager_issues = (policy.known_hits(spec, eager, eager_vs_math)
                         if eager_vs_math and any(p.name != "eager" for p in paths) else [])
         for path in paths:
             result = results[path.name]
@@ -199,7 +286,7 @@ def check(spec: GraphSpec, paths: list[Path], device: str = "cpu", *, lifetimes:
             if path.name == "borrowed" and owned is not None and owned.status != "unsupported":
                 mismatches += _owned_vs_borrowed(owned, result)
             own_mismatches[path.name] = mismatches
-            outcome = _judge(spec, path, result, mismatches, device, lifetimes, _workarounds)
+            outcome = _judge(spec, path, result, mismatches, device, policy, lifetimes, workarounds)
             if outcome.checked_spec is spec:  # (a workaround variant's are its own)
                 outcome.uncompared = uncompared
             outcomes[path.name] = _with_eager_known(outcome, eager_known) if path.name != "eager" else outcome
@@ -254,10 +341,10 @@ def _error_bounds(built) -> dict:
 
 
 def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mismatch], device: str,
-           lifetimes: bool, workarounds: int) -> PathOutcome:
+           policy: Policy, lifetimes: bool, workarounds: int) -> PathOutcome:
     """ok / failed, or known when known torch issues explain every mismatch (then the
     workaround variant is checked on this path, and its ok / failed is the outcome)."""
-    issues = known_issues.hits(spec, result, mismatches) if mismatches else []
+    issues = policy.known_hits(spec, result, mismatches) if mismatches else []
     if not issues:
         return PathOutcome(path.name, "failed" if mismatches else "ok", _summary_of(mismatches), mismatches,
                            result, checked_spec=spec)
@@ -276,7 +363,7 @@ def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mism
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
     # (all of it one stage when profiled: the paths' stages stay the example's own runs)
     with whole_stage("workarounds"):
-        past = check(variant, [path], device, lifetimes=lifetimes, _workarounds=workarounds + 1).outcomes[path.name]
+        past = _check_graph(variant, [path], device, policy, lifetimes, False, workarounds + 1).outcomes[path.name]
     known += tuple(k for k in past.known if k not in known)
     if not past.checked and past.status != "partly":  # nothing past the bug was seen
         return PathOutcome(path.name, "known", ", ".join(known), mismatches, result, known, spec)
@@ -367,7 +454,7 @@ def gradchecked_spec(spec: GraphSpec) -> GraphSpec:
     return known_issues.workaround(as_run, hit)
 
 
-def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = CAMPAIGN_GRADCHECK_ELEMENTS
+def gradcheck_verdict(spec: GraphSpec, device: str = "cpu", max_elements: int = GRAPH.gradcheck_elements
                       ) -> tuple[str, str]:
     """("ok" | "failed" | "skipped", detail) for a campaign: gradcheck of the example where
     it is cheap. Known torch issues of the stock apply are stepped around with their
@@ -407,31 +494,57 @@ CHECK_OF_CHECKPOINT = {"forward": "outputs", "backward": "gradients", "double_ba
 FLOAT64 = "eager float64"
 VMAP = "torch.vmap"
 
-#: receives one record: record(check, path, status, detail, seconds, known, raised). status, in the
-#: campaign's words (docs/check_function.md): ok | failed | partly | known | unsupported; raised:
-#: failed because something raised outside what the check observes (the detail says what and who)
+@dataclass(frozen=True)
+class CheckRecord:
+    """One check of one sample on one path."""
+
+    check: str
+    path: str
+    #: one of STATUSES: ok | failed | partly (a known torch issue explained part of it, which was
+    #: left unjudged; the rest agreed) | known (a known torch issue explained all that the check
+    #: judges) | unsupported (nothing judged here; the detail says why)
+    status: str
+    detail: str = ""
+    seconds: float = 0.0
+    sample: int = 0
+    #: known torch issues (harness/known_issues/) that explained differences here; what they
+    #: do not explain was still judged, and fails the record
+    known: tuple[str, ...] = ()
+    #: failed because something raised outside what the check observes: the detail holds the
+    #: exception, the end of its traceback, and whether the Function or the harness raised it
+    raised: bool = False
+
+
+#: receives one record's fields: record(check, path, status, detail, seconds, sample, known, raised)
 Record = Callable[..., None]
 
 
-def check_sample(function: type, sample: tuple, paths: list[Any], unavailable: dict[str, str],
-                 checks: Sequence[str], record: Record) -> None:
-    """Every check of `checks` on one sample of a user's Function, on `paths` (registry paths with
-    run_with, eager first) and the float64 oracles; `unavailable`: path -> why it cannot run here.
-    Each result goes to `record`; whatever raises becomes its check's record, so all complete."""
+def check_sample(subject: FunctionSample, paths: list[Any], record: Record, policy: Policy = FUNCTION) -> None:
+    """Every check of `subject.checks` on one sample of a user's Function, on `paths` (registry paths
+    with run_with, eager first) and the float64 oracles; `subject.unavailable`: path -> why it cannot
+    run here. Each result goes to `record`; whatever raises becomes its check's record, so all
+    complete."""
+    function, sample, checks = subject.function, subject.args, subject.checks
+
     def add(check: str, path: str, status: str, detail: str = "", seconds: float = 0.0,
             known: tuple[str, ...] = (), raised: bool = False) -> None:
         if check in checks:
-            record(check, path, status, detail, seconds, known, raised)
+            record(check, path, status, detail, seconds, 0, known, raised)
+
+    unavailable = subject.unavailable
 
     for path, why in unavailable.items():
         for check in PATH_CHECKS:
             add(check, path, "unsupported", f"path not available here: {why}")
-    _check_paths(function, sample, paths, checks, add)
+    _check_paths(function, sample, paths, checks, add, policy)
     if "mark_dirty" in checks:
         with _isolated(function, ("mark_dirty",), "eager", add):
             _check_mark_dirty(function, sample, add)
-    for check, oracle in (("gradcheck", function_math.gradcheck), ("jvp", function_math.gradcheck_forward_ad),
-                          ("double_backward", function_math.gradgradcheck), ("vmap", function_math.check_vmap)):
+    limit = policy.gradcheck_elements
+    for check, oracle in (("gradcheck", lambda f, x: function_math.gradcheck(f, x, limit)),
+                          ("jvp", lambda f, x: function_math.gradcheck_forward_ad(f, x, limit)),
+                          ("double_backward", lambda f, x: function_math.gradgradcheck(f, x, limit)),
+                          ("vmap", function_math.check_vmap)):
         if check in checks:
             where = VMAP if check == "vmap" else FLOAT64
             with _isolated(function, (check,), where, add):
@@ -467,7 +580,8 @@ def _source_file(function: type) -> str | None:
         return None
 
 
-def _check_paths(function: type, sample: tuple, paths: list[Any], checks: Sequence[str], add: Record) -> None:
+def _check_paths(function: type, sample: tuple, paths: list[Any], checks: Sequence[str], add: Record,
+                 policy: Policy) -> None:
     """outputs, gradients, lifetimes (one run per path), double_backward and jvp (one run each)."""
     wants = set(checks)
     runs = []
@@ -507,11 +621,11 @@ def _check_paths(function: type, sample: tuple, paths: list[Any], checks: Sequen
                     for check in judged:
                         add(check, path.name, "unsupported", "eager, the reference, did not complete")
                     continue
-                _judge_run(judged, ran, result, eager, timings, elapsed, add)
+                _judge_run(judged, ran, result, eager, timings, elapsed, add, policy)
 
 
 def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eager: RunResult | None,
-               timings: dict[str, float], elapsed: float, add: Record) -> None:
+               timings: dict[str, float], elapsed: float, add: Record, policy: Policy) -> None:
     """One record per judged check: failed (with every problem), ok, partly, known, or unsupported with
     why nothing was judged (eager is the reference; the run stopped before the check's checkpoint;
     the path cannot run it, or runs eager's own code for it)."""
@@ -524,7 +638,7 @@ def _judge_run(judged: tuple[str, ...], runner: PathRun, result: RunResult, eage
         for check in judged:
             add(check, runner.name, "unsupported", incompatible)
         return
-    problems, known, wholly = _problems(judged, runner, result, eager)
+    problems, known, wholly = _problems(judged, runner, result, eager, policy)
     note = result.note  # how the path got this result, e.g. through Dynamo's eager fallback
     for check in judged:
         seconds = timings.get(check, 0.0) if len(judged) > 1 else elapsed
@@ -562,16 +676,16 @@ def _known_text(issue_id: str) -> str:
     return f"{issue.id} (harness/known_issues/reproducers/{issue.reproducer})"
 
 
-def _against_eager(eager: RunResult, result: RunResult, exact: bool) -> list[Mismatch]:
+def _against_eager(eager: RunResult, result: RunResult, exact: bool, policy: Policy) -> list[Mismatch]:
     """A path's run of the Function against eager's: values, not lifetimes or mutation bookkeeping."""
     def judged(r: RunResult) -> RunResult:
         return replace(r, values={c: v for c, v in r.values.items() if c != "mark_dirty" and not c.startswith("life:")})
     eager, result = judged(eager), judged(result)
-    return against_eager(eager, result, EXACT if exact else DtypeTolerances(eager), lifetimes=False)
+    return against_eager(eager, result, EXACT if exact else policy.tolerances(eager), lifetimes=False)
 
 
-def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult,
-              eager: RunResult | None) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]], set[str]]:
+def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult, eager: RunResult | None,
+              policy: Policy) -> tuple[dict[str, list[str]], dict[str, tuple[str, ...]], set[str]]:
     """check -> what is wrong: eager's own errors; every other path's differences from eager;
     the lifetime rules of a run that completed. And check -> the known torch issues that
     explained some differences (the registry's entries that need no graph structure, matched as
@@ -590,8 +704,8 @@ def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult,
             note(result.error_checkpoint, f"eager raised {result.describe_error()}")
     else:
         assert eager is not None, "eager runs first: it is the reference"
-        mismatches = _against_eager(eager, result, runner.exact)
-        issues = known_issues.function_hits(result, mismatches) if mismatches else []
+        mismatches = _against_eager(eager, result, runner.exact, policy)
+        issues = policy.known_hits(None, result, mismatches) if mismatches else []
         explained: dict[str, set[str]] = {}  # checkpoint -> the roles the known issues explained
         for m in mismatches:
             by = tuple(k.id for k in issues if k.damage(None, m))
@@ -609,7 +723,7 @@ def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult,
                 wholly.add(check)
     if "lifetimes" in problems and result.status != "error":
         violations = _lifetime_rules(RUN_SPECS["backward"], result)
-        issues = known_issues.function_hits(result, violations) if violations else []
+        issues = policy.known_hits(None, result, violations) if violations else []
         unexplained = [m for m in violations if not known_issues.explained(None, issues, m)]
         problems["lifetimes"] = [in_words(m.checkpoint, m.role, m.detail) for m in unexplained]
         if issues:
@@ -651,5 +765,6 @@ def _check_mark_dirty(function: type, sample: tuple, add: Record) -> None:
             f"in-place update of {', '.join(mutated)} declared", seconds)
 
 
-__all__ = ["CHECKS", "FLOAT64", "JUDGED", "PATH_CHECKS", "STATUSES", "VMAP", "PathOutcome", "Verdict", "check", "check_sample",
+__all__ = ["CHECKS", "FLOAT64", "FUNCTION", "GRAPH", "JUDGED", "PATH_CHECKS", "STATUSES", "VMAP", "CheckRecord",
+           "FunctionSample", "PathOutcome", "Policy", "SampleVerdict", "Verdict", "check", "check_sample",
            "gradcheck_verdict", "gradchecked_spec", "nothing_checked_sentence"]

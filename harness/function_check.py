@@ -29,32 +29,11 @@ from typing import Any, Iterable, Sequence
 import torch
 
 from harness import repro
-from harness.check import CHECKS, FLOAT64, JUDGED, STATUSES, VMAP, check_sample
+from harness.check import CHECKS, FLOAT64, FUNCTION, JUDGED, STATUSES, VMAP, CheckRecord, FunctionSample, check
 from harness.function_run import fresh, has_jvp, has_vmap_rule, is_once_differentiable, observe, path_names, select_paths
 from harness.oracles.compare import dtype_tolerance
 
 # --- report --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CheckRecord:
-    """One check of one sample on one path."""
-
-    check: str
-    path: str
-    #: one of STATUSES: ok | failed | partly (a known torch issue explained part of it, which was
-    #: left unjudged; the rest agreed) | known (a known torch issue explained all that the check
-    #: judges) | unsupported (nothing judged here; the detail says why)
-    status: str
-    detail: str = ""
-    seconds: float = 0.0
-    sample: int = 0
-    #: known torch issues (harness/known_issues/) that explained differences here; what they
-    #: do not explain was still judged, and fails the record
-    known: tuple[str, ...] = ()
-    #: failed because something raised outside what the check observes: the detail holds the
-    #: exception, the end of its traceback, and whether the Function or the harness raised it
-    raised: bool = False
 
 
 @dataclass
@@ -247,14 +226,9 @@ def _check_sample(function: type, sample: tuple, index: int, options: _Options) 
     """Every check of one sample (moved to `device` first, where one was given)."""
     if options.device is not None:
         sample = tuple(fresh(sample, options.device))
-    records: list[CheckRecord] = []
-
-    def record(check: str, path: str, status: str, detail: str, seconds: float, known: tuple[str, ...],
-               raised: bool) -> None:
-        records.append(CheckRecord(check, path, status, detail, seconds, index, known, raised))
-
-    check_sample(function, sample, options.paths, options.unavailable, options.checks, record)
-    return records
+    verdict = check(FunctionSample(function, sample, options.checks, options.unavailable), options.paths,
+                    policy=FUNCTION)
+    return [dataclasses.replace(r, sample=index) for r in verdict.records]
 
 
 def _property(function: type, strategy: Any, options: _Options, report: FunctionReport,

@@ -46,8 +46,10 @@ def documented_incompatibility(error: BaseException | None) -> str | None:
     return None
 
 
-def _float64_function(function: type, sample: Sequence[Any]) -> tuple[Callable[..., tuple], tuple, str | None]:
-    """(fn of the differentiable inputs, those inputs in float64, why not applicable)."""
+def _float64_function(function: type, sample: Sequence[Any], max_elements: int
+                      ) -> tuple[Callable[..., tuple], tuple, str | None]:
+    """(fn of the differentiable inputs, those inputs in float64, why not applicable: among others,
+    more than `max_elements` differentiable input elements)."""
     converted = [a.detach().to(torch.complex128 if a.is_complex() else torch.float64).requires_grad_(a.requires_grad)
                  if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else
                  a.detach() if isinstance(a, torch.Tensor) else a for a in sample]
@@ -69,8 +71,8 @@ def _float64_function(function: type, sample: Sequence[Any]) -> tuple[Callable[.
     if not diff_idx:
         return fn, inputs, "no input requires grad"
     elements = sum(t.numel() for t in inputs)
-    if elements > FUNCTION_GRADCHECK_ELEMENTS:
-        return fn, inputs, (f"too large for finite differences ({elements} > {FUNCTION_GRADCHECK_ELEMENTS} "
+    if elements > max_elements:
+        return fn, inputs, (f"too large for finite differences ({elements} > {max_elements} "
                             "differentiable input elements); pass a smaller sample")
     try:
         with torch.enable_grad():
@@ -137,8 +139,9 @@ def _run_oracle(run: Callable[[], Any], differentiated: str = "backward") -> tup
     return "ok", ""
 
 
-def gradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
-    fn, inputs, why = _float64_function(function, sample)
+def gradcheck(function: type, sample: Sequence[Any], max_elements: int = FUNCTION_GRADCHECK_ELEMENTS
+              ) -> tuple[str, str]:
+    fn, inputs, why = _float64_function(function, sample, max_elements)
     if why is not None:
         return "unsupported", why
     # slow mode: see harness.oracles.math for fast mode's false failures with non-differentiable outputs
@@ -146,9 +149,10 @@ def gradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
                                                         check_forward_ad=False, check_batched_grad=False))
 
 
-def gradcheck_forward_ad(function: type, sample: Sequence[Any]) -> tuple[str, str]:
+def gradcheck_forward_ad(function: type, sample: Sequence[Any], max_elements: int = FUNCTION_GRADCHECK_ELEMENTS
+                         ) -> tuple[str, str]:
     why = jvp_not_applicable(function, sample)
-    fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
+    fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample, max_elements)
     if why is not None:
         return "unsupported", why
     return _run_oracle(lambda: torch.autograd.gradcheck(fn, inputs, fast_mode=False, check_backward_ad=False,
@@ -156,9 +160,10 @@ def gradcheck_forward_ad(function: type, sample: Sequence[Any]) -> tuple[str, st
                                                         check_batched_grad=False))
 
 
-def gradgradcheck(function: type, sample: Sequence[Any]) -> tuple[str, str]:
+def gradgradcheck(function: type, sample: Sequence[Any], max_elements: int = FUNCTION_GRADCHECK_ELEMENTS
+                  ) -> tuple[str, str]:
     why = double_backward_not_applicable(function, sample)
-    fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample)
+    fn, inputs, why = (None, (), why) if why is not None else _float64_function(function, sample, max_elements)
     if why is not None:
         return "unsupported", why
     return _run_oracle(lambda: torch.autograd.gradgradcheck(fn, inputs, fast_mode=False),

@@ -306,3 +306,33 @@ def test_a_registered_torch_issue_reads_known_on_a_check_of_values_never_failed(
     assert not report.failures, report.table()
     # eager's own double backward is still judged, by gradgradcheck
     assert report.outcomes()[("double_backward", "eager float64")][0] == "ok", report.table()
+
+
+def test_a_user_function_and_a_generated_graph_go_through_the_one_check():
+    """check(subject, paths, policy): a FunctionSample is a one-node subject the registry's paths
+    run unchanged; its policy's gradcheck limit is the one its records apply (a policy with a
+    limit of 4 elements calls gradcheck of a 6-element sample unsupported, the default checks it);
+    a GraphSpec goes through the same entry with the campaign's policy."""
+    import dataclasses
+
+    from harness import paths
+    from harness.check import FUNCTION, GRAPH, FunctionSample, SampleVerdict, Verdict, check
+    from harness.function_run import select_paths
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+    runnable, _ = select_paths(["eager", "owned"])
+    sample = FunctionSample(functions.Exp, (torch.randn(2, 3, dtype=torch.float64, requires_grad=True),),
+                            ("outputs", "gradients", "gradcheck"))
+    verdict = check(sample, runnable)
+    assert isinstance(verdict, SampleVerdict) and not verdict.failed, verdict.report()
+    statuses = {(r.check, r.path): r.status for r in verdict.records}
+    assert statuses[("gradcheck", "eager float64")] == "ok" and statuses[("gradients", "owned")] == "ok", statuses
+    narrow = check(sample, runnable, policy=dataclasses.replace(FUNCTION, gradcheck_elements=4))
+    (record,) = [r for r in narrow.records if r.check == "gradcheck"]
+    assert record.status == "unsupported" and "(6 > 4" in record.detail, record
+
+    spec = GraphSpec(shape=(3,), dtype="float64", leaves=(LeafSpec(),), functions=(
+        FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5),)),),
+                     save=("inputs",)),))
+    graph = check(spec, [paths.get("eager"), paths.get("owned")], policy=GRAPH)
+    assert isinstance(graph, Verdict) and not graph.failed and graph.outcomes["owned"].status == "ok", graph.report()
