@@ -1,4 +1,4 @@
-"""Known torch issue ca-retained-saved-tensors-guard (found by the harness, issue 29's audit of
+"""Known torch issue ca-retained-saved-tensors-guard (found by the harness in an audit of
 the compiled modes; torch only).
 
 Compiled autograd handing its graph to torch.compile (any backend), with the graph retained

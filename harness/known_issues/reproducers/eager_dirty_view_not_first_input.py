@@ -1,4 +1,4 @@
-"""Torch issue eager-dirty-view-not-first-input (found by the harness, issue 10 axis Arg.view;
+"""Torch issue eager-dirty-view-not-first-input (found by the harness, through the axis Arg.view;
 registered in harness/known_issues/). Silent wrong gradients, in eager; compiled autograd
 gives the same wrong gradients, or raises where the Function returns None for its first input.
 
