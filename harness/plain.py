@@ -39,6 +39,9 @@ from harness.spec import FunctionSpec, GraphSpec, custom_op_name, parameter_name
 #: plain reproducer defines its Functions as code and hands them over here, so what the
 #: user reads is what runs (empty otherwise)
 PLAIN_CLASSES: dict[int, type[torch.autograd.Function]] = {}
+#: how the straight-line forward's filename starts (its source is in linecache under that name):
+#: tracebacks tell its lines apart from the harness's own (harness.run.recording_errors)
+GRAPH_FORWARD_FILE = "<harness graph_forward "
 
 _INDENT = "    "
 #: the most recent distinct sources kept compiled and registered with linecache: a campaign
@@ -616,7 +619,7 @@ def graph_forward_source(spec: GraphSpec) -> GraphForwardSource:
     c.add(f"return {_tuple(returned)}" if returned else "return ()")
     text = c.text()
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
-    return GraphForwardSource(text, f"<harness graph_forward {digest}>", apply_lines)
+    return GraphForwardSource(text, f"{GRAPH_FORWARD_FILE}{digest}>", apply_lines)
 
 
 def graph_forward(source: GraphForwardSource, functions: Any) -> Any:

@@ -111,7 +111,7 @@ def _raised_in_the_graph_forward(e: BaseException) -> bool:
     the program a compiled path compiles, whose lines eager runs without error (a Function's
     output that came back no tensor, say, fails there at `.clone()`): an observation of the path."""
     frames = traceback.extract_tb(e.__traceback__)
-    return bool(frames) and frames[-1].filename.startswith("<harness graph_forward ")
+    return bool(frames) and frames[-1].filename.startswith(plain.GRAPH_FORWARD_FILE)
 
 
 class Observer:
