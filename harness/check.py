@@ -120,7 +120,6 @@ class SampleVerdict:
         return "\n".join(lines) or "nothing ran"
 
 
-
 #: the one vocabulary of a path's outcome, a check_function record and a twin's result, most
 #: telling first (docs/statuses.md); only ok and failed judged something
 STATUSES = ("failed", "ok", "partly", "known", "unsupported")
@@ -493,6 +492,7 @@ CHECK_OF_CHECKPOINT = {"forward": "outputs", "backward": "gradients", "double_ba
 #: the float64 oracles and vmap run the stock apply; records name them after what they are
 FLOAT64 = "eager float64"
 VMAP = "torch.vmap"
+
 
 @dataclass(frozen=True)
 class CheckRecord:
