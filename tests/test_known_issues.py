@@ -554,6 +554,9 @@ CAMPAIGN_CAUSES = [
      "func-custom-op-register-autograd-refused"),
     ("func_dynamo_aot_dirty_clone_update_lost_d5137f6d.json", "func.grad+dynamo", False,
      "func-dynamo-aot-dirty-clone-update-lost"),
+    # the same lost update under jacrev (vjp under vmap), where the Function's update is the value itself
+    ("func_dynamo_aot_dirty_clone_jacrev_d5137f6d.json", "func.jacrev+dynamo", False,
+     "func-dynamo-aot-dirty-clone-update-lost"),
     # F1 reads needs_input_grad and is given x0 itself beside F0's view of x1's clone: that view requires
     # grad (F0 also gets x0's clone, and a Function's outputs all require grad), so Dynamo traces F1 as
     # an op and x0's gradient is dropped (all zeros)

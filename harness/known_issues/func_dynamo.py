@@ -391,7 +391,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="func-dynamo-aot-dirty-clone-update-lost",
-        title=("torch.func.grad (and vjp) of a torch.compile'd function (backends aot_eager, inductor) in which a "
+        title=("torch.func.grad (and vjp, jacrev) of a torch.compile'd function (backends aot_eager, inductor) in which a "
                "custom Function modifies in place, and marks dirty, a tensor the compiled function made (a clone): "
                "the Function's output comes back with the value from before the in-place update, silently; eager "
                "grad, torch.compile alone, and backend eager give the updated value. Seen where Dynamo does not "
@@ -399,7 +399,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "where it traces it keep the update, and the exact condition is not isolated, so the witness (a wrong "
                "value downstream of such an output) decides"),
         first=(2, 13, 0), last=None,
-        paths=("func.grad+dynamo", "func.vjp+dynamo"),
+        paths=_GRADIENT_TRANSFORMS,
         reproducer="func_dynamo_aot_dirty_clone_update_lost.py",
         upstream=(),
         kind="silent wrong result",

@@ -1,6 +1,6 @@
 """Known torch issue func-dynamo-aot-dirty-clone-update-lost (found by the harness; torch only).
 
-Under torch.func.grad of a torch.compile'd function (backend aot_eager or inductor), a custom
+Under torch.func.grad (or jacrev) of a torch.compile'd function (backend aot_eager or inductor), a custom
 Function that modifies in place, and marks dirty, a tensor the compiled function made (a clone)
 returns the value from before the update, silently. Eager grad, torch.compile without grad, and
 backend eager return the updated value.
@@ -10,7 +10,7 @@ Exit status 1 and "REPRODUCED" while the update is lost (backend from argv[1], d
 import sys
 
 import torch
-from torch.func import grad, vjp
+from torch.func import grad, jacrev
 
 class Dirty(torch.autograd.Function):
     @staticmethod
@@ -30,9 +30,15 @@ def f(x, y):
 
 x = torch.tensor(0.7, dtype=torch.float64)
 y = torch.tensor(0.3, dtype=torch.float64)
-expected = grad(f, argnums=1, has_aux=True)(x, y)[1]
-observed = grad(torch.compile(f, backend=sys.argv[1] if len(sys.argv) > 1 else "aot_eager"), argnums=1, has_aux=True)(x, y)[1]
-print("expected (eager):", expected.item(), "observed (compiled):", observed.item(), torch.__version__)
-if not torch.allclose(expected, observed):
-    print("REPRODUCED: the in-place update of the Function's dirty input is lost under grad(torch.compile)")
+backend = sys.argv[1] if len(sys.argv) > 1 else "aot_eager"
+lost = []
+for transform in (grad, jacrev):
+    expected = transform(f, argnums=1, has_aux=True)(x, y)[1]
+    observed = transform(torch.compile(f, backend=backend), argnums=1, has_aux=True)(x, y)[1]
+    print(f"{transform.__name__}: expected (eager) {expected.item()}, observed (compiled) {observed.item()}",
+          torch.__version__)
+    if not torch.allclose(expected, observed):
+        lost.append(transform.__name__)
+if lost:
+    print(f"REPRODUCED: the in-place update of the Function's dirty input is lost under {', '.join(lost)}(torch.compile)")
     sys.exit(1)
