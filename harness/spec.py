@@ -298,6 +298,11 @@ class GraphSpec:
     checkpoint: bool = False
     #: FORWARD_CODES: how the forward is written where a path compiles it
     forward_code: str = "loop"
+    #: leaves (by index) the batched torch.func paths pass to vmap unbatched, one value shared by
+    #: every sample (`in_dims=None`): the generated vmap rule then reduces their gradients over the
+    #: batch (functorch's reductify). (No Function modifies a leaf in place: a dirty input is a
+    #: clone.) Other paths ignore it.
+    batch_shared: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
@@ -417,6 +422,13 @@ def validate(g: GraphSpec) -> None:
         _check(not any(fn.grad_mode == "no_grad" for fn in g.functions), "trace", g.trace,
                "torch.jit.trace does not keep a no_grad block: the traced Function's outputs require grad")
     _validate_mutated_outputs(g)
+    _check(tuple(sorted(set(g.batch_shared))) == g.batch_shared, "batch_shared", g.batch_shared,
+           "sorted leaf indices, each once")
+    _check(not g.batch_shared or len(g.batch_shared) < len(g.leaves), "batch_shared", g.batch_shared,
+           "vmap needs one batched input (torch: 'vmap: Expected at least one Tensor to vmap over'): leave one "
+           "leaf out")
+    for i in g.batch_shared:
+        _check(0 <= i < len(g.leaves), "batch_shared", g.batch_shared, f"leaf {i} is not a leaf of this graph")
     if g.checkpoint:
         _check(not g.trace, "checkpoint", g.checkpoint, "the checkpointed forward is not also traced by torch.jit")
         _check(not g.mutated_outputs, "checkpoint", g.checkpoint,
@@ -674,7 +686,7 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
 #: fields added after specs were first saved, written only where they differ from their default:
 #: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
 _WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0,
-                     (FunctionSpec, "keyword_default"): False}
+                     (FunctionSpec, "keyword_default"): False, (GraphSpec, "batch_shared"): ()}
 
 
 def _to_plain(obj: Any) -> Any:

@@ -355,8 +355,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     favour_torch_func: for campaigns that run torch.func paths, which refuse old-style
     Functions (and, for vmap, Functions without a vmap rule; for jvp and jacfwd, without a jvp):
     7 in 8 Functions in setup_context style, 3 in 4 of them with generate_vmap_rule, 3 in 4 with
-    a jvp; old style, no rule and no jvp stay reachable. Off by default, so other runs draw as
-    before.
+    a jvp; old style, no rule and no jvp stay reachable; and in about 1 graph in 2, leaves the
+    batched transforms share across the batch (GraphSpec.batch_shared, drawn last). Off by
+    default, so other runs draw as before.
     favour_dynamo: for campaigns that run torch.compile (see _traceable): TRACEABLE_SHARE of the
     graphs have every Function written so that Dynamo traces it, the others every Function but
     one; forward AD (which needs a jvp in every Function, and Dynamo traces none with a jvp)
@@ -418,11 +419,19 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     checkpoint = not trace and not mutated_outputs and _flip(draw) and _flip(draw)
     # the interpreter loop for about 1 graph in 8 drawn (its own Dynamo bugs stay covered)
     loop = not favour_dynamo or _integer(draw, 1, 8) == 8
+    seed = draw(SEEDS)
+    # drawn last (a sequence saved before it still decodes to the same graph up to here): for
+    # torch.func campaigns, in about 1 graph in 2, leaves vmap shares across the batch
+    batch_shared: tuple[int, ...] = ()
+    if favour_torch_func:
+        # (vmap needs one batched input: one leaf is never shared)
+        if len(leaves) > 1 and _flip(draw):
+            batch_shared = tuple(sorted(draw(_unique_index_lists(len(leaves), 1, len(leaves) - 1))))
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
-        forward_ad=forward_ad, trace=trace, hooks=hooks, seed=draw(SEEDS),
+        forward_ad=forward_ad, trace=trace, hooks=hooks, seed=seed,
         grad_leaves=grad_leaves, mutated_outputs=mutated_outputs, checkpoint=checkpoint,
-        forward_code="loop" if loop else "straight",
+        forward_code="loop" if loop else "straight", batch_shared=batch_shared,
     )
 
 

@@ -129,6 +129,28 @@ def test_the_func_fault_changes_only_a_transformed_function():
     assert torch.equal(torch.func.grad(first_output)(x0, x1), grad)
 
 
+#: x0 * 2 + sin(x1) with generate_vmap_rule, for torch.func.grad of a vmap
+VMAPPED = GraphSpec(
+    shape=(3,), dtype="float64", leaves=(LeafSpec(), LeafSpec()), backward="backward",
+    functions=(FunctionSpec(
+        args=(Arg("x0"), Arg("x1")), style="setup_context", vmap=True, save=("inputs",),
+        outputs=(OutputSpec(terms=(Term(0, "linear", 2.0), Term(1, "sin", 1.0))),)),))
+
+
+@pytest.mark.parametrize("batch_shared", [(), (0,), (1,)])
+def test_the_reduction_fault_is_reached_only_by_a_leaf_the_batch_shares(batch_shared):
+    """grad(vmap) reduces a shared leaf's gradient over the batch (functorch's reductify); with
+    every leaf batched there is nothing to reduce, and the fault changes nothing."""
+    spec = dataclasses.replace(VMAPPED, batch_shared=batch_shared)
+    chosen = [paths.get("eager"), paths.get("func.grad_vmap")]
+    with selfeval.installed("reductify_takes_one_sample"):
+        verdict = check(spec, chosen, lifetimes=False)
+    assert verdict.outcomes["func.grad_vmap"].status == ("failed" if batch_shared else "ok"), verdict.report()
+    if batch_shared:
+        assert f"grad:x{batch_shared[0]}" in verdict.report(), verdict.report()
+    assert not check(spec, chosen, lifetimes=False).failed
+
+
 def _patchable_state() -> dict[str, object]:
     """Everything a fault of the Python families replaces."""
     import torch.autograd.function as function_module
@@ -152,6 +174,7 @@ def _patchable_state() -> dict[str, object]:
         "aot_eager": registry._COMPILER_FNS["aot_eager"],
         "custom_function_call": function_module.custom_function_call,
         "custom_function_call_vmap_helper": torch._functorch.autograd_function.custom_function_call_vmap_helper,
+        "reductify_leaf": torch._functorch.autograd_function.reductify_leaf,
         **{f"AutogradFunctionContextVariable.{n}": AutogradFunctionContextVariable.__dict__[n]
            for n in ("create", "call_method", "var_getattr")},
         "AutogradFunctionApplyVariable.prepare_fn_vt": AutogradFunctionApplyVariable.prepare_fn_vt,

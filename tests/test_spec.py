@@ -95,3 +95,26 @@ def test_keyword_split_names_the_last_arguments_last_to_first():
     positional, keywords = fn.keyword_split(["t", 1, "u"])
     assert positional == ("t",) and list(keywords.items()) == [("a2", "u"), ("a1", 1)]
     assert dataclasses.replace(fn, keyword_args=0).keyword_split(["t", 1, "u"]) == (("t", 1, "u"), {})
+
+
+
+#: three leaves, one Function reading them
+SHARING = GraphSpec(leaves=(LeafSpec(), LeafSpec(), LeafSpec()), functions=(FunctionSpec(
+    args=(Arg("x0"), Arg("x1"), Arg("x2")), outputs=(OutputSpec("compute", terms=(Term(0, "sin"), Term(2, "linear"))),),
+    save=("inputs",), style="setup_context", vmap=True),))
+
+
+def test_batch_shared_is_written_only_where_set():
+    assert "batch_shared" not in SHARING.to_json()
+    shared = dataclasses.replace(SHARING, batch_shared=(0, 2))
+    assert '"batch_shared": [0, 2]' in shared.to_json() and GraphSpec.from_json(shared.to_json()) == shared
+
+
+@pytest.mark.parametrize("batch_shared, why", [
+    ((0, 1, 2), r"vmap needs one batched input"),
+    ((2, 0), r"sorted leaf indices, each once"),
+    ((3,), r"leaf 3 is not a leaf of this graph"),
+])
+def test_batch_shared_names_leaves_vmap_can_share(batch_shared, why):
+    with pytest.raises(SpecError, match=rf"batch_shared=.* is invalid: {why}"):
+        dataclasses.replace(SHARING, batch_shared=batch_shared)

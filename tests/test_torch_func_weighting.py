@@ -81,3 +81,22 @@ def test_func_family_names_select_every_transform() -> None:
     assert plain and all(n.startswith("func.") and not n.endswith("+dynamo") for n in plain)
     assert compiled == [f"{n}+dynamo" for n in plain]
     assert [p.name for p in paths.parse("eager, func.vmap")] == ["eager", "func.vmap"]
+
+
+def test_leaves_shared_by_the_batch_are_drawn_for_torch_func_campaigns_only() -> None:
+    """GraphSpec.batch_shared (vmap's in_dims=None): drawn last, only where torch.func runs, and
+    always with one leaf left batched (vmap needs one)."""
+    shared: dict[bool, list[tuple[int, ...]]] = {False: [], True: []}
+    leaves: list[int] = []
+
+    for favoured in (False, True):
+        @SAMPLE
+        @given(graphs(favour_torch_func=favoured))
+        def draw(spec: GraphSpec) -> None:
+            shared[favoured].append(spec.batch_shared)
+            if favoured and spec.batch_shared:
+                leaves.append(len(spec.leaves) - len(spec.batch_shared))
+        draw()
+    assert not any(shared[False])
+    assert 0.2 <= sum(map(bool, shared[True])) / len(shared[True]) <= 0.8, shared[True]
+    assert min(leaves) >= 1

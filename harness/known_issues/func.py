@@ -74,9 +74,11 @@ def _unpacked_strings(spec: GraphSpec) -> set[tuple[str, str]]:
 
 
 def _batched_under_vmap(spec: GraphSpec) -> dict[str, bool]:
-    """Which values are BatchedTensors inside the graph under vmap: every leaf (the func paths
-    batch them all, harness/paths/func.py _sample_leaves), and what is computed from one."""
-    batched = {ref: True for ref in spec.value_refs() if ref.startswith("x")}
+    """Which values are BatchedTensors inside the graph under vmap: every leaf but those the batch
+    shares (harness/paths/func.py _sample_leaves, GraphSpec.batch_shared), and what is computed
+    from one."""
+    batched = {ref: int(ref[1:].split("[")[0]) not in spec.batch_shared
+               for ref in spec.value_refs() if ref.startswith("x")}
     for n, fn in enumerate(spec.functions):
         for k, o in enumerate(fn.outputs):
             if o.kind == "compute":

@@ -24,7 +24,8 @@ a documented graph break reruns with Dynamo's eager fallback, as the `dynamo` pa
 
 Batched paths check the sample at batch index CHECKED_SAMPLE, whose leaves are eager's; the
 other samples have leaves of their own, so a batching rule that mixes or drops samples
-changes the checked one. A path observes only part of what eager records (no hooks, no
+changes the checked one. A leaf the spec shares across the batch (GraphSpec.batch_shared) is
+passed unbatched (in_dims=None), eager's own value. A path observes only part of what eager records (no hooks, no
 `.grad` accumulation, no lifetimes, no tensor metadata: a transform returns fresh
 tensors): `observed` narrows the reference results to exactly the roles the path
 computes, derived from the spec, so a role the path fails to produce is still reported.
@@ -284,10 +285,17 @@ def _plain_leaves(built: BuiltGraph, offset: int = 0) -> list[torch.Tensor]:
 
 
 def _sample_leaves(built: BuiltGraph) -> list[torch.Tensor]:
-    """Leaves batched along a new dim 0; sample CHECKED_SAMPLE holds eager's leaves."""
+    """Leaves batched along a new dim 0; sample CHECKED_SAMPLE holds eager's leaves. A leaf the
+    spec shares across the batch (GraphSpec.batch_shared) is eager's leaf itself, unbatched."""
     samples = [_plain_leaves(built, o) for o in _OTHER_SAMPLES]
     samples.insert(CHECKED_SAMPLE, _plain_leaves(built))
-    return [torch.stack([s[i] for s in samples]) for i in range(len(built.spec.leaves))]
+    return [samples[CHECKED_SAMPLE][i] if i in built.spec.batch_shared else torch.stack([s[i] for s in samples])
+            for i in range(len(built.spec.leaves))]
+
+
+def _in_dims(spec: GraphSpec) -> tuple[int | None, ...]:
+    """vmap's in_dims over the leaves: None for a leaf shared across the batch."""
+    return tuple(None if i in spec.batch_shared else 0 for i in range(len(spec.leaves)))
 
 
 def _replace(values: list, indices: Sequence[int], new: Sequence) -> list:
@@ -314,6 +322,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     spec = built.spec
     weights = built.weights(len(graph.refs))
     leaves = _sample_leaves(built) if transform.batched else _plain_leaves(built)
+    in_dims = _in_dims(spec)
     observed = has_backward(spec)
     wrt = chosen_leaves(spec) if observed else list(range(len(leaves)))
     chosen = list(range(len(wrt))) if observed else []  # the chosen leaves' positions in wrt: all of it
@@ -351,9 +360,9 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
         def primal(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
             return tf.vjp(lambda *ys: graph.outputs(_replace(list(xs), float_leaves, ys)),
                           *(xs[i] for i in float_leaves))[0]
-        outs = compile_fn(tf.vmap(primal) if transform.batched else primal)(*leaves)
+        outs = compile_fn(tf.vmap(primal, in_dims=in_dims) if transform.batched else primal)(*leaves)
     elif name in ("vmap", "vmap.user"):
-        outs = compile_fn(tf.vmap(lambda *xs: graph.outputs(xs)))(*leaves)
+        outs = compile_fn(tf.vmap(lambda *xs: graph.outputs(xs), in_dims=in_dims))(*leaves)
     elif name == "jvp":
         # the primals are the leaves with a tangent: an int64 / bool leaf (a mask) has none and
         # stays a constant of the function, as under eager's forward AD (run._forward_ad)
@@ -402,14 +411,19 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
         grads = [sum(_weighted(blocks[j][i], weights[k], len(spec.shape)) for j, k in enumerate(kept))
                  for i in range(len(wrt))]
     elif name == "vmap_grad":
-        grads, outs = compile_fn(tf.vmap(lambda *xs: grad_of_loss(xs)(*diff_of(xs))))(*leaves)
+        grads, outs = compile_fn(tf.vmap(lambda *xs: grad_of_loss(xs)(*diff_of(xs)), in_dims=in_dims))(*leaves)
     elif name == "grad_vmap":
+        # A leaf shared across the batch gets the gradient of every sample's loss (the generated
+        # vmap rule sums them: reductify), so where one is differentiated the loss is the checked
+        # sample's alone: then its gradient is eager's, and the rule still reduces the batch.
+        shared_differentiated = bool(set(spec.batch_shared) & set(wrt))
+
         def batch_loss(*diff: torch.Tensor) -> tuple[torch.Tensor, tuple]:
             def one(*xs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
                 outs = graph.outputs(xs)
                 return loss(outs), outs
-            per_sample, outs = tf.vmap(one)(*_replace(list(leaves), wrt, diff))
-            return per_sample.sum(), outs
+            per_sample, outs = tf.vmap(one, in_dims=in_dims)(*_replace(list(leaves), wrt, diff))
+            return per_sample[CHECKED_SAMPLE] if shared_differentiated else per_sample.sum(), outs
         grads, outs = compile_fn(tf.grad(batch_loss, argnums=argnums, has_aux=True))(*diff_of(leaves))
     else:
         raise AssertionError(f"unknown transform {name!r}")
@@ -421,9 +435,11 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
         result.put("forward", f"const:{ref}", value)
     roles = gradient_roles(spec, transform)
     if roles:
-        picked = [grads[k] for k in chosen] + ([second[k] for k in chosen] if second else [])
-        for (checkpoint, role), g in zip(roles, picked):
-            result.put(checkpoint, role, sample(g))
+        # grad(vmap)'s gradient of a leaf shared across the batch is one value, not a batch
+        unbatched = {k for k in chosen if name == "grad_vmap" and wrt[k] in spec.batch_shared}
+        picked = [(grads[k], k in unbatched) for k in chosen] + ([(second[k], False) for k in chosen] if second else [])
+        for (checkpoint, role), (g, one) in zip(roles, picked):
+            result.put(checkpoint, role, g if one else sample(g))
     for (checkpoint, role), t in zip(tangent_roles(spec, transform), tangents):
         result.put(checkpoint, role, t)
 

@@ -106,6 +106,8 @@ FAULTS: tuple[Fault, ...] = (
     _fault(compilers, "vmap_custom_op_samples_rolled", ("func.vmap",)),
     # and the user vmap rule form (FunctionSpec.vmap_rule; func.vmap.user adds one too, but vmaps alone)
     _fault(compilers, "grad_vmap_user_rule_samples_rolled", ("func.grad_vmap",)),
+    # and a leaf the batch shares (GraphSpec.batch_shared: vmap's in_dims=None)
+    _fault(compilers, "reductify_takes_one_sample", ("func.grad_vmap",)),
     *(_fault(dynamo_faults, name, DYNAMO_PATHS) for name in (
         "dynamo_saved_tensors_reversed", "dynamo_mark_non_differentiable_dropped",
         "dynamo_needs_input_grad_of_intermediates_false", "dynamo_input_returned_as_is_not_viewed",

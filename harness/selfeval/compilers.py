@@ -158,3 +158,19 @@ def grad_vmap_user_rule_samples_rolled(p: Patches) -> None:
             return original(interpreter, _samples_rolled(vmap_function), op, *operands, **kwargs)
         return helper
     p.wrap(autograd_function, "custom_function_call_vmap_helper", make)
+
+
+def reductify_takes_one_sample(p: Patches) -> None:
+    """Only where a vmapped Function's input is shared by the batch (vmap's in_dims=None) and its
+    backward runs under another transform (grad of a vmap, generate_vmap_rule): the batched
+    gradient of that input is reduced to its first sample instead of summed over the batch, as a
+    reduction written as an index would (functorch's reductify_leaf)."""
+    import torch._functorch.autograd_function as autograd_function
+
+    def make(original):
+        def reductify_leaf(grad_input, grad_input_bdim, input_bdim, batch_size, *rest):
+            if grad_input is not None and grad_input_bdim is not None and input_bdim is None:
+                return grad_input.select(grad_input_bdim, 0)
+            return original(grad_input, grad_input_bdim, input_bdim, batch_size, *rest)
+        return reductify_leaf
+    p.wrap(autograd_function, "reductify_leaf", make)

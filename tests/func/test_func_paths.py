@@ -28,9 +28,9 @@ NAMES = sorted(func.PATHS)
 PLAIN = [n for n in NAMES if not n.endswith("+dynamo")]
 
 
-def _agrees(name: str, min_share: float) -> None:
+def _agrees(name: str, min_share: float, specs=None) -> None:
     checked: list[bool] = []
-    specs = func_graphs(max_functions=2, vmap=True, jvp=True)
+    specs = func_graphs(max_functions=2, vmap=True, jvp=True) if specs is None else specs
 
     @settings(max_examples=EXAMPLES)
     @given(spec=specs)
@@ -52,6 +52,17 @@ def test_func_path_agrees_with_eager(name: str) -> None:
 @pytest.mark.parametrize("name", [n for n in NAMES if n.endswith("+dynamo")])
 def test_func_dynamo_path_agrees_with_eager(name: str) -> None:
     _agrees(name, 0.5)
+
+
+BATCHED = [n for n in PLAIN if func.TRANSFORMS[n.removeprefix("func.")].batched]
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_leaves_shared_by_the_batch_agree_with_eager(name: str) -> None:
+    """Generated graphs with leaves vmap shares across the batch (in_dims=None): the checked
+    sample is eager's, and grad(vmap) differentiates it alone where a shared leaf is differentiated."""
+    _agrees(name, 0.5, func_graphs(max_functions=2, vmap=True, favour_torch_func=True).filter(
+        lambda s: bool(s.batch_shared)))
 
 
 # --- one seeded fault per path --------------------------------------------------------------
