@@ -604,6 +604,16 @@ CAMPAIGN_CAUSES = [
     # the twin's vjp breaks the graph, and the fallback's backward reads the cleared saved tensors twice
     ("dynamo_twin_vjp_fallback_cleared_saved_twice_b405a987.json", "dynamo:aot_eager", "backward_method",
      "dynamo-clear-saved-tensors-with-jvp"),
+    # --- stop 45's 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) ---
+    # F1 saves F0's output f0.0 (modified in place after the forward) for sin's gradient; f0.0 requires
+    # grad, but F0 ignores its gradient, so AOT's traced backward drops that read and checks nothing
+    ("dynamo_unread_saved_input_gradient_ignored_c3ffe62c.json", "dynamo:aot_eager", False,
+     "dynamo-unread-saved-output-unchecked"),
+    # backward(inputs=[x3]): the region reaches x3 only through x3[0], which F0 reads and sends no
+    # gradient; AOT detaches it, the region's node is never run, and the tensor hook on F0's dirty output
+    # never fires
+    ("dynamo_aot_detached_view_partial_backward_output_hook_d022f149.json", "dynamo:aot_eager", False,
+     "dynamo-aot-detached-input-node-hooks-not-fired"),
 ]
 
 

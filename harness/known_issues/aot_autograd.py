@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from harness.dataflow import Dataflow, differentiable
+from harness.dataflow import Dataflow, base_ref, differentiable
 from harness.known_issues.entry import KnownIssue, error_at
 from harness.known_issues.shared import (
     _aliases_of,
@@ -250,10 +250,26 @@ def _node_hooks_on_detached_views(spec: GraphSpec) -> tuple[int, ...]:
     """Pre and post hooks on the node of a view that AOT Autograd detaches (_detached_views),
     and tensor hooks on that view (autograd runs them as pre hooks of the same node), when a
     backward runs: the compiled region's graph has no edge to that node, so they never fire.
-    Eager runs the node, with a None gradient, and fires them."""
+    Eager runs the node, with a None gradient, and fires them. And the hooks of the region's
+    own outputs where that edge was its only way to the leaves a partial backward asks for
+    (_region_cut_off_from_the_chosen_leaves)."""
     detached = _detached_views(spec) if spec.backward != "none" else frozenset()
-    return tuple(h for h, hook in enumerate(spec.hooks)
-                 if hook.kind in ("pre", "post", "tensor") and hook.target in detached)
+    cut_off = _region_cut_off_from_the_chosen_leaves(spec, detached)
+    return tuple(h for h, hook in enumerate(spec.hooks) if hook.kind in ("pre", "post", "tensor") and (
+        hook.target in detached or cut_off and hook.target is not None and hook.target.startswith("f")))
+
+
+def _region_cut_off_from_the_chosen_leaves(spec: GraphSpec, detached: frozenset[str]) -> bool:
+    """Under a partial backward (grad_leaves), every chosen leaf the compiled region reads is
+    behind a view AOT Autograd detaches: its CompiledFunctionBackward keeps no edge toward them,
+    so the engine never runs it (GraphTask::init_to_execute) and no hook on the Functions' outputs
+    fires, where eager runs each Function node with an edge to such a view."""
+    if not spec.grad_leaves or not detached:
+        return False
+    flow = Dataflow(spec)
+    chosen = {f"x{i}" for i in spec.grad_leaves}
+    kept = {r for r in flow.leaf_values_read() if flow.requires_grad[r] and r not in detached}
+    return any(base_ref(r) in chosen for r in detached) and not any(base_ref(r) in chosen for r in kept)
 
 
 _NOT_FIRED = re.compile(r"expected \('fired'(, 'fired')*,?\), got \(\)")
@@ -515,7 +531,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "leaf that the compiled region reads and sends no gradient (graph_compile.py, indices_of_inps_to_detach), "
                "so the compiled backward has no edge to the view's node, and pre and post hooks registered on that "
                "node, and tensor hooks on the view, never fire; eager runs the node with a None gradient and "
-               "fires them"),
+               "fires them. Under a partial backward (backward(inputs=...)) whose leaves the region reaches only "
+               "through such views, the region's whole backward node is skipped, so hooks on its outputs (a "
+               "tensor hook on a Function's output) never fire either"),
         first=(2, 13, 0), last=None,
         paths=("dynamo:aot_eager", "dynamo:inductor"),
         reproducer="dynamo_aot_detached_input_node_hooks_not_fired.py",

@@ -22,6 +22,7 @@ from harness.known_issues.shared import (
     _backward_runs,
     _breaks_the_graph_itself,
     _functions_replaced,
+    _gradient_reaches,
     _gradient_record_of,
     _held_by,
     _inputs_returned_without_grad,
@@ -80,11 +81,13 @@ def _saved_mutated_outputs(spec: GraphSpec) -> set[str]:
     """Outputs modified in place after the forward that a Function whose backward runs saved and
     whose data the compiled backward does not need: as its own outputs (the generated backward
     unpacks them and reads only their shape, harness/generic.py), or as the input of a nonlinear term
-    where that input does not require grad (the backward reads it only for that input's own
-    gradient, which nothing needs, so AOT Autograd's traced backward drops it)."""
+    whose gradient reaches no leaf (it does not require grad, or every Function it flows back through
+    ignores it: the backward reads it only for that input's own gradient, which nothing needs, so
+    AOT Autograd's traced backward drops it)."""
     as_outputs = saved_mutated_outputs(spec, as_inputs=False)
     requires_grad = Dataflow(spec).requires_grad
-    return as_outputs | {r for r in saved_mutated_outputs(spec) - as_outputs if not requires_grad[r]}
+    return as_outputs | {r for r in saved_mutated_outputs(spec) - as_outputs
+                         if not _gradient_reaches(spec, requires_grad, r)}
 
 
 def _all_saved_mutated_outputs_not_mutated(spec: GraphSpec) -> GraphSpec:
@@ -466,8 +469,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
     KnownIssue(
         id="dynamo-unread-saved-output-unchecked",
         title=("torch.compile with an AOT Autograd backend: a custom Function saves a tensor whose values its "
-               "backward does not need (its output, unpacked without reading its values; or an input that does "
-               "not require grad, read only for that input's own gradient), and the caller modifies that tensor "
+               "backward does not need (its output, unpacked without reading its values; or an input whose "
+               "gradient nothing needs, read only for that input's own gradient: it does not require grad, or "
+               "the Functions it came from ignore that gradient), and the caller modifies that tensor "
                "in place before backward: eager raises the version-counter error, the compiled run does not (AOT "
                "Autograd keeps no data its traced backward does not read, so nothing is checked); the gradients "
                "are right"),

@@ -14,6 +14,10 @@ dynamo_aot_detached_input_drops_requires_grad.py, beside this one), where every 
 here another input keeps the outputs requiring grad. A backward that returns zeros instead
 of None avoids it; backend="eager" is not affected.
 
+Second form (`output_hook_fired`): under a partial backward, `backward(inputs=[x])`, where x is
+reached only through such a view, the region's backward node has no edge toward x, so the engine
+skips it whole, and a tensor hook on the Function's other output never fires (eager fires it).
+
 Exit status 1 and "REPRODUCED" when the bug is present (backend aot_eager); 0 when fixed.
 Other backends are reported for information (`python this.py aot_eager eager`).
 """
@@ -47,16 +51,28 @@ def hooks_fired(fn):
     return fired
 
 
+def output_hook_fired(fn):
+    x = torch.ones(2, 3, requires_grad=True)
+    y = torch.ones(3, requires_grad=True)
+    out = fn(y, x[1])  # x is reached only through the view x[1], which gets no gradient
+    fired = []
+    out.register_hook(lambda grad: fired.append("tensor"))
+    out.sum().backward(inputs=[x])
+    return fired
+
+
 def reproduces(backend):
-    torch._dynamo.reset()
-    eager = hooks_fired(region)
-    compiled = hooks_fired(torch.compile(region, backend=backend, fullgraph=True))
-    print(f"{backend}: hooks fired on the view and its node: eager {eager}, compiled {compiled}")
-    if compiled != eager:
-        print(f"{backend}: REPRODUCED: hooks on a detached input view and its node never fire")
-        return True
-    print(f"{backend}: not reproduced: the hooks fire as in eager")
-    return False
+    found = False
+    for name, observe in (("hooks fired on the view and its node", hooks_fired),
+                          ("hook fired on the output under backward(inputs=[x])", output_hook_fired)):
+        torch._dynamo.reset()
+        eager = observe(region)
+        compiled = observe(torch.compile(region, backend=backend, fullgraph=True))
+        print(f"{backend}: {name}: eager {eager}, compiled {compiled}")
+        found |= compiled != eager
+    print(f"{backend}: REPRODUCED: hooks never fire behind a detached input view" if found
+          else f"{backend}: not reproduced: the hooks fire as in eager")
+    return found
 
 
 if __name__ == "__main__":
