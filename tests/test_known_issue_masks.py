@@ -319,6 +319,11 @@ CASES = {
         fn(X0, outputs=(dataclasses.replace(SIN0, non_differentiable=True), OutputSpec("compute", bias=0.5,
            non_differentiable=True)), save=("inputs",), style="setup_context", vmap=True, error="grad_count"),
         fn(Arg("f0.0"), X1, outputs=(lin(1),), style="setup_context", vmap=True)), (1, 1), None),
+    # x0 is shared by the batch; F0's first output reads x1 too (batched), its second x0 alone (not)
+    "func-grad-vmap-shared-input-gradient-counted-per-sample": ("func.grad_vmap", graph(
+        fn(X0, X1, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0), Term(1, "linear", 2.0))), lin(0)),
+           style="setup_context", vmap=True),
+        fn(X1, outputs=(lin(0),), style="setup_context", vmap=True), batch_shared=(0,)), (1, 0), None),
     "func-vmap-mark-dirty": ("func.vmap_grad", graph(
         fn(Arg("x0", clone=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0), lin(1)), style="setup_context",
            vmap=True),

@@ -604,6 +604,15 @@ CAMPAIGN_CAUSES = [
     # the twin's vjp breaks the graph, and the fallback's backward reads the cleared saved tensors twice
     ("dynamo_twin_vjp_fallback_cleared_saved_twice_b405a987.json", "dynamo:aot_eager", "backward_method",
      "dynamo-clear-saved-tensors-with-jvp"),
+    # --- stop 45's 10-minute eager,func,func+dynamo campaign, after GraphSpec.batch_shared ---
+    # x0 shared by the batch; F0's first output is masked by the batched x1, its second reads x0 alone:
+    # grad(vmap) counts the second's gradient once per sample
+    ("func_grad_vmap_shared_input_counted_per_sample_18952384.json", "func.grad_vmap", False,
+     "func-grad-vmap-shared-input-gradient-counted-per-sample"),
+    # the same spec under torch.compile: Dynamo traces F0 (it reads views of the shared x0, which
+    # require grad at grad's level) into an op with no vmap rule
+    ("func_grad_vmap_shared_input_counted_per_sample_18952384.json", "func.grad_vmap+dynamo", False,
+     "func-dynamo-vmap-grad-apply-template"),
     # --- stop 45's 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) ---
     # F1 saves F0's output f0.0 (modified in place after the forward) for sin's gradient; f0.0 requires
     # grad, but F0 ignores its gradient, so AOT's traced backward drops that read and checks nothing

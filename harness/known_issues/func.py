@@ -277,6 +277,43 @@ def _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec: Gr
     return found
 
 
+def _shared_gradient_counted_per_sample(spec: GraphSpec) -> frozenset[str]:
+    """The values given, unbatched, to a Function with generate_vmap_rule whose backward runs under
+    grad(vmap), where that argument's gradient comes both from an output with a batch dim and
+    from one without (an output read only from unbatched values: GraphSpec.batch_shared). The
+    unbatched output's gradient arrives as the batch's total, the vmapped backward adds it to every
+    sample's batched gradient, and reductify sums the samples: that share is counted batch-size
+    times."""
+    if not _eager_backward_runs(spec):
+        return frozenset()
+    flow = Dataflow(spec)
+    batched = _batched_under_vmap(spec)
+    rg = _requires_grad_under_grad_vmap(spec)
+    lost = _marks_lost_by_vmap(spec)
+    found = set()
+    for n, fn in enumerate(spec.functions):
+        if not (fn.vmap and fn.vmap_rule == "generate" and fn.api == "function"
+                and (flow.backward_runs(n) or n in lost)):
+            continue
+        for s, a in enumerate(fn.args):
+            if a.ref is None or batched[a.ref] or not rg[a.ref]:
+                continue
+            sends = {batched[f"f{n}.{k}"] for k, o in enumerate(fn.outputs)
+                     if differentiable(fn, k) and rg.get(f"f{n}.{k}", False) and reads(o.kind, o, s)}
+            if sends == {True, False}:
+                found.add(a.ref)
+    return frozenset(found)
+
+
+def _gradient_of_a_leaf_behind(spec: GraphSpec, m: Mismatch) -> bool:
+    """A gradient (or its stride) of a leaf whose gradient comes through those values."""
+    values = _shared_gradient_counted_per_sample(spec)
+    leaves = frozenset().union(*(Dataflow(spec).upstream(r) for r in values))
+    role = m.role.removeprefix("stride:")
+    return m.checkpoint in ("backward", "meta:backward") and role.partition(":")[0] == "grad" \
+        and role.partition(":")[2] in leaves
+
+
 def _differentiable_twice_where_once_meets_batching(spec: GraphSpec) -> GraphSpec:
     """Those Functions without @once_differentiable (their backward is the same)."""
     found = _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec)
@@ -474,6 +511,28 @@ ENTRIES: tuple[KnownIssue, ...] = (
                  "results, or torch's version-counter error for a saved output modified after the forward); "
                  "the forward is still compared"),
         workaround=_marks_lost_by_vmap_harmless,
+    ),
+    KnownIssue(
+        id="func-grad-vmap-shared-input-gradient-counted-per-sample",
+        title=("torch.func.grad over vmap of a custom Function with generate_vmap_rule=True given an input shared "
+               "by the batch (in_dims=None) that two outputs read, one batched and one not (read only from "
+               "shared inputs): the vmapped backward gets the unbatched output's gradient as the batch's total, "
+               "adds it to each sample's gradient of the shared input, and reductify "
+               "(torch/_functorch/autograd_function.py) then sums the samples, so that share is counted "
+               "batch-size times, silently (x * m + x * 2 over m = [1, 2, 3]: 24, not 12); the same ops without "
+               "a Function, and eager per sample, give 12"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad_vmap", "func.grad_vmap+dynamo"),
+        reproducer="func_grad_vmap_shared_input_gradient_counted_per_sample.py",
+        upstream=(),
+        related=(),
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_shared_gradient_counted_per_sample(spec)),
+        witness=lambda spec, result, ms: result.status != "error" and any(
+            _gradient_of_a_leaf_behind(spec, m) for m in ms),
+        damage=_gradient_of_a_leaf_behind,
+        damages="the gradients (and strides) of the leaves whose gradient comes through such a shared input",
+        workaround=lambda spec: dataclasses.replace(spec, batch_shared=()),
     ),
     KnownIssue(
         id="func-vmap-mark-dirty",

@@ -192,12 +192,17 @@ SECOND_ORDER_DAMAGES = ("second-order gradients (double_backward dgrad:*), and r
 
 def _func_dynamo_gradient_inputs(spec: GraphSpec, path: str) -> tuple[set[int], bool] | None:
     """How a `func.<transform>+dynamo` path (harness/paths/func.py) runs the graph forward inside a
-    reverse-mode transform: (the leaves it differentiates, whether vmap is outside it), or None
+    reverse-mode transform: (the leaves it differentiates, whether the forward runs under vmap too), or None
     where the forward runs under no reverse-mode transform (jvp, vmap; jacfwd and grad(vmap), whose
     forward sees a BatchedTensor, where eager runs a backward). Where eager runs none, the gradient
-    paths run the forward under vjp of every float leaf."""
+    paths run the forward under vjp of every float leaf. Under grad(vmap) a leaf the batch shares
+    (GraphSpec.batch_shared) is no BatchedTensor: grad's differentiated leaves among them are what
+    the forward sees of the reverse-mode transform."""
     transform = path.partition("@")[0].removeprefix("func.").removesuffix("+dynamo")
     backward = has_backward(spec)
+    if transform == "grad_vmap" and backward:
+        shared = set(chosen_leaves(spec)) & set(spec.batch_shared)
+        return (shared, True) if shared else None
     if transform not in ("grad", "vjp", "jacrev", "vmap_grad") and (
             backward or transform not in ("grad_vmap", "jacfwd")):
         return None
