@@ -324,6 +324,12 @@ CASES = {
         fn(X0, X1, outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0), Term(1, "linear", 2.0))), lin(0)),
            style="setup_context", vmap=True),
         fn(X1, outputs=(lin(0),), style="setup_context", vmap=True), batch_shared=(0,)), (1, 0), None),
+    # F0 scales its clone of x0, and F1 squares F0's output: Dynamo traces F1 (its input requires grad
+    # as Dynamo sees it) and the outer grad of grad(grad) loses the second order through it
+    "func-dynamo-grad-grad-traced-function-second-order-lost": ("func.grad+dynamo", graph(
+        fn(Arg("x0", clone=True), outputs=(lin(0),), style="setup_context"),
+        fn(Arg("f0.0"), X1, outputs=(OutputSpec("compute", terms=(Term(0, "square", 1.0), Term(1, "linear", 2.0))),),
+           style="setup_context", save=("inputs",)), backward="double"), (1, 1), None),
     "func-vmap-mark-dirty": ("func.vmap_grad", graph(
         fn(Arg("x0", clone=True), X1, outputs=(OutputSpec("dirty", slot=0, coeff=2.0), lin(1)), style="setup_context",
            vmap=True),

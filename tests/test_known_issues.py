@@ -613,6 +613,16 @@ CAMPAIGN_CAUSES = [
     # require grad at grad's level) into an op with no vmap rule
     ("func_grad_vmap_shared_input_counted_per_sample_18952384.json", "func.grad_vmap+dynamo", False,
      "func-dynamo-vmap-grad-apply-template"),
+    # the same bug seen at autograd.grad of a double backward (agrad), through F0's dirty clone of x0
+    ("func_grad_vmap_shared_counted_double_47b85003.json", "func.grad_vmap", False,
+     "func-grad-vmap-shared-input-gradient-counted-per-sample"),
+    # and under torch.compile, where the apply-template workaround's print sends Dynamo to its eager fallback
+    ("func_dynamo_grad_vmap_shared_counted_fallback_29d543ba.json", "func.grad_vmap+dynamo", False,
+     "func-grad-vmap-shared-input-gradient-counted-per-sample"),
+    # F0 returns a view of its clone of x0[1]; Dynamo traces F1 (tanh) on it into an op, and grad(grad)
+    # loses the second order through it (reduced by hand from 4 Functions and 28 arguments)
+    ("func_dynamo_grad_grad_traced_second_order_28a6a1a3.json", "func.grad+dynamo", False,
+     "func-dynamo-grad-grad-traced-function-second-order-lost"),
     # --- stop 45's 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) ---
     # F1 saves F0's output f0.0 (modified in place after the forward) for sin's gradient; f0.0 requires
     # grad, but F0 ignores its gradient, so AOT's traced backward drops that read and checks nothing

@@ -33,7 +33,7 @@ from harness.known_issues.shared import (
     _without_errors,
 )
 from harness.oracles.compare import Mismatch
-from harness.run import RunResult
+from harness.run import GRADIENT_ROLES, RunResult
 from harness.spec import FunctionSpec, GraphSpec
 
 # --- torch.func ------------------------------------------------------------------------------
@@ -306,12 +306,13 @@ def _shared_gradient_counted_per_sample(spec: GraphSpec) -> frozenset[str]:
 
 
 def _gradient_of_a_leaf_behind(spec: GraphSpec, m: Mismatch) -> bool:
-    """A gradient (or its stride) of a leaf whose gradient comes through those values."""
+    """A gradient (first or second order, or its stride) of a value whose gradient comes through
+    those values, or of its leaf."""
     values = _shared_gradient_counted_per_sample(spec)
-    leaves = frozenset().union(*(Dataflow(spec).upstream(r) for r in values))
+    behind = frozenset().union(*(Dataflow(spec).upstream(r) for r in values))
     role = m.role.removeprefix("stride:")
-    return m.checkpoint in ("backward", "meta:backward") and role.partition(":")[0] == "grad" \
-        and role.partition(":")[2] in leaves
+    return m.checkpoint in ("backward", "meta:backward", "double_backward") and role.startswith(GRADIENT_ROLES) \
+        and _ref_of(role) in behind
 
 
 def _differentiable_twice_where_once_meets_batching(spec: GraphSpec) -> GraphSpec:
@@ -531,7 +532,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         witness=lambda spec, result, ms: result.status != "error" and any(
             _gradient_of_a_leaf_behind(spec, m) for m in ms),
         damage=_gradient_of_a_leaf_behind,
-        damages="the gradients (and strides) of the leaves whose gradient comes through such a shared input",
+        damages=("the gradients, first and second order (and their strides), of the values and leaves whose "
+                 "gradient comes through such a shared input"),
         workaround=lambda spec: dataclasses.replace(spec, batch_shared=()),
     ),
     KnownIssue(

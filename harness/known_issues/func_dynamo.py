@@ -257,6 +257,30 @@ def _needs_input_grad_ignored(spec: GraphSpec) -> GraphSpec:
 _GRADIENT_TRANSFORMS = ("func.grad+dynamo", "func.vjp+dynamo", "func.jacrev+dynamo")
 
 
+def _traced_under_grad_of_grad(spec: GraphSpec) -> list[int]:
+    """The Functions torch.compile traces into autograd_function_apply ops inside torch.func.grad of
+    grad (func.grad+dynamo with a double backward): the outer grad does not differentiate the op's
+    backward, so the second order through it is lost."""
+    if spec.backward != "double" or not _eager_backward_runs(spec):
+        return []
+    return _traced_under_func_dynamo(spec, "func.grad+dynamo")
+
+
+def _second_order_through_traced(spec: GraphSpec, m: Mismatch) -> bool:
+    """A second-order gradient of a value or leaf behind a Function traced as an op."""
+    flow = Dataflow(spec)
+    behind = frozenset().union(*(flow.upstream(a.ref) for n in _traced_under_grad_of_grad(spec)
+                                 for a in spec.functions[n].args if a.ref is not None))
+    return m.checkpoint == "double_backward" and m.role.startswith("dgrad:") and _ref_of(m.role) in behind
+
+
+def _traced_functions_printing(spec: GraphSpec) -> GraphSpec:
+    """Those Functions print in their forward: Dynamo breaks the graph there and runs the transform
+    under its eager fallback."""
+    traced = set(_traced_under_grad_of_grad(spec))
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, untraceable="print") if n in traced else fn)
+
+
 ENTRIES: tuple[KnownIssue, ...] = (
     KnownIssue(
         id="func-dynamo-custom-rules-dropped",
@@ -388,6 +412,28 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=_needs_input_grad_damage,
         damages="gradients (grad:*, agrad:*, dgrad:*) of the differentiated leaves such a Function is passed as is",
         workaround=_needs_input_grad_ignored,
+    ),
+    KnownIssue(
+        id="func-dynamo-grad-grad-traced-function-second-order-lost",
+        title=("torch.compile of torch.func.grad(grad(f)) (backends eager, aot_eager and inductor) where f applies a custom "
+               "Function to a tensor computed from the input (a clone, `x * 1.0`, another Function's output): "
+               "Dynamo traces the Function into an autograd_function_apply op, and the outer grad does not "
+               "differentiate the op's backward, so the second derivative through it is lost, silently (tanh: 0 "
+               "where eager gives 0.38); applied to the input itself (Dynamo inlines its forward), or with "
+               "grad(grad(torch.compile(f))), it is right"),
+        first=(2, 13, 0), last=None,
+        paths=("func.grad+dynamo",),
+        reproducer="func_dynamo_grad_grad_traced_function_second_order_lost.py",
+        upstream=(),
+        related=("pytorch/pytorch#174067 (open: torch.compile's autograd_function_apply pathway and torch.func "
+                 "transforms)",),
+        kind="silent wrong result",
+        trigger=lambda spec: bool(_traced_under_grad_of_grad(spec)),
+        witness=lambda spec, result, ms: result.status != "error" and any(
+            _second_order_through_traced(spec, m) for m in ms),
+        damage=_second_order_through_traced,
+        damages="the second-order gradients (double_backward dgrad:*) of the values and leaves behind such a Function",
+        workaround=_traced_functions_printing,
     ),
     KnownIssue(
         id="func-dynamo-aot-dirty-clone-update-lost",
