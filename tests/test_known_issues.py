@@ -623,6 +623,9 @@ CAMPAIGN_CAUSES = [
     # loses the second order through it (reduced by hand from 4 Functions and 28 arguments)
     ("func_dynamo_grad_grad_traced_second_order_28a6a1a3.json", "func.grad+dynamo", False,
      "func-dynamo-grad-grad-traced-function-second-order-lost"),
+    # F1 returns F0's output as-is, and F0 is a custom_op: under torch.func.jvp its output has no tangent
+    # (func-custom-op-forward-ad-zero-tangent), so F1's jvp returns None for it and forward AD asserts
+    ("func_jvp_custom_op_output_as_is_assert_62a67f28.json", "func.jvp", False, "fwad-input-as-is-none-tangent"),
     # --- stop 45's 20-minute eager,owned,borrowed,compiled,dynamo campaign (--workers 2) ---
     # F1 saves F0's output f0.0 (modified in place after the forward) for sin's gradient; f0.0 requires
     # grad, but F0 ignores its gradient, so AOT's traced backward drops that read and checks nothing
