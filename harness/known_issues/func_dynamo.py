@@ -415,8 +415,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="func-dynamo-grad-grad-traced-function-second-order-lost",
-        title=("torch.compile of torch.func.grad(grad(f)) (backends eager, aot_eager and inductor) where f applies a custom "
-               "Function to a tensor computed from the input (a clone, `x * 1.0`, another Function's output): "
+        title=("torch.compile of torch.func.grad(grad(f)) (backends eager, aot_eager and inductor) where f applies "
+               "a custom Function to a tensor computed from the input (a clone, `x * 1.0`, another Function's output): "
                "Dynamo traces the Function into an autograd_function_apply op, and the outer grad does not "
                "differentiate the op's backward, so the second derivative through it is lost, silently (tanh: 0 "
                "where eager gives 0.38); applied to the input itself (Dynamo inlines its forward), or with "
@@ -437,8 +437,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         id="func-dynamo-aot-dirty-clone-update-lost",
-        title=("torch.func.grad (and vjp, jacrev) of a torch.compile'd function (backends aot_eager, inductor) in which a "
-               "custom Function modifies in place, and marks dirty, a tensor the compiled function made (a clone): "
+        title=("torch.func.grad (and vjp, jacrev) of a torch.compile'd function (backends aot_eager, inductor) in "
+               "which a custom Function modifies in place, and marks dirty, a tensor the compiled function made (a clone): "
                "the Function's output comes back with the value from before the in-place update, silently; eager "
                "grad, torch.compile alone, and backend eager give the updated value. Seen where Dynamo does not "
                "trace the Function (it skips the frame: \"cannot properly resume from this graph break\"); graphs "

@@ -25,9 +25,9 @@ a documented graph break reruns with Dynamo's eager fallback, as the `dynamo` pa
 Batched paths check the sample at batch index CHECKED_SAMPLE, whose leaves are eager's; the
 other samples have leaves of their own, so a batching rule that mixes or drops samples
 changes the checked one. A leaf the spec shares across the batch (GraphSpec.batch_shared) is
-passed unbatched (in_dims=None), eager's own value. A path observes only part of what eager records (no hooks, no
-`.grad` accumulation, no lifetimes, no tensor metadata: a transform returns fresh
-tensors): `observed` narrows the reference results to exactly the roles the path
+passed unbatched (in_dims=None), eager's own value. A path observes only part of what eager
+records (no hooks, no `.grad` accumulation, no lifetimes, no tensor metadata: a transform
+returns fresh tensors): `observed` narrows the reference results to exactly the roles the path
 computes, derived from the spec, so a role the path fails to produce is still reported.
 
 Documented limits (docs/func.md cites each) are `unsupported` before running (LIMITS).
@@ -437,7 +437,8 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     if roles:
         # grad(vmap)'s gradient of a leaf shared across the batch is one value, not a batch
         unbatched = {k for k in chosen if name == "grad_vmap" and wrt[k] in spec.batch_shared}
-        picked = [(grads[k], k in unbatched) for k in chosen] + ([(second[k], False) for k in chosen] if second else [])
+        picked = [(grads[k], k in unbatched) for k in chosen] + (
+            [(second[k], False) for k in chosen] if second else [])
         for (checkpoint, role), (g, one) in zip(roles, picked):
             result.put(checkpoint, role, g if one else sample(g))
     for (checkpoint, role), t in zip(tangent_roles(spec, transform), tangents):

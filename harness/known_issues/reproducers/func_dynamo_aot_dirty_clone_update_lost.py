@@ -40,5 +40,6 @@ for transform in (grad, jacrev):
     if not torch.allclose(expected, observed):
         lost.append(transform.__name__)
 if lost:
-    print(f"REPRODUCED: the in-place update of the Function's dirty input is lost under {', '.join(lost)}(torch.compile)")
+    print("REPRODUCED: the in-place update of the Function's dirty input is lost under "
+          f"{' and '.join(lost)} of torch.compile")
     sys.exit(1)

@@ -44,7 +44,8 @@ def eager_gradient(mi):
 
 expected = sum(eager_gradient(mi) for mi in m)  # 12: (1 + 2) + (2 + 2) + (3 + 2)
 observed = grad(lambda x: vmap(loss, in_dims=(None, 0))(x, m).sum())(x)
-print(f"expected {float(expected)} (the sum of the per-sample gradients), observed {float(observed)}", torch.__version__)
+print(f"expected {float(expected)} (the sum of the per-sample gradients), observed {float(observed)}",
+      torch.__version__)
 if not torch.allclose(observed, expected):
     print("REPRODUCED: grad(vmap) counts the unbatched output's gradient once per sample")
     raise SystemExit(1)
