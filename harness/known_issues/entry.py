@@ -183,6 +183,12 @@ def raised(checkpoint: str | tuple[str, ...], message: str, error_type: type[Bas
     return witness
 
 
+def damaged_without_error(damage: Damage) -> Witness:
+    """The path ran through without an error, and one of its mismatches is one `damage` says the
+    bug causes: the witness of a silent wrong result."""
+    return lambda spec, result, mismatches: result.status != "error" and any(damage(spec, m) for m in mismatches)
+
+
 def error_at(*checkpoints: str) -> Damage:
     """Only the error report itself (what completed before it is still compared)."""
     return lambda spec, m: m.role == "error" and m.checkpoint in checkpoints

@@ -19,7 +19,7 @@ from harness.dataflow import (
     version_error_expected,
 )
 from harness.known_issues import func_dynamo
-from harness.known_issues.entry import KnownIssue, error_at, raised
+from harness.known_issues.entry import KnownIssue, damaged_without_error, error_at, raised
 from harness.known_issues.shared import (
     _aliasing_output_as_copy,
     _backward_runs,
@@ -529,8 +529,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         related=(),
         kind="silent wrong result",
         trigger=lambda spec: bool(_shared_gradient_counted_per_sample(spec)),
-        witness=lambda spec, result, ms: result.status != "error" and any(
-            _gradient_of_a_leaf_behind(spec, m) for m in ms),
+        witness=damaged_without_error(_gradient_of_a_leaf_behind),
         damage=_gradient_of_a_leaf_behind,
         damages=("the gradients, first and second order (and their strides), of the values and leaves whose "
                  "gradient comes through such a shared input"),
@@ -665,8 +664,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         upstream=(),
         kind="silent wrong result",
         trigger=lambda spec: bool(_tangentless_custom_ops(spec)),
-        witness=lambda spec, result, ms: result.status != "error" and any(
-            _custom_op_contribution_lost(spec, m) for m in ms),
+        witness=damaged_without_error(_custom_op_contribution_lost),
         damage=_custom_op_contribution_lost,
         damages="gradients (backward grad:*/agrad:*) of the leaves a custom_op's outputs depend on",
         workaround=_custom_ops_as_functions_with_jvp,

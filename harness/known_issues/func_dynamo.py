@@ -8,7 +8,7 @@ import dataclasses
 import re
 
 from harness.dataflow import Dataflow, differentiable, differentiated_leaves, reads, version_error_expected
-from harness.known_issues.entry import KnownIssue, error_at, raised, torch_release
+from harness.known_issues.entry import KnownIssue, damaged_without_error, error_at, raised, torch_release
 from harness.known_issues.shared import (
     _DOCUMENTED_BACKWARD_ERROR,
     _aliasing_output_as_copy,
@@ -367,7 +367,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # func.jacfwd runs forward AD where eager runs a backward (harness/paths/func.py)
         path_triggers={"func.jacfwd+dynamo": lambda spec: _eager_backward_runs(spec)
                        and _scalar_terms_below_float64(spec)},
-        witness=lambda spec, result, ms: result.status != "error" and any(_float64_derivative(spec, m) for m in ms),
+        witness=damaged_without_error(_float64_derivative),
         damage=_float64_derivative,
         damages="the dtype of tangents (func.jvp) or of gradients from forward-mode Jacobians (func.jacfwd)",
         workaround=lambda spec: dataclasses.replace(spec, dtype="float64"),
@@ -407,8 +407,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         upstream=(),
         kind="silent wrong result",
         trigger=lambda spec: bool(_gradients_dropped_by_needs_input_grad(spec, "func.grad+dynamo")),
-        witness=lambda spec, result, ms: result.status != "error" and any(
-            _needs_input_grad_damage(spec, m) for m in ms),
+        witness=damaged_without_error(_needs_input_grad_damage),
         damage=_needs_input_grad_damage,
         damages="gradients (grad:*, agrad:*, dgrad:*) of the differentiated leaves such a Function is passed as is",
         workaround=_needs_input_grad_ignored,
@@ -429,8 +428,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
                  "transforms)",),
         kind="silent wrong result",
         trigger=lambda spec: bool(_traced_under_grad_of_grad(spec)),
-        witness=lambda spec, result, ms: result.status != "error" and any(
-            _second_order_through_traced(spec, m) for m in ms),
+        witness=damaged_without_error(_second_order_through_traced),
         damage=_second_order_through_traced,
         damages="the second-order gradients (double_backward dgrad:*) of the values and leaves behind such a Function",
         workaround=_traced_functions_printing,
