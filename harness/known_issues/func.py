@@ -11,6 +11,7 @@ import re
 from harness.dataflow import (
     VERSION_ERROR,
     Dataflow,
+    base_ref,
     chosen_leaves,
     differentiable,
     loss_refs,
@@ -77,7 +78,7 @@ def _batched_under_vmap(spec: GraphSpec) -> dict[str, bool]:
     """Which values are BatchedTensors inside the graph under vmap: every leaf but those the batch
     shares (harness/paths/func.py _sample_leaves, GraphSpec.batch_shared), and what is computed
     from one."""
-    batched = {ref: int(ref[1:].split("[")[0]) not in spec.batch_shared
+    batched = {ref: int(base_ref(ref)[1:]) not in spec.batch_shared
                for ref in spec.value_refs() if ref.startswith("x")}
     for n, fn in enumerate(spec.functions):
         for k, o in enumerate(fn.outputs):

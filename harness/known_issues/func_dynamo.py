@@ -210,7 +210,12 @@ def _printing_before_the_op(spec: GraphSpec) -> GraphSpec:
     """That Function prints in its forward: Dynamo breaks the graph there and runs the transform
     under its eager fallback."""
     n = next((m for m in (_apply_template_under_vmap(spec, p) for p in _VMAP_OUTSIDE_GRAD) if m is not None), None)
-    return _functions_replaced(spec, lambda m, fn: dataclasses.replace(fn, untraceable="print") if m == n else fn)
+    return _printing_in(spec, {n})
+
+
+def _printing_in(spec: GraphSpec, functions: set) -> GraphSpec:
+    """These Functions print in their forward (a graph break for Dynamo)."""
+    return _functions_replaced(spec, lambda m, fn: dataclasses.replace(fn, untraceable="print") if m in functions else fn)
 
 
 def _gradients_dropped_by_needs_input_grad(spec: GraphSpec, path: str) -> dict[int, set[str]]:
@@ -277,8 +282,7 @@ def _second_order_through_traced(spec: GraphSpec, m: Mismatch) -> bool:
 def _traced_functions_printing(spec: GraphSpec) -> GraphSpec:
     """Those Functions print in their forward: Dynamo breaks the graph there and runs the transform
     under its eager fallback."""
-    traced = set(_traced_under_grad_of_grad(spec))
-    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, untraceable="print") if n in traced else fn)
+    return _printing_in(spec, set(_traced_under_grad_of_grad(spec)))
 
 
 ENTRIES: tuple[KnownIssue, ...] = (
