@@ -93,6 +93,40 @@ FUNCTION = Policy(
     known_hits=lambda spec, result, mismatches: known_issues.function_hits(result, mismatches))
 
 
+@dataclass
+class Explanation:
+    """A run's mismatches sorted by known torch issues: each issue explains only the mismatches its
+    damage names, and any other mismatch stays unexplained (it fails what it belongs to). Both
+    judges, a graph's per path and a user's Function's per check, start from this."""
+
+    issues: list  # the KnownIssue entries hit
+    unexplained: list[Mismatch]
+    #: each explained mismatch with the ids of the issues that explain it
+    explained: list[tuple[Mismatch, tuple[str, ...]]]
+
+    @property
+    def known(self) -> tuple[str, ...]:
+        return tuple(k.id for k in self.issues)
+
+
+def explain(spec: GraphSpec | None, mismatches: list[Mismatch], issues: list) -> Explanation:
+    """`mismatches` sorted by `issues` (spec None: a user's Function, no graph structure)."""
+    unexplained, explained = [], []
+    for m in mismatches:
+        by = tuple(k.id for k in issues if k.damage(spec, m))
+        if by:
+            explained.append((m, by))
+        else:
+            unexplained.append(m)
+    return Explanation(list(issues), unexplained, explained)
+
+
+def explain_by_policy(spec: GraphSpec | None, result: RunResult, mismatches: list[Mismatch],
+                      policy: Policy) -> Explanation:
+    """`mismatches` sorted by the registry entries the policy lets them hit."""
+    return explain(spec, mismatches, policy.known_hits(spec, result, mismatches) if mismatches else [])
+
+
 @dataclass(frozen=True)
 class FunctionSample:
     """A user's Function and one sample of its arguments: a one-node subject."""
@@ -315,14 +349,12 @@ def _explained_by_eager(spec: GraphSpec, eager_issues: list, mismatches: list[Mi
                         ) -> tuple[list[Mismatch], dict[str, str]]:
     """The path-vs-eager mismatches no known issue of eager's own run explains, and each issue that
     explained some with what it explained (those roles have no trustworthy eager reference)."""
-    kept, explained = [], {}
-    for m in mismatches:
-        by = [k.id for k in eager_issues if k.damage(spec, m)]
-        if not by:
-            kept.append(m)
+    sorted_out = explain(spec, mismatches, eager_issues)
+    explained: dict[str, list[str]] = {}
+    for m, by in sorted_out.explained:
         for issue in by:
             explained.setdefault(issue, []).append(f"{m.checkpoint} {m.role}")
-    return kept, {issue: ", ".join(dict.fromkeys(roles)) for issue, roles in explained.items()}
+    return sorted_out.unexplained, {issue: ", ".join(dict.fromkeys(roles)) for issue, roles in explained.items()}
 
 
 def _with_eager_known(outcome: PathOutcome, eager_known: dict[str, str]) -> PathOutcome:
@@ -343,12 +375,11 @@ def _judge(spec: GraphSpec, path: Path, result: RunResult, mismatches: list[Mism
            policy: Policy, lifetimes: bool, workarounds: int) -> PathOutcome:
     """ok / failed, or known when known torch issues explain every mismatch (then the
     workaround variant is checked on this path, and its ok / failed is the outcome)."""
-    issues = policy.known_hits(spec, result, mismatches) if mismatches else []
+    sorted_out = explain_by_policy(spec, result, mismatches, policy)
+    issues, known, unexplained = sorted_out.issues, sorted_out.known, sorted_out.unexplained
     if not issues:
         return PathOutcome(path.name, "failed" if mismatches else "ok", _summary_of(mismatches), mismatches,
                            result, checked_spec=spec)
-    known = tuple(k.id for k in issues)
-    unexplained = [m for m in mismatches if not known_issues.explained(spec, issues, m)]
     if unexplained:
         return PathOutcome(path.name, "failed", f"{_summary_of(unexplained)} (beside known torch issue "
                            f"{', '.join(known)})", unexplained, result, known, spec)
@@ -704,14 +735,11 @@ def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult, eager
             note(result.error_checkpoint, f"eager raised {result.describe_error()}")
     else:
         assert eager is not None, "eager runs first: it is the reference"
-        mismatches = _against_eager(eager, result, runner.exact, policy)
-        issues = policy.known_hits(None, result, mismatches) if mismatches else []
+        sorted_out = explain_by_policy(None, result, _against_eager(eager, result, runner.exact, policy), policy)
+        for m in sorted_out.unexplained:
+            note(m.checkpoint, m.describe())
         explained: dict[str, set[str]] = {}  # checkpoint -> the roles the known issues explained
-        for m in mismatches:
-            by = tuple(k.id for k in issues if k.damage(None, m))
-            if not by:
-                note(m.checkpoint, m.describe())
-                continue
+        for m, by in sorted_out.explained:
             check = CHECK_OF_CHECKPOINT.get(m.checkpoint, judged[0])
             check = check if check in problems else judged[0]
             known[check] = tuple(dict.fromkeys((*known.get(check, ()), *by)))
@@ -722,12 +750,10 @@ def _problems(judged: tuple[str, ...], runner: PathRun, result: RunResult, eager
             if roles and roles <= explained.get(at, set()):
                 wholly.add(check)
     if "lifetimes" in problems and result.status != "error":
-        violations = _lifetime_rules(RUN_SPECS["backward"], result)
-        issues = policy.known_hits(None, result, violations) if violations else []
-        unexplained = [m for m in violations if not known_issues.explained(None, issues, m)]
-        problems["lifetimes"] = [in_words(m.checkpoint, m.role, m.detail) for m in unexplained]
-        if issues:
-            known["lifetimes"] = tuple(k.id for k in issues)
+        sorted_out = explain_by_policy(None, result, _lifetime_rules(RUN_SPECS["backward"], result), policy)
+        problems["lifetimes"] = [in_words(m.checkpoint, m.role, m.detail) for m in sorted_out.unexplained]
+        if sorted_out.issues:
+            known["lifetimes"] = sorted_out.known
     return problems, known, wholly
 
 
@@ -766,5 +792,6 @@ def _check_mark_dirty(function: type, sample: tuple, add: Record) -> None:
 
 
 __all__ = ["CHECKS", "FLOAT64", "FUNCTION", "GRAPH", "JUDGED", "PATH_CHECKS", "STATUSES", "VMAP", "CheckRecord",
-           "FunctionSample", "PathOutcome", "Policy", "SampleVerdict", "Verdict", "check", "check_sample",
-           "gradcheck_verdict", "gradchecked_spec", "nothing_checked_sentence"]
+           "Explanation", "FunctionSample", "PathOutcome", "Policy", "SampleVerdict", "Verdict", "check",
+           "check_sample", "explain", "explain_by_policy", "gradcheck_verdict", "gradchecked_spec",
+           "nothing_checked_sentence"]
