@@ -180,7 +180,11 @@ class _Path:
             return base
         return f"torch.compile({base}, backend={self.variant!r}, fullgraph={self.fullgraph}) if compiled else {base}"
 
-    def backward_context(self) -> str | None:
+    def backward_context(self, spec: GraphSpec) -> str | None:
+        """What the backward runs in: compiled autograd on `compiled`, and on `dynamo` where the spec
+        asks for it (GraphSpec.compiled_backward: the captured graph as it is)."""
+        if self.family == "dynamo" and spec.compiled_backward:
+            return "torch._dynamo.compiled_autograd._enable(lambda gm: gm.forward) if compiled else torch.enable_grad()"
         if self.family != "compiled":
             return None
         compiler = ("lambda gm: gm.forward" if self.variant == "capture"
@@ -326,7 +330,7 @@ class _Writer:
         spec = self.spec
         chosen = list(spec.grad_leaves) or [i for i, leaf in enumerate(spec.leaves) if leaf.requires_grad]
         inputs = "[" + ", ".join(f"x{i}" for i in chosen) + "]"
-        context = self.path.backward_context()
+        context = self.path.backward_context(spec)
         if context is not None:
             self.add(f"with {context}:", depth)
             depth += 1

@@ -303,6 +303,12 @@ class GraphSpec:
     #: batch (functorch's reductify). (No Function modifies a leaf in place: a dirty input is a
     #: clone.) Other paths ignore it.
     batch_shared: tuple[int, ...] = ()
+    #: the backward runs under compiled autograd where the `dynamo` path compiles the forward:
+    #: compiled autograd then captures the backward of the region torch.compile
+    #: traced (AOT's CompiledFunctionBackward, copied into its graph; backend eager: the traced
+    #: Functions' own backwards), as `torch._dynamo.config.compiled_autograd = True` makes it in a
+    #: training step. Other paths ignore it (`compiled` always captures the backward).
+    compiled_backward: bool = False
 
     def __post_init__(self) -> None:
         validate(self)
@@ -429,6 +435,8 @@ def validate(g: GraphSpec) -> None:
            "leaf out")
     for i in g.batch_shared:
         _check(0 <= i < len(g.leaves), "batch_shared", g.batch_shared, f"leaf {i} is not a leaf of this graph")
+    _check(not g.compiled_backward or g.backward != "none", "compiled_backward", g.compiled_backward,
+           "compiled autograd needs a backward to capture (backward='none' runs none)")
     if g.checkpoint:
         _check(not g.trace, "checkpoint", g.checkpoint, "the checkpointed forward is not also traced by torch.jit")
         _check(not g.mutated_outputs, "checkpoint", g.checkpoint,
@@ -686,7 +694,8 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
 #: fields added after specs were first saved, written only where they differ from their default:
 #: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
 _WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0,
-                     (FunctionSpec, "keyword_default"): False, (GraphSpec, "batch_shared"): ()}
+                     (FunctionSpec, "keyword_default"): False, (GraphSpec, "batch_shared"): (),
+                     (GraphSpec, "compiled_backward"): False}
 
 
 def _to_plain(obj: Any) -> Any:

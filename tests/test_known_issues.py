@@ -636,6 +636,11 @@ CAMPAIGN_CAUSES = [
     # never fires
     ("dynamo_aot_detached_view_partial_backward_output_hook_d022f149.json", "dynamo:aot_eager", False,
      "dynamo-aot-detached-input-node-hooks-not-fired"),
+    # --- stop 46: GraphSpec.compiled_backward (dynamo's backward under compiled autograd) ---
+    # F1 (a duplicate input: Dynamo's eager fallback) returns None for x0, which it also gets a gradient
+    # for: the None reaches an add of AOT's backward graph, copied into compiled autograd's
+    ("dynamo_compiled_backward_none_in_copied_aot_graph_899b4128.json", "dynamo:aot_eager", False,
+     "ca-none-gradient-accumulated"),
 ]
 
 

@@ -151,6 +151,21 @@ def test_the_reduction_fault_is_reached_only_by_a_leaf_the_batch_shares(batch_sh
     assert not check(spec, chosen, lifetimes=False).failed
 
 
+@pytest.mark.parametrize("compiled_backward", [False, True])
+def test_the_aot_copy_fault_is_reached_only_by_a_compiled_backward(compiled_backward):
+    """Compiled autograd copies AOT's backward graph into its own only where it captures the
+    backward of a region torch.compile traced: without compiled_backward AOT's backward runs as
+    compiled, and the fault changes nothing."""
+    spec = dataclasses.replace(VMAPPED, compiled_backward=compiled_backward)
+    chosen = [paths.get("eager"), paths.get("dynamo")]
+    with selfeval.installed("compiled_autograd_aot_backward_scaled"):
+        verdict = check(spec, chosen, lifetimes=False)
+    assert verdict.outcomes["dynamo"].status == ("failed" if compiled_backward else "ok"), verdict.report()
+    if compiled_backward:
+        assert "grad:x" in verdict.report(), verdict.report()
+    assert not check(spec, chosen, lifetimes=False).failed
+
+
 def _patchable_state() -> dict[str, object]:
     """Everything a fault of the Python families replaces."""
     import torch.autograd.function as function_module
@@ -180,7 +195,7 @@ def _patchable_state() -> dict[str, object]:
         "AutogradFunctionApplyVariable.prepare_fn_vt": AutogradFunctionApplyVariable.prepare_fn_vt,
         "fwd_trace_helper": DynamoAutogradFunctionTraceHelper.__dict__["fwd_trace_helper"],
         **{f"AutogradCompilerInstance.{n}": compiled_autograd.AutogradCompilerInstance.__dict__[n]
-           for n in ("tensor_pre_hook", "post_hook")},
+           for n in ("tensor_pre_hook", "post_hook", "proxy_call_aot_backward")},
     }
 
 

@@ -45,7 +45,7 @@ def avoided_crash(spec: GraphSpec, path: str) -> RunResult | None:
     process: an AvoidedCrash at the crash's checkpoint (what ran before it is not compared),
     which the entry's witness (`crash_avoided`) recognises. None: run it."""
     for k in KNOWN_ISSUES:
-        if (k.crashes_at and k.affects_path(path) and k.affects_installed_torch()
+        if (k.crashes_at and k.affects_run(spec, path) and k.affects_installed_torch()
                 and k.triggered(spec, path)):
             return RunResult(path, status="error", error=AvoidedCrash(k), error_checkpoint=k.crashes_at)
     return None

@@ -132,9 +132,18 @@ def _none_senders_in_second_backward(spec: GraphSpec) -> frozenset[int]:
     return frozenset(senders)
 
 
+#: where compiled autograd captures a torch.compile'd region's backward (GraphSpec.compiled_backward),
+#: the None reaches an aten op of AOT's backward graph, which compiled autograd copied into its own
+_NONE_IN_COPIED_GRAPH = (r"Expected a proper Tensor but got None \(or an undefined Tensor in C\+\+\) "
+                         r"for argument #\d+ '(self|other)'")
+
+
 def _none_added(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
-    """The TypeError of torch.add(None, g), at the backward whose structure the spec has."""
-    return (raised("backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
+    """The TypeError of torch.add(None, g) (or, in AOT's backward graph copied in, an aten op's
+    RuntimeError), at the backward whose structure the spec has."""
+    in_copied_graph = spec.compiled_backward and raised("backward", _NONE_IN_COPIED_GRAPH, RuntimeError)(
+        spec, result, mismatches)
+    return ((raised("backward", _NONE_ADDED, TypeError)(spec, result, mismatches) or in_copied_graph)
             and _none_meets_another_in_first_backward(spec)
             or raised("double_backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
             and bool(_none_senders_in_second_backward(spec)))
@@ -357,7 +366,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "gradient also arrives along another edge; the captured graph sums them with "
                "torch.add(None, g) and raises TypeError (eager skips undefined gradients); also in a double "
                "backward's second backward, where a Function with materialize_grads=False gets None for the "
-               "outputs it does not reach"),
+               "outputs it does not reach; and where compiled autograd captures a torch.compile'd region's "
+               "backward, the None reaches an aten op of AOT's backward graph copied into its own (RuntimeError "
+               "'Expected a proper Tensor but got None')"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),  # every mode; torch.compile modes raise it from fake tensors
         reproducer="ca_none_gradient_accumulated.py",

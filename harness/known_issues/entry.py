@@ -103,6 +103,12 @@ class KnownIssue:
     def affects_path(self, path: str) -> bool:
         return bool({path.partition("@")[0], path_family(path)} & set(self.paths))
 
+    def affects_run(self, spec: GraphSpec, path: str) -> bool:
+        """`affects_path`, and a compiled autograd entry ("compiled") on `dynamo` where the spec runs
+        the backward under compiled autograd there (GraphSpec.compiled_backward): the same capture."""
+        return self.affects_path(path) or (spec.compiled_backward and path_family(path) == "dynamo"
+                                           and "compiled" in self.paths)
+
     def triggered(self, spec: GraphSpec, path: str) -> bool:
         """The bug's structure is in `spec`, as `path` runs it."""
         trigger = self.path_triggers.get(path.partition("@")[0]) or self.path_triggers.get(path_family(path))
@@ -110,7 +116,7 @@ class KnownIssue:
 
     def hit(self, spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
         """The bug happened on this path: its structure is there and its witness is seen."""
-        return (self.affects_path(result.path) and self.affects_installed_torch()
+        return (self.affects_run(spec, result.path) and self.affects_installed_torch()
                 and self.triggered(spec, result.path) and self.witness(spec, result, mismatches))
 
 

@@ -296,26 +296,28 @@ class CompiledPath:
         return self.run_with(graph_observer(built, self.name))
 
     def run_with(self, observe: Callable[[Way], RunResult]) -> RunResult:
-        escaped: list[BaseException] = []
-        mode = self.mode
         with isolated(self.reset_between_runs):
-            before = captures()
-            try:
-                result = run_classified(self.name, lambda: observe(
-                    Way(apply_eager, around=lambda: _compiled_autograd(mode, escaped))))
-            except Exception as e:
-                if not escaped or e is not escaped[0]:
-                    raise  # not from compiled autograd: a bug of the harness itself
-                return RunResult(self.name, status="error", error=e, error_checkpoint="backward")
-            if result.status != "ok" or _backward_skipped(result):
-                return _no_backward_ran(result)
-            if captures() == before:
-                # a backward ran but compiled autograd captured nothing: it silently ran
-                # eagerly, which must not pass as a tested example
-                result.status, result.error_checkpoint = "error", "backward"
-                result.error = RuntimeError(
-                    "compiled autograd captured no backward graph: the backward ran eagerly")
-        return result
+            return _no_backward_ran(backward_captured(self.name, self.mode, lambda around: run_classified(
+                self.name, lambda: observe(Way(apply_eager, around=around)))))
+
+
+def backward_captured(name: str, mode: str, run: Callable[[Callable[[], Any]], RunResult]) -> RunResult:
+    """`run(around)`: one run of path `name` whose backward phase `around` puts under compiled autograd,
+    with compiler `mode` (MODES). An exception compiled autograd itself raised is the run's error at
+    backward, and a backward that ran while compiled autograd captured nothing is an error too: it ran
+    eagerly, which must not pass as a tested example."""
+    escaped: list[BaseException] = []
+    before = captures()
+    try:
+        result = run(lambda: _compiled_autograd(mode, escaped))
+    except Exception as e:
+        if not escaped or e is not escaped[0]:
+            raise  # not from compiled autograd: a bug of the harness itself
+        return RunResult(name, status="error", error=e, error_checkpoint="backward")
+    if result.status == "ok" and not _backward_skipped(result) and captures() == before:
+        result.status, result.error_checkpoint = "error", "backward"
+        result.error = RuntimeError("compiled autograd captured no backward graph: the backward ran eagerly")
+    return result
 
 
 #: how the reason begins where an example has nothing for compiled autograd to run: no backward is
@@ -348,5 +350,5 @@ def compiled_path(mode: str) -> CompiledPath:
     return COMPILED_FAMILY.variant(mode)  # type: ignore[return-value]
 
 
-__all__ = ["COMPILED", "DEFAULT_MODE", "MODES", "RECOMPILE_LIMIT", "CompiledPath", "classified",
+__all__ = ["COMPILED", "DEFAULT_MODE", "MODES", "RECOMPILE_LIMIT", "CompiledPath", "backward_captured", "classified",
            "compiled_path", "isolated", "limitation", "reset_compile_state", "run_classified"]

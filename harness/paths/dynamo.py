@@ -12,8 +12,10 @@ is never silently passed over. When that run stops at a documented graph break (
 fallback, which splits the graph around what it cannot trace, as users meet it. That
 second result is the path's result, compared like any other, and its `note` says so
 (e.g. "graph break: Unsupported custom jvp; ran through Dynamo's eager fallback"). The
-recompile limit stays `unsupported`. Forward AD is not compiled (it runs the same eager
-code as `eager`); a spec that asks for torch.jit.trace is compiled instead of traced.
+recompile limit stays `unsupported`. Where the spec asks (GraphSpec.compiled_backward), the
+backward runs under compiled autograd, which captures the compiled region's backward. Forward AD
+is not compiled (it runs the same eager code as `eager`); a spec that asks for torch.jit.trace is
+compiled instead of traced.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Callable
 
 from harness.build import BuiltGraph
 from harness.paths import PathFamily, Way, graph_observer, register_family
-from harness.paths.compiled import compiler_missing, isolated, run_classified
+from harness.paths.compiled import backward_captured, compiler_missing, isolated, run_classified
 from harness.paths.tracing import TraceRecorder
 from harness.run import RunResult, apply_eager
 from harness.spec import GraphSpec
@@ -35,6 +37,11 @@ BACKEND_ENV = "HARNESS_DYNAMO_BACKEND"
 #: documented: AOT Autograd's backward is once-differentiable; torch raises "torch.compile
 #: with aot_autograd does not currently support double backward" (runtime_wrappers.py)
 AOT_DOUBLE_BACKWARD = "double backward (AOT Autograd backward graphs are once-differentiable)"
+
+#: the compiler compiled autograd hands the captured backward to, where the spec asks for compiled
+#: autograd (GraphSpec.compiled_backward): the graph as captured, which already holds AOT's backward
+#: graph copied in (the `compiled` path's default mode, the cheapest that still captures)
+COMPILED_BACKWARD_MODE = "capture"
 
 #: how `compiled.limitation` starts the reason of a documented graph break
 GRAPH_BREAK = "graph break: "
@@ -75,9 +82,16 @@ class DynamoPath:
 
     def _run_once(self, observe: Callable[[Way], RunResult], fullgraph: bool, built: BuiltGraph | None) -> RunResult:
         recorder = TraceRecorder(None if built is None else built.spec)
-        way = Way(apply_eager, compile_forward=lambda fn: self._compile(fn, fullgraph, recorder), recorder=recorder)
+
+        def run(around: Callable[[], Any] | None = None) -> RunResult:
+            return run_classified(self.name, lambda: observe(Way(
+                apply_eager, around=around, compile_forward=lambda fn: self._compile(fn, fullgraph, recorder),
+                recorder=recorder)))
         with isolated(self.reset_between_runs):
-            result = run_classified(self.name, lambda: observe(way))
+            if built is not None and built.spec.compiled_backward:
+                result = backward_captured(self.name, COMPILED_BACKWARD_MODE, run)
+            else:
+                result = run()
         if built is not None and result.status != "unsupported":
             recorder.record(built, result)
         return result

@@ -97,6 +97,8 @@ FAULTS: tuple[Fault, ...] = (
     _fault(autograd, "keyword_args_bound_in_call_order"),
     _fault(compilers, "compiled_autograd_backward_scaled", COMPILED_PATHS),
     _fault(compilers, "aot_backward_miscompiled", ("dynamo",)),
+    # reached only where compiled autograd captures a compiled region's backward (GraphSpec.compiled_backward)
+    _fault(compilers, "compiled_autograd_aot_backward_scaled", ("dynamo",)),
     # torch.func paths come from another branch (harness/paths/func*); until they are
     # registered, a campaign cannot see this one and selfeval reports it as not run
     _fault(compilers, "func_transform_output_scaled", ("func.grad", "func.vmap", "func.jvp")),

@@ -3,7 +3,8 @@
 - compiled autograd calls a Function's backward through `call_backward`
   (torch/_dynamo/external_utils.py, imported by name into compiled_autograd.py);
 - torch.compile with the aot_eager backend runs AOT Autograd's backward graph through
-  the backend's bw_compiler;
+  the backend's bw_compiler, and compiled autograd copies that graph into its own
+  (`proxy_call_aot_backward`);
 - torch.func transforms apply a Function through `custom_function_call`
   (torch/_functorch/autograd_function.py, imported by name into torch.autograd.function).
 """
@@ -39,6 +40,23 @@ def compiled_autograd_backward_scaled(p: Patches) -> None:
     faulty = make(external_utils.call_backward)
     p.set(external_utils, "call_backward", faulty)
     p.set(compiled_autograd, "call_backward", faulty)
+
+
+def compiled_autograd_aot_backward_scaled(p: Patches) -> None:
+    """Only where compiled autograd captures the backward of a region torch.compile traced
+    (GraphSpec.compiled_backward): the AOT backward graph it copies into its own graph returns its
+    first gradient scaled (compiled autograd's proxy_call_aot_backward), as a wrong copy would."""
+    from torch._dynamo.compiled_autograd import AutogradCompilerInstance
+
+    def make(original):
+        def proxy_call_aot_backward(self, *args, **kwargs):
+            grads = list(original(self, *args, **kwargs))  # fx proxies of the gradients, None where none
+            first = next((i for i, g in enumerate(grads) if isinstance(g, torch.fx.Proxy)), None)
+            if first is not None:
+                grads[first] = grads[first] * SCALE  # one more node in the captured graph
+            return grads
+        return proxy_call_aot_backward
+    p.wrap(AutogradCompilerInstance, "proxy_call_aot_backward", make)
 
 
 def aot_backward_miscompiled(p: Patches) -> None:
