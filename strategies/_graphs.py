@@ -361,9 +361,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     favour_dynamo: for campaigns that run torch.compile (see _traceable): TRACEABLE_SHARE of the
     graphs have every Function written so that Dynamo traces it, the others every Function but
     one; forward AD (which needs a jvp in every Function, and Dynamo traces none with a jvp)
-    in 1 of 8 of the others; the straight-line forward but for about 1 graph in 8; and in about 1 graph in 4
-    with a backward, that backward under compiled autograd (GraphSpec.compiled_backward, drawn last). Off
-    by default."""
+    in 1 of 8 of the others; the straight-line forward but for about 1 graph in 8; and in about 1 graph in 2
+    with a first-order backward, that backward under compiled autograd (GraphSpec.compiled_backward, drawn
+    last). Off by default."""
     _check_bounds("functions", min_functions, max_functions)
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
@@ -429,9 +429,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
         # (vmap needs one batched input: one leaf is never shared)
         if len(leaves) > 1 and _flip(draw):
             batch_shared = tuple(sorted(draw(_unique_index_lists(len(leaves), 1, len(leaves) - 1))))
-    # drawn last too: for torch.compile campaigns, in about 1 graph in 4 with a backward, compiled
-    # autograd captures the backward of the compiled region
-    compiled_backward = favour_dynamo and backward != "none" and _flip(draw) and _flip(draw)
+    # drawn last too: for torch.compile campaigns, in about 1 graph in 2 with a first-order backward
+    # (AOT refuses double backward), compiled autograd captures the backward of the compiled region
+    compiled_backward = favour_dynamo and backward in ("backward", "grad", "retain") and _flip(draw)
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=trace, hooks=hooks, seed=seed,
