@@ -102,6 +102,13 @@ CASES = {
         shape=(3,), dtype="float64", leaves=(LeafSpec(views=2), LeafSpec()),
         hooks=(HookSpec("retain_grad", target="x0[0]"),),
         functions=(fn(Arg("x0[0]"), Arg("x0[1]"), outputs=(lin(1),)), fn(X1, outputs=(lin(0),)))), (1, 0), None),
+    # F0's output is a constant (bias 1) and its backward returns None: the compiled region's backward
+    # sends no gradient to x0, and compiled autograd skips it (x1, unread, gets none either)
+    "ca-aot-region-without-input-gradient-skipped": ("dynamo:aot_eager", graph(
+        fn(X0, outputs=(OutputSpec("compute", terms=(), bias=1.0),), materialize_grads=False, unused_grad="none",
+           code="plain"),
+        hooks=(HookSpec("retain_grad", "f0.0"), HookSpec("post_accumulate", "x0")), compiled_backward=True,
+        forward_code="straight"), None, None),
     "ca-prehook-unused-first-gradient": ("compiled", graph(
         fn(X0, outputs=(OutputSpec("const", value=0), lin(0))), fn(X1, outputs=(lin(0),)),
         hooks=(HookSpec("pre", "f0.1"),)), (1, 0), None),

@@ -641,6 +641,21 @@ CAMPAIGN_CAUSES = [
     # for: the None reaches an add of AOT's backward graph, copied into compiled autograd's
     ("dynamo_compiled_backward_none_in_copied_aot_graph_899b4128.json", "dynamo:aot_eager", False,
      "ca-none-gradient-accumulated"),
+    # F0 returns None for every input (x0's clones): the region's backward sends no gradient, compiled autograd
+    # skips it, and x0's post-accumulate hook is never called (eager calls it with grad None)
+    ("dynamo_compiled_backward_region_skipped_hook_6d068463.json", "dynamo:aot_eager", False,
+     "ca-aot-region-without-input-gradient-skipped"),
+    # the same skip seen as F0's retained output grad, None where eager has the loss's gradient
+    ("dynamo_compiled_backward_region_skipped_retained_36d62d4b.json", "dynamo:aot_eager", False,
+     "ca-aot-region-without-input-gradient-skipped"),
+    # F1's vjp raises at backward under compiled autograd (ca-function-vjp-ignored), so only the forward's
+    # metadata is compared: F2's outputs lost their grad_fn where Dynamo's fallback split the region
+    ("dynamo_compiled_backward_vjp_error_lost_requires_grad_5fa1364d.json", "dynamo:aot_eager", False,
+     "dynamo-aot-detached-region-input-drops-requires-grad"),
+    # the tensor hook on x1, which F1 sends no gradient: AOT's backward returns None for it, and compiled
+    # autograd's reorder_tensor_pre_hook_nodes meets that None (after the retain_grad segfault is avoided)
+    ("dynamo_compiled_backward_tensor_hook_traced_with_none_cefdceca.json", "dynamo:aot_eager", False,
+     "ca-tensor-hook-unreached-output"),
 ]
 
 

@@ -107,9 +107,12 @@ def _forward_completed(result: RunResult) -> bool:
 
 def _some_lost_requires_grad_in_a_region(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """The run went through Dynamo's eager fallback (a graph break split the compiled forward),
-    and some outputs lost requires_grad, each one that a split can lose."""
-    lost = {_ref_of(m.role) for m in mismatches if m.checkpoint == "forward" and m.role.startswith("requires_grad:")
-            and m.detail == "expected True, got False"}
+    and some outputs lost requires_grad, each one that a split can lose. Seen as requires_grad at
+    forward, or as grad_fn in the forward's metadata: where the run raised later (at backward),
+    only the metadata of the forward is compared."""
+    lost = {_ref_of(m.role) for m in mismatches if m.detail == "expected True, got False" and (
+        m.checkpoint == "forward" and m.role.startswith("requires_grad:")
+        or m.checkpoint == "meta:forward" and m.role.startswith("grad_fn:"))}
     return (_forward_completed(result) and "eager fallback" in result.note
             and bool(lost) and lost <= _outputs_that_may_lose_grad_in_a_region(spec))
 

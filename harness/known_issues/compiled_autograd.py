@@ -45,6 +45,34 @@ def _is_whole_leaf(ref: str) -> bool:
 # --- compiled autograd ---------------------------------------------------------------------
 
 
+#: hooks that watch a backward node's run (saved-tensor hooks watch the forward's saves)
+_BACKWARD_HOOKS = ("tensor", "retain_grad", "pre", "post", "post_accumulate")
+
+
+def _watched_region_under_compiled_autograd(spec: GraphSpec) -> bool:
+    """dynamo runs the backward under compiled autograd (GraphSpec.compiled_backward), and a hook or
+    retain_grad watches that backward."""
+    return spec.compiled_backward and spec.backward != "none" and any(h.kind in _BACKWARD_HOOKS for h in spec.hooks)
+
+
+def _region_skip_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """A retained grad missing, or what a backward hook saw, at backward."""
+    if m.checkpoint != "backward":
+        return False
+    if m.role.startswith("retained:"):
+        return m.detail.startswith("got None")
+    hook = re.fullmatch(r"hook(\d+)", m.role)
+    return hook is not None and spec.hooks[int(hook[1])].kind in _BACKWARD_HOOKS
+
+
+def _region_skipped(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """The run sent no gradient to any leaf (so the compiled region's backward sent none to its
+    inputs), and a retained grad or a backward hook differs."""
+    grads = [t for role, t in result.tensors.get("backward", {}).items() if role.startswith(("grad:", "agrad:"))]
+    return all(t is None for t in grads) and any(_region_skip_damage(spec, m) for m in mismatches)
+
+
+
 def _none_gradient_meets_another(spec: GraphSpec) -> bool:
     """ca-none-gradient-accumulated's structure in the first backward, or in the second."""
     return _none_meets_another_in_first_backward(spec) or bool(_none_senders_in_second_backward(spec))
@@ -350,8 +378,26 @@ def _tensor_hooked_outputs_without_second_order_edge(spec: GraphSpec) -> frozens
                      and int(h.target[1:].split(".")[0]) in run and h.target not in reached)
 
 
+def _tensor_hooked_without_gradient_under_compiled_region(spec: GraphSpec) -> frozenset[str]:
+    """Values with a tensor hook that no Function's backward sends a gradient (every edge into them
+    carries None), where compiled autograd captures the backward of a compiled region
+    (GraphSpec.compiled_backward): AOT's backward returns None for such an input of the region,
+    and the hook is traced with it."""
+    if not spec.compiled_backward:
+        return frozenset()
+    flow = Dataflow(spec)
+    return frozenset(h.target for h in spec.hooks if h.kind == "tensor" and flow.requires_grad.get(h.target, False)
+                     and flow.edges_into(h.target) and not flow.receives_gradient(h.target))
+
+
+def _tensor_hooks_traced_with_none(spec: GraphSpec) -> frozenset[str]:
+    """ca-tensor-hook-unreached-output's hooked values: in a double backward, or under a compiled region."""
+    return _tensor_hooked_outputs_without_second_order_edge(spec) | _tensor_hooked_without_gradient_under_compiled_region(
+        spec)
+
+
 def _without_those_tensor_hooks(spec: GraphSpec) -> GraphSpec:
-    bad = _tensor_hooked_outputs_without_second_order_edge(spec)
+    bad = _tensor_hooks_traced_with_none(spec)
     return dataclasses.replace(spec, hooks=tuple(h for h in spec.hooks if not (h.kind == "tensor" and h.target in bad)))
 
 
@@ -538,17 +584,19 @@ ENTRIES: tuple[KnownIssue, ...] = (
         title=("Compiled autograd: a tensor hook on one output of a multi-output node (a custom Function) "
                "that the backward runs without a gradient edge into that output is traced with None, and "
                "reorder_tensor_pre_hook_nodes raises AttributeError \"'NoneType' object has no attribute "
-               "'op'\" (is_placeholder(None)); eager calls the hook with None"),
+               "'op'\" (is_placeholder(None)); eager calls the hook with None. Also where compiled autograd "
+               "captures a torch.compile'd region's backward and a tensor hook is on an input the region's "
+               "backward returns None for"),
         first=(2, 13, 0), last=None,
         paths=("compiled",),
         reproducer="ca_tensor_hook_unreached_output.py",
         upstream=(),
         related=(),
         kind="crash",
-        trigger=lambda spec: bool(_tensor_hooked_outputs_without_second_order_edge(spec)),
+        trigger=lambda spec: bool(_tensor_hooks_traced_with_none(spec)),
         witness=raised("backward", r"^'NoneType' object has no attribute 'op'$", AttributeError),
         damage=error_at("backward"),  # the path reports every compiled-autograd error at backward
-        damages="the error at backward (raised by the double backward's capture)",
+        damages="the error at backward (raised by the double backward's capture, or the compiled region's)",
         workaround=_without_those_tensor_hooks,
     ),
     KnownIssue(
@@ -617,6 +665,25 @@ ENTRIES: tuple[KnownIssue, ...] = (
         damage=error_at("backward"),
         damages="the error at backward",
         workaround=_vjp_as_backward,
+    ),
+    KnownIssue(
+        id="ca-aot-region-without-input-gradient-skipped",
+        title=("Compiled autograd over a torch.compile'd region skips the region's backward node (AOT's "
+               "CompiledFunctionBackward) where it sends no gradient to any of its inputs (a custom Function's "
+               "backward returns None): retain_grad on the region's outputs keeps None, and post-accumulate-grad "
+               "hooks of the leaves behind it are never called (eager, and each alone, run it)"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo:aot_eager", "dynamo:inductor"),  # backend eager has no AOT node: it runs right
+        reproducer="ca_aot_region_without_input_gradient_skipped.py",
+        upstream=(),
+        related=("pytorch/pytorch#91468 (open: retain_grad and hooks called inside a compiled region are lost; "
+                 "here they are registered outside it, and only compiled autograd loses them)",),
+        kind="silent wrong result",
+        trigger=_watched_region_under_compiled_autograd,
+        witness=_region_skipped,
+        damage=_region_skip_damage,
+        damages="retained grads that are None at backward, and what backward hooks saw",
+        workaround=lambda spec: dataclasses.replace(spec, compiled_backward=False),
     ),
     KnownIssue(
         id="ca-captured-graph-leaked",

@@ -13,6 +13,11 @@ backward formula reads (the saved input of a nonlinear derivative). `double_back
 below is that form, for information; a None gradient sent along an edge (a backward that
 returns None) does not raise.
 
+`compiled_region()` is the same trace where compiled autograd captures the backward of a
+torch.compile'd region (torch._dynamo.config.compiled_autograd's training-step use): a tensor
+hook on an input that the region's backward returns None for (a custom Function's backward
+returns None) is traced with None there; it is checked too.
+
 Exit status 1 and "REPRODUCED" when the bug is present (with the captured graph run as
 is); 0 when fixed. Other compilers are reported for information.
 """
@@ -71,6 +76,26 @@ def double_backward():
     return ggx
 
 
+class NoGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        return a * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return None  # no gradient for `a` (documented as allowed)
+
+
+def compiled_region():
+    """The region sends x0 a gradient and x1 none; the hook is on x1. Eager: x0.grad = 2s, the hook
+    called with None."""
+    x0, x1 = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+    x1.register_hook(lambda g: g)
+    loss = torch.compile(lambda a, b: Square.apply(a) + NoGradient.apply(b), backend="aot_eager")(x0, x1)
+    loss.sum().backward()
+    return x0.grad
+
+
 def reproduces(mode, case):
     torch._dynamo.reset()
     try:
@@ -90,4 +115,8 @@ if __name__ == "__main__":
     modes = sys.argv[1:] or ["capture"]
     results = [reproduces(m, one_backward) for m in modes]
     reproduces(modes[0], double_backward)  # the harness's form, for information
+    region = reproduces("capture", compiled_region)
+    if results[0] != region:
+        print("only one of one_backward and compiled_region reproduces: narrow the entry's trigger")
+        raise SystemExit(2)
     raise SystemExit(1 if results[0] else 0)
