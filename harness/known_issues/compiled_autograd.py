@@ -166,15 +166,18 @@ _NONE_IN_COPIED_GRAPH = (r"Expected a proper Tensor but got None \(or an undefin
                          r"for argument #\d+ '(self|other)'")
 
 
+_NONE_ADDED_AT_BACKWARD = raised("backward", _NONE_ADDED, TypeError)
+_NONE_IN_COPIED_GRAPH_AT_BACKWARD = raised("backward", _NONE_IN_COPIED_GRAPH, RuntimeError)
+_NONE_ADDED_AT_DOUBLE_BACKWARD = raised("double_backward", _NONE_ADDED, TypeError)
+
+
 def _none_added(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """The TypeError of torch.add(None, g) (or, in AOT's backward graph copied in, an aten op's
     RuntimeError), at the backward whose structure the spec has."""
-    in_copied_graph = spec.compiled_backward and raised("backward", _NONE_IN_COPIED_GRAPH, RuntimeError)(
-        spec, result, mismatches)
-    return ((raised("backward", _NONE_ADDED, TypeError)(spec, result, mismatches) or in_copied_graph)
-            and _none_meets_another_in_first_backward(spec)
-            or raised("double_backward", _NONE_ADDED, TypeError)(spec, result, mismatches)
-            and bool(_none_senders_in_second_backward(spec)))
+    first = (_NONE_ADDED_AT_BACKWARD(spec, result, mismatches)
+             or spec.compiled_backward and _NONE_IN_COPIED_GRAPH_AT_BACKWARD(spec, result, mismatches))
+    return (first and _none_meets_another_in_first_backward(spec)
+            or _NONE_ADDED_AT_DOUBLE_BACKWARD(spec, result, mismatches) and bool(_none_senders_in_second_backward(spec)))
 
 
 def _zeros_for_unused_inputs(spec: GraphSpec) -> GraphSpec:

@@ -13,7 +13,7 @@ defined fake tensor, so the C++ input buffer sees two defined gradients and reco
 AutogradCompilerInstance.accumulate (torch.add of both proxies). At run time the backward
 returns None for that result and torch.add raises.
 
-Two forms, both checked:
+Three forms, all checked:
   one_backward     the backward returns None for an input it does not use (the harness's
                    unused_grad="none") that is also passed as its other input
   double_backward  the same sum in the second backward of a double backward: a Function with
