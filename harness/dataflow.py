@@ -260,8 +260,13 @@ def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int], early_
             has.add(ref)
             if out.kind in ("input", "view") and early_return:
                 early.append((n, k))
-                later = {f"f{n}.{j}" for j in fn.tensor_outputs if j > k and differentiable(fn, j)}
-                dropped |= later
+                later = [j for j in fn.tensor_outputs if j > k and differentiable(fn, j)]
+                # a later input returned as-is, view or dirty input keeps a tangent where its input has
+                # one (a view's is its base's, a dirty output's its input's own); a computed one is
+                # left without (seen on 2.13.0: tests/test_dataflow_forward_ad.py)
+                kept = {f"f{n}.{j}" for j in later if fn.outputs[j].kind != "compute" and tangents[fn.outputs[j].slot]}
+                has |= kept
+                dropped |= {f"f{n}.{j}" for j in later} - kept
                 break
     return ForwardAD(frozenset(has), tuple(asserts), tuple(early), frozenset(dropped))
 

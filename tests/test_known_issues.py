@@ -656,6 +656,15 @@ CAMPAIGN_CAUSES = [
     # autograd's reorder_tensor_pre_hook_nodes meets that None (after the retain_grad segfault is avoided)
     ("dynamo_compiled_backward_tensor_hook_traced_with_none_cefdceca.json", "dynamo:aot_eager", False,
      "ca-tensor-hook-unreached-output"),
+    # --- stop 47: a func campaign (eager, func.vmap, func.vmap.user, func.vmap_grad, func.grad_vmap) ---
+    # F1 returns a tangentless input as-is first, so the forward AD loop returns early; its later dirty
+    # output keeps its input's own tangent, so F3, which reads it, runs forward AD and returns F1's
+    # dropped (computed) output as-is with materialize_grads off: the None-tangent assert
+    ("fwad_dropped_dirty_output_keeps_tangent_assert_d2f58e16.json", "eager", False, "fwad-input-as-is-none-tangent"),
+    # F0's user vmap rule returns the shared x1 batched (it runs the whole batch); F1, once_differentiable,
+    # returns it as it is, a batched result beside a constant whose gradient requires grad
+    ("func_grad_vmap_user_rule_batches_shared_input_2cd65206.json", "func.grad_vmap", False,
+     "func-grad-vmap-once-differentiable-batched-result"),
 ]
 
 
@@ -709,6 +718,41 @@ def test_a_dropped_tangent_that_a_later_as_is_output_zeroes_is_the_early_return(
 
         raw = paths.get("eager").run(build(spec))  # the example itself, not its workaround variant
         assert not raw.tensors["forward_ad"]["tangent:f1.2"].any()  # zeros, not None
+
+
+def test_after_the_early_return_an_as_is_or_dirty_output_keeps_its_input_tangent():
+    """Plain torch, the model in harness/dataflow.py (_simulate_forward_ad): after the forward AD loop
+    returns early at an input returned as-is without a tangent, a later output returned as-is keeps its
+    input's tangent (a view of it), a dirty one its input's own (the jvp's in-place update), and a
+    computed one gets none."""
+    import torch.autograd.forward_ad as fwAD
+
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(a, b, c):
+            c.mul_(2.0)
+            return a, b, torch.zeros(3), c
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_dirty(inputs[2])
+
+        @staticmethod
+        def jvp(ctx, ta, tb, tc):
+            return ta, tb, torch.ones(3), tc.mul_(2.0)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return grads[0], grads[1], grads[3]
+
+    with fwAD.dual_level():
+        b = fwAD.make_dual(torch.randn(3), torch.full((3,), 5.0))
+        c = fwAD.make_dual(torch.randn(3), torch.full((3,), 7.0)).clone()
+        tangents = [fwAD.unpack_dual(o).tangent for o in F.apply(torch.randn(3), b, c)]
+    issue = next(k for k in KNOWN_ISSUES if k.id == "fwad-view-drops-later-tangents")
+    if issue.affects_installed_torch():
+        assert tangents[2] is None  # the computed output's tangent is dropped
+    assert [None if t is None else t[0].item() for t in (tangents[1], tangents[3])] == [5.0, 14.0]
 
 
 def test_a_dynamo_audit_spec_whose_lost_mark_gives_a_leaf_a_gradient_eager_leaves_none():

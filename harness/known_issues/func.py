@@ -77,12 +77,20 @@ def _unpacked_strings(spec: GraphSpec) -> set[tuple[str, str]]:
 def _batched_under_vmap(spec: GraphSpec) -> dict[str, bool]:
     """Which values are BatchedTensors inside the graph under vmap: every leaf but those the batch
     shares (harness/paths/func.py _sample_leaves, GraphSpec.batch_shared), and what is computed
-    from one."""
+    from one. A Function whose vmap rule is the harness's own (a user vmap staticmethod,
+    harness/build.py with_user_vmap; a custom_op's register_vmap, harness/custom_op.py) runs the
+    whole batch, unbatched inputs expanded to it, and returns every tensor output batched, once
+    any input is batched (torch calls no rule for a call with none: autograd_function.py,
+    custom_function_call_vmap)."""
     batched = {ref: int(base_ref(ref)[1:]) not in spec.batch_shared
                for ref in spec.value_refs() if ref.startswith("x")}
     for n, fn in enumerate(spec.functions):
+        whole_batch = fn.vmap and (fn.vmap_rule == "user" or fn.api == "custom_op")
+        any_batched = any(batched[a.ref] for a in fn.args if a.ref is not None)
         for k, o in enumerate(fn.outputs):
-            if o.kind == "compute":
+            if whole_batch and o.kind != "const":
+                batched[f"f{n}.{k}"] = any_batched
+            elif o.kind == "compute":
                 read = [fn.args[t.slot].ref for t in o.terms] + ([fn.args[o.mask].ref] if o.mask >= 0 else [])
                 batched[f"f{n}.{k}"] = any(batched[r] for r in read)
             elif o.kind != "const":

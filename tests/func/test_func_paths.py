@@ -430,6 +430,15 @@ def _graph(*functions: FunctionSpec, leaves: tuple[LeafSpec, ...] = _TWO_LEAVES,
 
 
 _ONCE = _fn(_X0, outputs=(_CONST, _lin(0)), once_differentiable=True)
+_X1_SHARED = {"leaves": (LeafSpec(requires_grad=False), LeafSpec()), "batch_shared": (1,)}
+
+
+def _user_rule_then_once(rule: str) -> tuple[FunctionSpec, ...]:
+    """F0 returns the shared x1 as it is (with `rule`), F1 (once_differentiable) returns it again beside a
+    constant that F2 squares."""
+    return (_fn(_X1, _X0, outputs=(OutputSpec("input", slot=0),), vmap_rule=rule),
+            _fn(Arg("f0.0"), _X0, outputs=(_CONST, OutputSpec("input", slot=0)), once_differentiable=True),
+            _square("f1.0"))
 ONCE_DIFFERENTIABLE_CASES = {
     # (spec, does torch raise): the trigger must say the same
     "the constant squared, its input saved": (_graph(_ONCE, _square("f0.0")), True),
@@ -447,6 +456,10 @@ ONCE_DIFFERENTIABLE_CASES = {
     "the constant marked non-differentiable": (_graph(_fn(_X0, outputs=(dataclasses.replace(_CONST, non_differentiable=True),
                                                                       _lin(0)), once_differentiable=True),
                                                       _square("f0.0")), False),
+    # a user vmap rule returns every tensor output batched: the shared x1 it returns comes back batched
+    # (a campaign's cause, stop 47), and F1 returns it as it is, a batched result
+    "a shared input batched by a user rule, returned": (_graph(*_user_rule_then_once("user"), **_X1_SHARED), True),
+    "the same with a generated rule": (_graph(*_user_rule_then_once("generate"), **_X1_SHARED), False),
 }
 
 
