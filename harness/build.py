@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from harness import custom_op, generic, plain
-from harness.generic import GeneratedFunction, batch_first, make_generic_function
+from harness.generic import GeneratedFunction, batch_at, make_generic_function
 from harness.spec import FunctionSpec, GraphSpec
 
 #: seed offsets of the deterministic loss weights, second-order loss weights and forward-AD
@@ -41,20 +41,37 @@ def make_function(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype:
     return with_user_vmap(cls) if spec.vmap_rule == "user" else cls
 
 
+class UserVmapRuleLimit(RuntimeError):
+    """Raised by with_user_vmap's rule where the batch cannot run without torch's limit on in-place
+    views: the func paths report the run unsupported, with this reason."""
+
+
 def with_user_vmap(cls: type[GeneratedFunction]) -> type[GeneratedFunction]:
     """`cls` with a user vmap staticmethod (FunctionSpec.vmap_rule "user", and the func.vmap.user
     path for every Function): every op is elementwise, so the batch is run by the same
-    Function built for the batched shape (batch dimension first), one class per batch size."""
-    batched: dict[int, type[GeneratedFunction]] = {}
+    Function built for the batched shape, one class per batch size and batch dimension. The
+    batch dimension is first, or where a batched input the Function modifies in place has it
+    (GraphSpec.batch_dim): that input is passed as it is, since a view of it (movedim) would
+    be an input modified in place that is a view, which torch allows only in a Function of one
+    output (and then routes its gradient wrongly: known issue eager-dirty-view-not-first-input)."""
+    batched: dict[tuple[int, int], type[GeneratedFunction]] = {}
+    dirty_slots = [o.slot for o in cls.spec.outputs if o.kind == "dirty"]
 
     def vmap(info: Any, in_dims: tuple, *args: Any) -> tuple[Any, Any]:
-        if info.batch_size not in batched:
+        dirty_dims = {in_dims[s] for s in dirty_slots if in_dims[s] is not None}
+        if len(dirty_dims) > 1:
+            raise UserVmapRuleLimit(
+                f"a user vmap rule gets inputs modified in place with their batch at dims {sorted(dirty_dims)}: it "
+                f"runs the batch with one of them a view, and torch refuses a Function that modifies a view input in "
+                f"place and returns more than one tensor (torch/csrc/autograd/custom_function.cpp)")
+        dim = next(iter(dirty_dims), 0)
+        if (info.batch_size, dim) not in batched:
             plain_spec = dataclasses.replace(cls.spec, vmap_rule="generate")  # it runs outside vmap
-            batched[info.batch_size] = make_function(plain_spec, cls.index, (info.batch_size, *cls.shape),
-                                                     cls.dtype, cls.device)
-        out = batched[info.batch_size].apply(*batch_first(info, in_dims, args))
+            shape = (*cls.shape[:dim], info.batch_size, *cls.shape[dim:])
+            batched[info.batch_size, dim] = make_function(plain_spec, cls.index, shape, cls.dtype, cls.device)
+        out = batched[info.batch_size, dim].apply(*batch_at(info, in_dims, args, dim))
         outs = out if cls.spec.tuple_output else (out,)
-        dims = tuple(0 if isinstance(o, torch.Tensor) else None for o in outs)
+        dims = tuple(dim if isinstance(o, torch.Tensor) else None for o in outs)
         return out, dims if cls.spec.tuple_output else dims[0]
 
     return type(cls.__name__, (cls,), {"vmap": staticmethod(vmap), "generate_vmap_rule": False})
@@ -204,5 +221,5 @@ def oracle_functions(spec: GraphSpec, device: str | torch.device = "cpu") -> tup
 
 Applier = Callable[[int, type[GeneratedFunction], Sequence[Any]], Any]
 
-__all__ = ["Applier", "BuiltGraph", "OracleFunction", "build", "make_function", "make_plain_function", "math_apply",
+__all__ = ["Applier", "BuiltGraph", "UserVmapRuleLimit", "OracleFunction", "build", "make_function", "make_plain_function", "math_apply",
            "oracle_functions", "with_user_vmap"]

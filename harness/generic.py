@@ -305,14 +305,19 @@ def forward_values(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype
 
 
 def batch_first(info: Any, in_dims: Sequence[int | None], args: Sequence[Any]) -> list[Any]:
-    """A vmap rule's arguments with the batch dimension first; an unbatched tensor is
+    """A vmap rule's arguments with the batch dimension first (batch_at)."""
+    return batch_at(info, in_dims, args, 0)
+
+
+def batch_at(info: Any, in_dims: Sequence[int | None], args: Sequence[Any], dim: int) -> list[Any]:
+    """A vmap rule's arguments with the batch dimension at `dim`; an unbatched tensor is
     expanded to the batch (a clone: an in-place update of it must not write one element of
-    memory for every sample). One batched at dim 0 is passed as it is: even movedim(0, 0) is a
+    memory for every sample). One batched at `dim` is passed as it is: even movedim(0, 0) is a
     view, and a Function that modifies a view in place may return only one tensor (torch:
     "If your Function modifies inplace an input that is a view of another Tensor, your
     Function cannot return more than one Tensor"), which grad(vmap) then raises."""
-    return [a if not isinstance(a, torch.Tensor) or d == 0
-            else a.expand(info.batch_size, *a.shape).clone() if d is None else a.movedim(d, 0)
+    return [a if not isinstance(a, torch.Tensor) or d == dim
+            else a.expand(info.batch_size, *a.shape).movedim(0, dim).clone() if d is None else a.movedim(d, dim)
             for a, d in zip(args, in_dims)]
 
 
@@ -380,5 +385,5 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     return cls
 
 
-__all__ = ["FORWARD_CALLS", "SAVED_OBSERVER", "GeneratedFunction", "batch_first", "forward_values",
+__all__ = ["FORWARD_CALLS", "SAVED_OBSERVER", "GeneratedFunction", "batch_at", "batch_first", "forward_values",
            "make_generic_function"]

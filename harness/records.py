@@ -150,6 +150,7 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "nested": {f.nested for f in fns}, "dirty_view": {any(a.view for a in f.args) for f in fns},
         "partial_backward": {bool(spec.grad_leaves)}, "mutated_outputs": {bool(spec.mutated_outputs)},
         "batch_shared": {bool(spec.batch_shared)}, "compiled_backward": {spec.compiled_backward},
+        "batch_dim": {spec.batch_dim},
         "checkpoint": {spec.checkpoint}, "forward_code": {spec.forward_code},
         "dirty_return": {o.kind == "dirty" and f.dirty_return for f in fns for o in f.outputs} - {False},
         "clear_saved_tensors_on_access": {f.clear_saved_tensors_on_access for f in fns},

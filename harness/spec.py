@@ -49,6 +49,8 @@ DIRTY_RETURNS = ("result", "input")
 #: generated plain function with a line per Function application, as users write models
 #: (harness.plain.graph_forward_source). Eager paths apply the Functions the same way in both
 FORWARD_CODES = ("loop", "straight")
+#: GraphSpec.batch_dim: the batch dimension first or last
+BATCH_DIMS = (0, -1)
 #: how a Function is written: "function", a torch.autograd.Function class; "custom_op", the same
 #: math as a torch.library.custom_op with register_autograd (setup_context + backward),
 #: register_fake and, for a Function with `vmap`, register_vmap (harness/custom_op.py). What a
@@ -303,6 +305,13 @@ class GraphSpec:
     #: batch (functorch's reductify). (No Function modifies a leaf in place: a dirty input is a
     #: clone.) Other paths ignore it.
     batch_shared: tuple[int, ...] = ()
+    #: where the batched torch.func paths put the batch dimension of each batched leaf, as vmap's
+    #: in_dims: 0, the first dim, or -1, the last. Inside the Functions a non-zero batch dim reaches
+    #: functorch's own handling of it (the generated vmap rule is called with those in_dims,
+    #: torch/_functorch/autograd_function.py). The outputs keep theirs first (out_dims 0: torch 2.13's
+    #: vmap gets any other out_dims wrong for an output that is not batched, pytorch/pytorch#178425,
+    #: docs/func.md). Other paths ignore it.
+    batch_dim: int = 0
     #: the backward runs under compiled autograd where the `dynamo` path compiles the forward:
     #: compiled autograd then captures the backward of the region torch.compile
     #: traced (AOT's CompiledFunctionBackward, copied into its graph; backend eager: the traced
@@ -435,6 +444,7 @@ def validate(g: GraphSpec) -> None:
            "leaf out")
     for i in g.batch_shared:
         _check(0 <= i < len(g.leaves), "batch_shared", g.batch_shared, f"leaf {i} is not a leaf of this graph")
+    _check(g.batch_dim in BATCH_DIMS, "batch_dim", g.batch_dim, f"choose one of {BATCH_DIMS}")
     _check(not g.compiled_backward or g.backward != "none", "compiled_backward", g.compiled_backward,
            "compiled autograd needs a backward to capture (backward='none' runs none)")
     if g.checkpoint:
@@ -695,7 +705,7 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
 #: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
 _WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0,
                      (FunctionSpec, "keyword_default"): False, (GraphSpec, "batch_shared"): (),
-                     (GraphSpec, "compiled_backward"): False}
+                     (GraphSpec, "compiled_backward"): False, (GraphSpec, "batch_dim"): 0}
 
 
 def _to_plain(obj: Any) -> Any:
@@ -778,6 +788,6 @@ def load_spec(path: str) -> GraphSpec:
 
 
 __all__ = [
-    "APIS", "VMAP_RULES", "CUSTOM_OP_NAMESPACE", "as_custom_op", "custom_op_limit", "custom_op_name", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "SAVED_READS", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
+    "APIS", "BATCH_DIMS", "VMAP_RULES", "CUSTOM_OP_NAMESPACE", "as_custom_op", "custom_op_limit", "custom_op_name", "with_user_vmap_rule", "COMPLEX_DTYPES", "COMPLEX_OPS", "DIRTY_RETURNS", "DTYPES", "FORWARD_CODES", "GRAD_MODES", "SAVED_READS", "INPUT_DTYPES", "Arg", "ConstTuple", "FunctionSpec", "GraphSpec", "HookSpec", "LeafSpec", "OutputSpec",
     "SpecError", "Term", "load_spec", "parameter_name", "validate",
 ]

@@ -13,6 +13,7 @@ from hypothesis.errors import InvalidArgument
 
 from harness.spec import (
     BACKWARD_METHODS,
+    BATCH_DIMS,
     BACKWARD_MODES,
     CODE_STYLES,
     COMPLEX_DTYPES,
@@ -356,8 +357,9 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     Functions (and, for vmap, Functions without a vmap rule; for jvp and jacfwd, without a jvp):
     7 in 8 Functions in setup_context style, 3 in 4 of them with generate_vmap_rule, 3 in 4 with
     a jvp; old style, no rule and no jvp stay reachable; and in about 1 graph in 2, leaves the
-    batched transforms share across the batch (GraphSpec.batch_shared, drawn last). Off by
-    default, so other runs draw as before.
+    batched transforms share across the batch (GraphSpec.batch_shared, drawn last), and in
+    1 graph in 2 the batched leaves' batch dimension last (vmap's in_dims=-1: GraphSpec.batch_dim, drawn
+    after everything else). Off by default, so other runs draw as before.
     favour_dynamo: for campaigns that run torch.compile (see _traceable): TRACEABLE_SHARE of the
     graphs have every Function written so that Dynamo traces it, the others every Function but
     one; forward AD (which needs a jvp in every Function, and Dynamo traces none with a jvp)
@@ -432,12 +434,14 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     # drawn last too: for torch.compile campaigns, in about 1 graph in 2 with a first-order backward
     # (AOT refuses double backward), compiled autograd captures the backward of the compiled region
     compiled_backward = favour_dynamo and backward in ("backward", "grad", "retain") and _flip(draw)
+    # and for torch.func campaigns, in 1 graph in 2, the batched leaves' batch dimension last (vmap's in_dims)
+    batch_dim = _pick(draw, BATCH_DIMS) if favour_torch_func else 0
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=trace, hooks=hooks, seed=seed,
         grad_leaves=grad_leaves, mutated_outputs=mutated_outputs, checkpoint=checkpoint,
         forward_code="loop" if loop else "straight", batch_shared=batch_shared,
-        compiled_backward=compiled_backward,
+        compiled_backward=compiled_backward, batch_dim=batch_dim,
     )
 
 

@@ -473,6 +473,19 @@ def test_the_skipped_saver_script_kept_in_func_repros_reproduces_where_the_entry
     assert ("REPRODUCED" in run.stdout) == issue.affects_installed_torch(), run.stdout
 
 
+def test_the_vmap_out_dims_script_kept_in_func_repros_reproduces_on_torch_2_13():
+    """docs/func.md, "Why out_dims stays 0": plain torch, no custom Function (pytorch/pytorch#178425,
+    fixed by pytorch/pytorch#178495 after 2.13): the reason GraphSpec.batch_dim moves in_dims only."""
+    script = ROOT / "docs/func_repros/vmap_out_dims_unbatched_output.py"
+    run = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True,
+                         timeout=300)
+    present = torch.__version__.startswith("2.13.")
+    if present:
+        assert run.returncode == 1 and "REPRODUCED" in run.stdout, run.stdout + run.stderr
+    else:  # a later torch: fixed there, or not; either way the script runs to its verdict
+        assert run.returncode in (0, 1) and ("REPRODUCED" in run.stdout or "fixed" in run.stdout), run.stdout
+
+
 # --- dynamo-fallback-drops-mark-non-differentiable: a skipped backward's deliberate error --------
 
 

@@ -166,6 +166,22 @@ def test_the_aot_copy_fault_is_reached_only_by_a_compiled_backward(compiled_back
     assert not check(spec, chosen, lifetimes=False).failed
 
 
+@pytest.mark.parametrize("batch_dim", [0, -1])
+def test_the_batch_dim_fault_is_reached_only_by_a_batch_dimension_not_first(batch_dim):
+    """The generated vmap rule gets each input's batch dimension from vmap (functorch's
+    vmapify_autograd_function); with every batch dimension first, mapping over dim 0 is right, and the
+    fault changes nothing."""
+    spec = dataclasses.replace(VMAPPED, batch_dim=batch_dim)
+    chosen = [paths.get("eager"), paths.get("func.vmap"), paths.get("func.grad_vmap")]
+    with selfeval.installed("vmap_rule_batch_dim_taken_as_first"):
+        verdict = check(spec, chosen, lifetimes=False)
+    for name in ("func.vmap", "func.grad_vmap"):
+        assert verdict.outcomes[name].status == ("failed" if batch_dim else "ok"), verdict.report()
+    if batch_dim:
+        assert "out:f0.0" in verdict.report(), verdict.report()
+    assert not check(spec, chosen, lifetimes=False).failed
+
+
 def _patchable_state() -> dict[str, object]:
     """Everything a fault of the Python families replaces."""
     import torch.autograd.function as function_module
@@ -190,6 +206,7 @@ def _patchable_state() -> dict[str, object]:
         "custom_function_call": function_module.custom_function_call,
         "custom_function_call_vmap_helper": torch._functorch.autograd_function.custom_function_call_vmap_helper,
         "reductify_leaf": torch._functorch.autograd_function.reductify_leaf,
+        "vmapify_autograd_function": torch._functorch.autograd_function.vmapify_autograd_function,
         **{f"AutogradFunctionContextVariable.{n}": AutogradFunctionContextVariable.__dict__[n]
            for n in ("create", "call_method", "var_getattr")},
         "AutogradFunctionApplyVariable.prepare_fn_vt": AutogradFunctionApplyVariable.prepare_fn_vt,

@@ -41,7 +41,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from harness.build import BuiltGraph, with_user_vmap
+from harness.build import BuiltGraph, UserVmapRuleLimit, with_user_vmap
 from harness.generic import GeneratedFunction
 from harness.dataflow import Dataflow, chosen_leaves, function_output_refs_of, has_backward, loss_refs
 from harness.paths import register
@@ -285,17 +285,20 @@ def _plain_leaves(built: BuiltGraph, offset: int = 0) -> list[torch.Tensor]:
 
 
 def _sample_leaves(built: BuiltGraph) -> list[torch.Tensor]:
-    """Leaves batched along a new dim 0; sample CHECKED_SAMPLE holds eager's leaves. A leaf the
-    spec shares across the batch (GraphSpec.batch_shared) is eager's leaf itself, unbatched."""
+    """Leaves batched along a new dim, the first or the last (GraphSpec.batch_dim); sample
+    CHECKED_SAMPLE holds eager's leaves. A leaf the spec shares across the batch
+    (GraphSpec.batch_shared) is eager's leaf itself, unbatched."""
     samples = [_plain_leaves(built, o) for o in _OTHER_SAMPLES]
     samples.insert(CHECKED_SAMPLE, _plain_leaves(built))
-    return [samples[CHECKED_SAMPLE][i] if i in built.spec.batch_shared else torch.stack([s[i] for s in samples])
+    in_dim = built.spec.batch_dim
+    return [samples[CHECKED_SAMPLE][i] if i in built.spec.batch_shared
+            else torch.stack([s[i] for s in samples], dim=in_dim)
             for i in range(len(built.spec.leaves))]
 
 
 def _in_dims(spec: GraphSpec) -> tuple[int | None, ...]:
     """vmap's in_dims over the leaves: None for a leaf shared across the batch."""
-    return tuple(None if i in spec.batch_shared else 0 for i in range(len(spec.leaves)))
+    return tuple(None if i in spec.batch_shared else spec.batch_dim for i in range(len(spec.leaves)))
 
 
 def _replace(values: list, indices: Sequence[int], new: Sequence) -> list:
@@ -428,7 +431,10 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
     else:
         raise AssertionError(f"unknown transform {name!r}")
     graph.phase = "done"
+    # vmap's results have their batch dimension first (out_dims 0); grad(vmap)'s gradients are the
+    # batched leaves', where in_dims put it
     sample = (lambda t: t[CHECKED_SAMPLE]) if transform.batched else (lambda t: t)
+    sample_of_grad = (lambda t: t.select(spec.batch_dim, CHECKED_SAMPLE)) if name == "grad_vmap" else sample
     for ref, o in zip(graph.refs, outs):
         result.put("forward", f"out:{ref}", sample(o))
     for ref, value in graph.consts.items():
@@ -440,7 +446,7 @@ def observe(graph: GraphFunction, transform: Transform, result: RunResult,
         picked = [(grads[k], k in unbatched) for k in chosen] + (
             [(second[k], False) for k in chosen] if second else [])
         for (checkpoint, role), (g, one) in zip(roles, picked):
-            result.put(checkpoint, role, g if one else sample(g))
+            result.put(checkpoint, role, g if one else sample_of_grad(g))
     for (checkpoint, role), t in zip(tangent_roles(spec, transform), tangents):
         result.put(checkpoint, role, t)
 
@@ -519,6 +525,15 @@ def limitation(spec: GraphSpec, transform: Transform) -> str | None:
     return None
 
 
+def _user_vmap_rule_limit(e: BaseException) -> UserVmapRuleLimit | None:
+    """The UserVmapRuleLimit that `e` is or was raised from (torch.compile may wrap it), if any."""
+    while e is not None:
+        if isinstance(e, UserVmapRuleLimit):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
 class FuncPath:
     exact_vs_eager = False  # batched kernels and Jacobian contractions round differently
     #: torch.func refuses old-style Functions (OLD_STYLE) and vmap Functions without a rule
@@ -561,6 +576,9 @@ class FuncPath:
         try:
             observe(graph, self.transform, result, compile_fn)
         except (RuntimeError, TypeError, ValueError, AssertionError, IndexError, NotImplementedError) as e:
+            limit = _user_vmap_rule_limit(e)
+            if limit is not None:
+                return RunResult(self.name, status="unsupported", reason=str(limit))
             result.status, result.error = "error", e
             result.error_checkpoint = "forward_ad" if self.transform.derivative == "tangent" else graph.phase
             if result.error_checkpoint != "forward":

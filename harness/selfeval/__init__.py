@@ -110,6 +110,8 @@ FAULTS: tuple[Fault, ...] = (
     _fault(compilers, "grad_vmap_user_rule_samples_rolled", ("func.grad_vmap",)),
     # and a leaf the batch shares (GraphSpec.batch_shared: vmap's in_dims=None)
     _fault(compilers, "reductify_takes_one_sample", ("func.grad_vmap",)),
+    # and a batch dimension that is not the first (GraphSpec.batch_dim: vmap's in_dims=-1)
+    _fault(compilers, "vmap_rule_batch_dim_taken_as_first", ("func.vmap",)),
     *(_fault(dynamo_faults, name, DYNAMO_PATHS) for name in (
         "dynamo_saved_tensors_reversed", "dynamo_mark_non_differentiable_dropped",
         "dynamo_needs_input_grad_of_intermediates_false", "dynamo_input_returned_as_is_not_viewed",

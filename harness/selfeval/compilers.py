@@ -178,6 +178,22 @@ def grad_vmap_user_rule_samples_rolled(p: Patches) -> None:
     p.wrap(autograd_function, "custom_function_call_vmap_helper", make)
 
 
+def vmap_rule_batch_dim_taken_as_first(p: Patches) -> None:
+    """Only where a vmapped Function's input has its batch dimension anywhere but first (vmap's
+    in_dims=-1 over a leaf of one dim or more, GraphSpec.batch_dim): the generated vmap rule maps the
+    Function's forward over dim 0 of that input instead, as a rule that forgot to move the batch
+    dimension to the front would (functorch's vmapify_autograd_function)."""
+    import torch._functorch.autograd_function as autograd_function
+    from torch.utils import _pytree as pytree
+
+    def make(original):
+        def vmapify_autograd_function(function, in_dims, batch_size, randomness):
+            first = pytree.tree_map(lambda d: d if d is None else 0, in_dims)
+            return original(function, first, batch_size, randomness)
+        return vmapify_autograd_function
+    p.wrap(autograd_function, "vmapify_autograd_function", make)
+
+
 def reductify_takes_one_sample(p: Patches) -> None:
     """Only where a vmapped Function's input is shared by the batch (vmap's in_dims=None) and its
     backward runs under another transform (grad of a vmap, generate_vmap_rule): the batched

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -571,3 +572,17 @@ def test_the_backwards_lost_marks_run_under_grad_vmap_are_those_the_model_says(c
         assert error is not None and f"VmappedF{raising}Generated" in str(error), error
     outcome = check(spec, [paths.get("func.grad_vmap")], lifetimes=False).outcomes["func.grad_vmap"]
     assert outcome.status == "ok" and outcome.checked, outcome.reason
+
+
+def test_a_user_rule_whose_dirty_inputs_are_batched_at_two_dims_is_unsupported() -> None:
+    """A func campaign's spec (stop 47, GraphSpec.batch_dim): F1's user vmap rule gets two inputs it
+    modifies in place, batched at dims 0 and 1; it can run the batch only with one of them a view, which
+    torch refuses in a Function of more than one output: unsupported, with that limit (harness/build.py
+    UserVmapRuleLimit), where before the run failed with torch's own error."""
+    from harness.spec import load_spec
+
+    spec = load_spec(str(Path(__file__).resolve().parents[2] / "docs/func_repros/"
+                         "func_user_rule_dirty_inputs_batched_at_two_dims_0a6832b0.json"))
+    outcome = check(spec, [paths.get("func.grad_vmap")], lifetimes=False).outcomes["func.grad_vmap"]
+    assert outcome.status == "unsupported", outcome.reason
+    assert "custom_function.cpp" in outcome.reason
