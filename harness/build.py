@@ -61,9 +61,9 @@ def with_user_vmap(cls: type[GeneratedFunction]) -> type[GeneratedFunction]:
         dirty_dims = {in_dims[s] for s in dirty_slots if in_dims[s] is not None}
         if len(dirty_dims) > 1:
             raise UserVmapRuleLimit(
-                f"a user vmap rule gets inputs modified in place with their batch at dims {sorted(dirty_dims)}: it "
-                f"runs the batch with one of them a view, and torch refuses a Function that modifies a view input in "
-                f"place and returns more than one tensor (torch/csrc/autograd/custom_function.cpp)")
+                "a user vmap rule gets inputs modified in place batched at different dims: it runs the batch with "
+                "one of them a view, and torch refuses a Function that modifies a view input in place and returns "
+                "more than one tensor (torch/csrc/autograd/custom_function.cpp)")
         dim = next(iter(dirty_dims), 0)
         if (info.batch_size, dim) not in batched:
             plain_spec = dataclasses.replace(cls.spec, vmap_rule="generate")  # it runs outside vmap
