@@ -53,7 +53,8 @@ def with_user_vmap(cls: type[GeneratedFunction]) -> type[GeneratedFunction]:
     batch dimension is first, or where a batched input the Function modifies in place has it
     (GraphSpec.batch_dim): that input is passed as it is, since a view of it (movedim) would
     be an input modified in place that is a view, which torch allows only in a Function of one
-    output (and then routes its gradient wrongly: known issue eager-dirty-view-not-first-input)."""
+    output (and there, where it is not the first input, routes its gradient wrongly: known issue
+    eager-dirty-view-not-first-input)."""
     batched: dict[tuple[int, int], type[GeneratedFunction]] = {}
     dirty_slots = [o.slot for o in cls.spec.outputs if o.kind == "dirty"]
 
@@ -221,5 +222,5 @@ def oracle_functions(spec: GraphSpec, device: str | torch.device = "cpu") -> tup
 
 Applier = Callable[[int, type[GeneratedFunction], Sequence[Any]], Any]
 
-__all__ = ["Applier", "BuiltGraph", "UserVmapRuleLimit", "OracleFunction", "build", "make_function", "make_plain_function", "math_apply",
-           "oracle_functions", "with_user_vmap"]
+__all__ = ["Applier", "BuiltGraph", "OracleFunction", "UserVmapRuleLimit", "build", "make_function",
+           "make_plain_function", "math_apply", "oracle_functions", "with_user_vmap"]
