@@ -202,7 +202,7 @@ def _register(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype: tor
     if spec.vmap:
         def vmap_rule(info: Any, in_dims: tuple, *tensors: torch.Tensor) -> tuple[Any, Any]:
             batched = registered_op(spec, index, (info.batch_size, *shape), dtype, device)
-            out = batched(*generic.batch_first(info, in_dims, tensors))
+            out = batched(*generic.batch_at(info, in_dims, tensors, 0))
             return out, tuple(0 for _ in out) if isinstance(out, tuple) else 0
         op.register_vmap(vmap_rule)
     _registered += 1

@@ -263,7 +263,8 @@ def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int], early_
                 later = [j for j in fn.tensor_outputs if j > k and differentiable(fn, j)]
                 # a later input returned as-is, view or dirty input keeps a tangent where its input has
                 # one (a view's is its base's, a dirty output's its input's own); a computed one is
-                # left without (seen on 2.13.0: tests/test_dataflow_forward_ad.py)
+                # left without (seen on 2.13.0: tests/test_known_issues.py,
+                # test_after_the_early_return_an_as_is_or_dirty_output_keeps_its_input_tangent)
                 kept = {f"f{n}.{j}" for j in later if fn.outputs[j].kind != "compute" and tangents[fn.outputs[j].slot]}
                 has |= kept
                 dropped |= {f"f{n}.{j}" for j in later} - kept

@@ -304,11 +304,6 @@ def forward_values(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype
     return _raw_outputs(spec, args, shape, dtype, device, computed=computed)
 
 
-def batch_first(info: Any, in_dims: Sequence[int | None], args: Sequence[Any]) -> list[Any]:
-    """A vmap rule's arguments with the batch dimension first (batch_at)."""
-    return batch_at(info, in_dims, args, 0)
-
-
 def batch_at(info: Any, in_dims: Sequence[int | None], args: Sequence[Any], dim: int) -> list[Any]:
     """A vmap rule's arguments with the batch dimension at `dim`; an unbatched tensor is
     expanded to the batch (a clone: an in-place update of it must not write one element of
@@ -385,5 +380,5 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     return cls
 
 
-__all__ = ["FORWARD_CALLS", "SAVED_OBSERVER", "GeneratedFunction", "batch_at", "batch_first", "forward_values",
+__all__ = ["FORWARD_CALLS", "SAVED_OBSERVER", "GeneratedFunction", "batch_at", "forward_values",
            "make_generic_function"]
