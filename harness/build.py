@@ -71,9 +71,10 @@ def with_user_vmap(cls: type[GeneratedFunction]) -> type[GeneratedFunction]:
             shape = (*cls.shape[:dim], info.batch_size, *cls.shape[dim:])
             batched[info.batch_size, dim] = make_function(plain_spec, cls.index, shape, cls.dtype, cls.device)
         out = batched[info.batch_size, dim].apply(*batch_at(info, in_dims, args, dim))
-        outs = out if cls.spec.tuple_output else (out,)
-        dims = tuple(dim if isinstance(o, torch.Tensor) else None for o in outs)
-        return out, dims if cls.spec.tuple_output else dims[0]
+        # (a listed output's out_dims are a list too: vmap matches out_dims to the output's structure)
+        dims = cls.spec.pack_outputs([dim if isinstance(o, torch.Tensor) else None
+                                      for o in cls.spec.unpack_outputs(out)])
+        return out, dims
 
     return type(cls.__name__, (cls,), {"vmap": staticmethod(vmap), "generate_vmap_rule": False})
 
@@ -121,13 +122,13 @@ def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
     for out, y in zip(spec.outputs, raw):
         if out.kind == "const":
             outputs.append(y)
-        elif out.non_differentiable:
+        elif not out.differentiable:  # marked non-differentiable, or returned in a list: untracked
             outputs.append(y.detach())
         elif anchor is not None:
             outputs.append(y + anchor)
         else:
             outputs.append(y.view_as(y))  # a new tensor object, like a custom Function's output
-    return tuple(outputs) if spec.tuple_output else outputs[0]
+    return spec.pack_outputs(outputs)
 
 
 # --- graph inputs ------------------------------------------------------------------------

@@ -32,8 +32,7 @@ def reads(out_kind: str, out, slot: int) -> bool:
 
 
 def differentiable(fn: FunctionSpec, k: int) -> bool:
-    out = fn.outputs[k]
-    return out.kind != "const" and not out.non_differentiable
+    return fn.outputs[k].differentiable
 
 
 @dataclass(frozen=True)

@@ -211,7 +211,7 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, saved_tensors: Sequence[to
     for k, out in enumerate(spec.outputs):
         g = grads[k]
         nonlinear_terms = [t for t in out.terms if t.op != "linear"]
-        if g is None or out.kind == "const" or out.non_differentiable:
+        if g is None or not out.differentiable:
             d += len(nonlinear_terms) if out.kind == "compute" else 0
             continue
         if out.kind == "compute":
@@ -266,7 +266,7 @@ def _jvp(cls: type[GeneratedFunction], ctx: Any, *tangents: Any) -> Any:
     xs = dict(zip(slots, ctx.saved_tensors)) if slots else {}
     results: list[Any] = []
     for out in spec.outputs:
-        if out.kind == "const" or out.non_differentiable:
+        if not out.differentiable:  # (a listed output's tangent too: torch tracks none)
             results.append(None)
         elif out.kind == "compute":
             t_out = torch.zeros(cls.shape, dtype=cls.dtype, device=cls.device)
@@ -341,9 +341,6 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
 
     inner = make_generic_function(spec.inner(), index, shape, dtype, device, "Inner") if spec.nested else None
 
-    def finish(outputs: list[Any]) -> Any:
-        return tuple(outputs) if spec.tuple_output else outputs[0]
-
     # chosen here, not in the backward: Dynamo's trace of a backward under compiled autograd cannot
     # compare a string read from the class's spec ("Unresolved GetAttrVariable comparison")
     reads_saved_variables = spec.saved_read == "saved_variables"
@@ -360,15 +357,14 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
         def forward_old(ctx: Any, *args: Any) -> Any:
             outputs = run_forward(args)
             _setup(cls, ctx, args, outputs)
-            return finish(outputs)
+            return spec.pack_outputs(outputs)
         body["forward"] = staticmethod(_with_parameters(forward_old, spec, ctx=True))
     else:
         def forward_new(*args: Any) -> Any:
-            return finish(run_forward(args))
+            return spec.pack_outputs(run_forward(args))
 
         def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
-            outputs = list(output) if spec.tuple_output else [output]
-            _setup(cls, ctx, inputs, outputs)
+            _setup(cls, ctx, inputs, spec.unpack_outputs(output))
         body["forward"] = staticmethod(_with_parameters(forward_new, spec, ctx=False))
         body["setup_context"] = staticmethod(setup_context)
         body["generate_vmap_rule"] = spec.vmap

@@ -82,6 +82,18 @@ def _tuple(items: list[str]) -> str:
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
+def _packed(fn: FunctionSpec, names: list[str]) -> list[str]:
+    """The output names as the forward returns them: a listed output inside a list, `[z]`
+    (FunctionSpec.pack_outputs)."""
+    return [f"[{name}]" if o.listed else name for o, name in zip(fn.outputs, names)]
+
+
+def _assigned(fn: FunctionSpec, names: list[str], source: str) -> str:
+    """`a, [b] = source`: a Function's outputs taken apart as it returned them (unpack_outputs)."""
+    packed = _packed(fn, names)
+    return _unpack(packed, source) if fn.tuple_output else f"{packed[0]} = {source}"
+
+
 def _op(op: str, x: str) -> str:
     """The source of op(x), as generic._op computes it."""
     return {"linear": x, "sin": f"torch.sin({x})", "square": f"({x} * {x})", "tanh": f"torch.tanh({x})"}[op]
@@ -221,7 +233,9 @@ class _Writer:
         if spec.jvp and masks + nonlinear:
             c.add(f"ctx.save_for_forward({', '.join(masks + nonlinear)})")
 
-    def returned(self, names: list[str]) -> str:
+    def returned(self, names: list[str], packed: bool = True) -> str:
+        """The return statement of the forward (`packed`: listed outputs in their lists) or the jvp."""
+        names = _packed(self.spec, names) if packed else names
         return f"return {_tuple(names)}" if self.spec.tuple_output else f"return {names[0]}"
 
     # --- backward ------------------------------------------------------------------
@@ -275,7 +289,7 @@ class _Writer:
     def _contributions(self, k: int) -> list[tuple[int, str]]:
         """(slot, source of the gradient term) that output k adds, in generic._backward's order."""
         out, g = self.spec.outputs[k], f"g{k}"
-        if out.kind == "const" or out.non_differentiable:
+        if not out.differentiable:
             return []
         if out.kind == "compute":
             if out.mask >= 0:
@@ -349,7 +363,7 @@ class _Writer:
         results = _names("r", range(len(spec.outputs)))
         for k, out in enumerate(spec.outputs):
             r = results[k]
-            if out.kind == "const" or out.non_differentiable:
+            if not out.differentiable:  # (a listed output's tangent too: torch tracks none)
                 c.add(f"{r} = None")
             elif out.kind == "compute":
                 c.add(f"{r} = {self.zeros()}")
@@ -369,7 +383,7 @@ class _Writer:
             else:  # dirty: the tangent is updated in place, like the primal
                 tx = tangents[out.slot]
                 c.add(f"{r} = None if {tx} is None else {tx}.mul_({literal(out.coeff)})")
-        c.add(self.returned(results))
+        c.add(self.returned(results, packed=False))
 
     # --- the whole class -----------------------------------------------------------
     def preamble(self) -> _Code:
@@ -419,7 +433,7 @@ class _Writer:
             c.depth += 1
             if self.args:
                 c.add(_unpack(self.args, "inputs"))
-            c.add(_unpack(self.outs, "output") if spec.tuple_output else f"{self.outs[0]} = output")
+            c.add(_assigned(spec, self.outs, "output"))
             self.setup(c)
             c.depth -= 1
         c.add("")
@@ -612,7 +626,7 @@ def graph_forward_source(spec: GraphSpec) -> GraphForwardSource:
             c.add("with torch.no_grad():")
             c.depth += 1
         apply_lines[len(c.lines) + 1] = n
-        c.add(_unpack(outs, call) if fn.tuple_output else f"{outs[0]} = {call}")
+        c.add(_assigned(fn, outs, call))
         if fn.grad_mode == "no_grad":
             c.depth -= 1
         returned += outs

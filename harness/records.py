@@ -139,6 +139,7 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "save": {s for f in fns for s in f.save} | ({"nothing"} if any(not f.save for f in fns) else set()),
         "non_tensor_arg": {any(a.ref is None for a in f.args) for f in fns},
         "non_differentiable": {any(o.non_differentiable for o in f.outputs) for f in fns},
+        "listed_output": {any(o.listed for o in f.outputs) for f in fns},
         "needs_input_grad": {f.needs_input_grad for f in fns}, "unused_grad": {f.unused_grad for f in fns},
         "materialize_grads": {f.materialize_grads for f in fns},
         "once_differentiable": {f.once_differentiable for f in fns}, "jvp": {f.jvp for f in fns},

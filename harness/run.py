@@ -197,7 +197,7 @@ def forward(built: BuiltGraph, applier: Applier, leaves: Sequence[torch.Tensor],
         outs = out if fn.tuple_output else (out,)
         if not isinstance(outs, tuple) or len(outs) != len(fn.outputs):
             raise RuntimeError(f"Function {n} returned {type(out).__name__} of the wrong arity")
-        _store_outputs(built, n, outs, values, consts)
+        _store_outputs(built, n, fn.unpack_outputs(out), values, consts)
         if after_apply is not None:
             after_apply(n, args, values)
     return values

@@ -119,6 +119,17 @@ class OutputSpec:
     #: inputs. torch sees a non-differentiable input there: ctx.needs_input_grad is False for
     #: it and backward returns None for it. -1: no mask
     mask: int = -1
+    #: a computed output the forward returns inside a one-element list (`return y, [z]`), as
+    #: users return extra results: torch's apply wraps only the tensors it is returned at the top
+    #: level (torch/csrc/autograd/python_function.cpp, _wrap_outputs), so the list is a
+    #: non-tensor output: the tensor in it has no grad_fn and does not require grad, backward
+    #: gets None for it, and the jvp returns None for it
+    listed: bool = False
+
+    @property
+    def differentiable(self) -> bool:
+        """Does autograd track this output (a tensor output, not marked non-differentiable, not in a list)?"""
+        return self.kind != "const" and not self.non_differentiable and not self.listed
 
 
 @dataclass(frozen=True)
@@ -229,6 +240,25 @@ class FunctionSpec:
         first = len(self.args) - self.keyword_args
         return {first: self.args[first].const, **{i: None for i in range(first + 1, len(self.args))}}
 
+    def pack_outputs(self, outputs: Sequence[Any]) -> Any:
+        """What the forward returns for its output values in order: a listed output inside a
+        one-element list (OutputSpec.listed), all in a tuple unless `tuple_output` is off."""
+        packed = [[v] if o.listed else v for o, v in zip(self.outputs, outputs)]
+        return tuple(packed) if self.tuple_output else packed[0]
+
+    def unpack_outputs(self, returned: Any) -> list[Any]:
+        """The output values in order from what `apply` (or the forward) returned: pack_outputs
+        undone. A listed output that is not a one-element list is a RuntimeError (an observation
+        of the path that returned it)."""
+        outs = list(returned) if self.tuple_output and isinstance(returned, tuple) else [returned]
+        for k, o in enumerate(self.outputs):
+            if o.listed and k < len(outs):
+                if not (isinstance(outs[k], list) and len(outs[k]) == 1):
+                    raise RuntimeError(f"output {k} is returned in a one-element list, and came back as "
+                                       f"{type(outs[k]).__name__}")
+                outs[k] = outs[k][0]
+        return outs
+
     def inner(self) -> FunctionSpec:
         """The Function a `nested` Function applies inside its forward: the same arguments,
         the computed outputs (as a tuple), setup_context style (what torch.func needs of
@@ -236,7 +266,7 @@ class FunctionSpec:
         has them (Dynamo falls back to eager for any Function with a jvp). It runs under the
         outer forward's no_grad, so autograd never calls its backward; it is correct all the
         same."""
-        outputs = tuple(dataclasses.replace(o, non_differentiable=False) for o in self.outputs
+        outputs = tuple(dataclasses.replace(o, non_differentiable=False, listed=False) for o in self.outputs
                         if o.kind == "compute")
         inner = FunctionSpec(args=tuple(a.uncloned() for a in self.args), outputs=outputs,
                              style="setup_context", jvp=self.jvp, vmap=self.vmap, code=self.code)
@@ -351,6 +381,11 @@ class GraphSpec:
             if o.non_differentiable
         )
 
+    def listed_refs(self) -> frozenset[str]:
+        """The outputs a Function returns inside a list (OutputSpec.listed): untracked by autograd."""
+        return frozenset(f"f{n}.{k}" for n, fn in enumerate(self.functions) for k, o in enumerate(fn.outputs)
+                         if o.listed)
+
 
 def value_refs(leaves: Sequence[LeafSpec], functions: Sequence[FunctionSpec]) -> tuple[str, ...]:
     """GraphSpec.value_refs of a graph with these leaves and Functions (also while one is drawn)."""
@@ -436,6 +471,9 @@ def validate(g: GraphSpec) -> None:
                "a traced custom Function must return only tensors (the trace types every output as Tensor)")
         _check(not any(fn.grad_mode == "no_grad" for fn in g.functions), "trace", g.trace,
                "torch.jit.trace does not keep a no_grad block: the traced Function's outputs require grad")
+        _check(not g.listed_refs(), "trace", g.trace,
+               "a traced custom Function returns tensors only (the trace types every output as Tensor), "
+               "and a list is not one")
     _validate_mutated_outputs(g)
     _check(tuple(sorted(set(g.batch_shared))) == g.batch_shared, "batch_shared", g.batch_shared,
            "sorted leaf indices, each once")
@@ -571,6 +609,10 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
         _check(out.kind in OUTPUT_KINDS, f"{ow}.kind", out.kind, f"choose one of {OUTPUT_KINDS}")
         _check(not out.non_differentiable or out.kind == "compute", f"{ow}.non_differentiable",
                out.non_differentiable, "only computed outputs are marked non-differentiable")
+        if out.listed:
+            _check(out.kind == "compute" and not out.non_differentiable, f"{ow}.listed", out.listed,
+                   "only a computed output not marked non-differentiable is returned in a list "
+                   "(torch tracks neither: marking it would say nothing)")
         if out.kind == "compute":
             for t in out.terms:
                 _check(t.op in OPS, f"{ow}.terms.op", t.op, f"choose one of {OPS}")
@@ -618,6 +660,11 @@ def custom_op_limit(fn: FunctionSpec) -> str | None:
     The op takes the tensor arguments (constants are part of the op), returns the computed
     outputs, and its Python wrapper returns the constant outputs beside them."""
     kinds = {o.kind for o in fn.outputs}
+    if any(o.listed for o in fn.outputs):
+        return ("a custom_op returns its outputs as tensors the dispatcher tracks (torch/_library/infer_schema.py "
+                "takes Tensor or a list of them, all of them outputs of the op): a tensor returned in a list "
+                "beside them would be an op output autograd differentiates, not the untracked value a "
+                "Function's listed output is")
     if fn.keyword_args:
         return ("keyword_args is an axis of Function.apply; a custom_op's Python wrapper (harness/custom_op.py) "
                 "takes its arguments by position, and the op itself is called with the tensors alone")
@@ -704,7 +751,8 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
 #: fields added after specs were first saved, written only where they differ from their default:
 #: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
 _WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0,
-                     (FunctionSpec, "keyword_default"): False, (GraphSpec, "batch_shared"): (),
+                     (FunctionSpec, "keyword_default"): False, (OutputSpec, "listed"): False,
+                     (GraphSpec, "batch_shared"): (),
                      (GraphSpec, "compiled_backward"): False, (GraphSpec, "batch_dim"): 0}
 
 

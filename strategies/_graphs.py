@@ -436,6 +436,10 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     compiled_backward = favour_dynamo and backward in ("backward", "grad", "retain") and _flip(draw)
     # and for torch.func campaigns, in 1 graph in 2, the batched leaves' batch dimension last (vmap's in_dims)
     batch_dim = _pick(draw, BATCH_DIMS) if favour_torch_func else 0
+    # last of all: in 1 graph in 2 that has one to choose, a computed output returned in a list
+    # (OutputSpec.listed; a traced Function returns tensors only)
+    if not trace:
+        functions = _listed_outputs(draw, functions, hooks, mutated_outputs)
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=trace, hooks=hooks, seed=seed,
@@ -471,6 +475,41 @@ def _traceable(fn: FunctionSpec, forward_ad: bool, masks: Sequence[str], values:
     return dataclasses.replace(fn, args=tuple(args), code="plain", jvp=fn.jvp and forward_ad,
                                backward_method="backward", untraceable="none", dirty_return="input",
                                vmap_rule="generate")
+
+def _listed_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...],
+                    mutated_outputs: tuple[str, ...]) -> list[FunctionSpec]:
+    """`functions` with, in 1 graph in 2 that has a candidate, one computed output returned inside a
+    one-element list (OutputSpec.listed), which autograd does not track. Candidates: computed outputs
+    of autograd.Function classes (a custom_op cannot return one, spec.custom_op_limit) not marked
+    non-differentiable, not modified in place after the forward, and with no hook on them or on a
+    value computed from them (torch refuses a hook on a tensor that does not require grad)."""
+    hooked = {h.target for h in hooks if h.target is not None}
+    candidates = []
+    for n, fn in enumerate(functions):
+        if fn.api != "function":
+            continue
+        for k, o in enumerate(fn.outputs):
+            ref = f"f{n}.{k}"
+            if o.kind == "compute" and not o.non_differentiable and ref not in mutated_outputs \
+                    and not _downstream(functions, ref) & hooked:
+                candidates.append((n, k))
+    if not candidates or not _flip(draw):
+        return functions
+    n, k = candidates[_integer(draw, 0, len(candidates) - 1)]
+    outputs = list(functions[n].outputs)
+    outputs[k] = dataclasses.replace(outputs[k], listed=True)
+    return [*functions[:n], dataclasses.replace(functions[n], outputs=tuple(outputs)), *functions[n + 1:]]
+
+
+def _downstream(functions: Sequence[FunctionSpec], ref: str) -> set[str]:
+    """`ref` and every Function output made from it, transitively (harness.dataflow's downstream,
+    while the graph is drawn)."""
+    tainted = {ref}
+    for n, fn in enumerate(functions):
+        if any(a.ref in tainted for a in fn.args):
+            tainted |= {f"f{n}.{k}" for k in fn.tensor_outputs}
+    return tainted
+
 
 def _mutated_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...]
                      ) -> tuple[str, ...]:

@@ -220,6 +220,12 @@ CASES = {
         fn(X0, Arg(const=2.0), outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5),)),), style="setup_context",
            save=("inputs",), code="plain", keyword_args=1, keyword_default=True),
         fn(X1, outputs=(lin(0),), code="plain")), (1, 0), None),
+    # F0 returns its second output in a list; F1 reads it beside x1
+    "dynamo-listed-output-tracked": ("dynamo", graph(
+        fn(X0, outputs=(SIN0, dataclasses.replace(lin(0), listed=True)), style="setup_context", save=("inputs",),
+           code="plain"),
+        fn(X1, Arg("f0.1"), outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(1, "linear", 2.0))),),
+           save=("inputs",), code="plain")), (1, 0), None),
     "dynamo-function-single-constant-output": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("const", value=1),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
         (1, 0), None),

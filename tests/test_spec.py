@@ -118,3 +118,37 @@ def test_batch_shared_is_written_only_where_set():
 def test_batch_shared_names_leaves_vmap_can_share(batch_shared, why):
     with pytest.raises(SpecError, match=rf"batch_shared=.* is invalid: {why}"):
         dataclasses.replace(SHARING, batch_shared=batch_shared)
+
+
+#: one Function returning its second output in a list, read by a second Function
+LISTED = GraphSpec(leaves=(LeafSpec(),), functions=(
+    FunctionSpec(args=(Arg("x0"),), outputs=(OutputSpec(terms=(Term(0),)), OutputSpec(terms=(Term(0),), listed=True))),
+    FunctionSpec(args=(Arg("f0.1"), Arg("x0")), outputs=(OutputSpec(terms=(Term(0), Term(1))),))))
+
+
+def test_listed_is_written_only_where_set_and_packs_the_outputs_as_the_forward_returns_them():
+    assert '"listed": true' in LISTED.to_json() and GraphSpec.from_json(LISTED.to_json()) == LISTED
+    assert '"listed"' not in SHARING.to_json()  # (specs saved before the field keep their JSON)
+    fn = LISTED.functions[0]
+    assert fn.pack_outputs(["y", "z"]) == ("y", ["z"]) and fn.unpack_outputs(("y", ["z"])) == ["y", "z"]
+    assert LISTED.listed_refs() == {"f0.1"} and not fn.outputs[1].differentiable and fn.outputs[0].differentiable
+    single = dataclasses.replace(fn, outputs=fn.outputs[1:], tuple_output=False)
+    assert single.pack_outputs(["z"]) == ["z"] and single.unpack_outputs(["z"]) == ["z"]
+    with pytest.raises(RuntimeError, match="output 1 is returned in a one-element list, and came back as str"):
+        fn.unpack_outputs(("y", "z"))
+
+
+@pytest.mark.parametrize("output, why", [
+    (OutputSpec(terms=(Term(0),), listed=True, non_differentiable=True), "only a computed output not marked"),
+    (OutputSpec("view", slot=0, listed=True), "only a computed output not marked"),
+])
+def test_only_a_tracked_computed_output_is_listed(output, why):
+    with pytest.raises(SpecError, match=rf"functions\[0\]\.outputs\[0\]\.listed=True is invalid: {why}"):
+        GraphSpec(leaves=(LeafSpec(),), functions=(FunctionSpec(args=(Arg("x0"),), outputs=(output,)),))
+
+
+def test_a_listed_output_is_neither_traced_nor_a_custom_op():
+    with pytest.raises(SpecError, match=r"trace=True is invalid: .* a list is not one"):
+        dataclasses.replace(LISTED, trace=True)
+    fn = dataclasses.replace(LISTED.functions[0], style="setup_context")
+    assert as_custom_op(fn) is None and as_custom_op(dataclasses.replace(fn, outputs=fn.outputs[:1])) is not None

@@ -147,6 +147,10 @@ AXES = {
         sum(a.ref is not None for a in fn.args[len(fn.args) - fn.keyword_args:]) >= 2 for fn in fns(g)),
     "a keyword argument after one left to its default": lambda g: any(
         fn.keyword_default and fn.keyword_args >= 2 for fn in fns(g)),
+    "an output returned in a list, read by a later Function": lambda g: any(
+        a.ref in g.listed_refs() for fn in fns(g) for a in fn.args),
+    "an output returned in a list by a one-output Function, not in a tuple": lambda g: any(
+        not fn.tuple_output and fn.outputs[0].listed for fn in fns(g)),
 }
 
 

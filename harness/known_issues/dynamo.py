@@ -374,6 +374,41 @@ def _lost_mutations_and_what_follows(spec: GraphSpec, m: Mismatch) -> bool:
         ("grad:", "grad2:", "agrad:", "dgrad:")) and _ref_of(m.role) in upstream
 
 
+def _listed_downstream(spec: GraphSpec) -> frozenset[str]:
+    """The outputs returned in a list (OutputSpec.listed) and every value computed from them: where
+    Dynamo's tracking of the listed tensor changes what requires grad."""
+    return Dataflow(spec).downstream(set(spec.listed_refs())) if spec.listed_refs() else frozenset()
+
+
+_TRACKING_ROLES = ("requires_grad", "grad_fn", "is_leaf")
+
+
+def _listed_output_seen_tracked(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
+    """A listed output requires grad, has a grad_fn or is not a leaf where eager's is untracked."""
+    listed = spec.listed_refs()
+    return any(m.checkpoint in ("forward", "meta:forward") and m.role.partition(":")[0] in _TRACKING_ROLES
+               and _ref_of(m.role) in listed for m in mismatches)
+
+
+def _listed_output_damage(spec: GraphSpec, m: Mismatch) -> bool:
+    """What a tracked listed output changes: whether it and the values computed from it are tracked
+    (their values are still compared); and at backward, the loss that then includes them, so the
+    backward runs where eager's is skipped, and a gradient is present where eager has None (or the
+    reverse). A gradient's value, where both have one, is still compared."""
+    if m.checkpoint in ("forward", "meta:forward"):
+        return m.role.partition(":")[0] in _TRACKING_ROLES and _ref_of(m.role) in _listed_downstream(spec)
+    if m.checkpoint in ("backward", "meta:backward", "double_backward"):
+        return m.role == "skipped" or (m.role.partition(":")[0] in ("grad", "grad2", "agrad", "retained", "dgrad")
+                                       and m.detail in ("expected None", "got None, expected a tensor"))
+    return False
+
+
+def _without_listed_outputs(spec: GraphSpec) -> GraphSpec:
+    """Every output returned as itself rather than in a list."""
+    return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
+        dataclasses.replace(o, listed=False) for o in fn.outputs)))
+
+
 def _shape_one(spec: GraphSpec) -> GraphSpec:
     """The same graph on shape (1,): the tensors are no longer 0-dim."""
     return dataclasses.replace(spec, shape=(1,))
@@ -820,5 +855,30 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # the default passed by keyword, as the call's other keyword arguments are
         workaround=lambda spec: _functions_replaced(
             spec, lambda n, fn: dataclasses.replace(fn, keyword_default=False) if fn.keyword_default else fn),
+    ),
+    KnownIssue(
+        id="dynamo-listed-output-tracked",
+        title=("torch.compile of a custom Function whose forward returns a tensor inside a list (`return y, [z]`): "
+               "eager's Function.apply wraps only the tensors returned at the top level (python_function.cpp, "
+               "_wrap_outputs), so the tensor in the list does not require grad and has no grad_fn; under "
+               "torch.compile it requires grad and has a grad_fn (backends eager, aot_eager and inductor), and so "
+               "does every value computed from it"),
+        first=(2, 13, 0), last=None,
+        paths=("dynamo",),
+        reproducer="dynamo_listed_output_tracked.py",
+        upstream=(),
+        related=("pytorch/pytorch#144142 (closed: a list of ints beside a tensor output raised; now traced)",
+                 "pytorch/pytorch#166788 (closed pull request: the requires_grad Dynamo gives a Function's "
+                 "outputs, overwrite_tensor_vt_requires_grad)",
+                 "pytorch/pytorch#191029 (open pull request on a Function's non-tensor outputs in the node Dynamo "
+                 "reconstructs, which a list is; whether it covers a tensor inside one is not known)"),
+        kind="wrong metadata",
+        trigger=lambda spec: bool(spec.listed_refs()),
+        witness=_listed_output_seen_tracked,
+        damage=_listed_output_damage,
+        damages=("at forward, requires_grad, grad_fn and is_leaf of the listed outputs and of every value computed "
+                 "from them; at backward, whether it runs ('skipped') and whether a gradient is present (not its "
+                 "value)"),
+        workaround=_without_listed_outputs,
     ),
 )

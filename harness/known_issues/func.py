@@ -213,8 +213,8 @@ def _requires_grad_under_grad_vmap(spec: GraphSpec) -> dict[str, bool]:
         from_inputs = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
         for k in fn.tensor_outputs:
             ref = f"f{n}.{k}"
-            rg[ref] = from_inputs and fn.outputs[k].kind != "const" and (
-                not fn.outputs[k].non_differentiable or fn.vmap and batched[ref])
+            out = fn.outputs[k]
+            rg[ref] = from_inputs and (out.differentiable or out.non_differentiable and fn.vmap and batched[ref])
     return rg
 
 

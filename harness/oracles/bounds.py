@@ -205,7 +205,7 @@ def _output_sites(out: OutputSpec, double: bool, passed_on: int) -> list[tuple[s
     input / view output passes its gradient on to (a single one adds nothing)."""
     if out.kind == "compute" and out.terms:
         found = [("value", -1)]
-        if not out.non_differentiable:
+        if out.differentiable:  # (a listed output passes no gradient either)
             found += [("derivative", t) for t, term in enumerate(out.terms) if term.op in ("sin", "tanh")]
             found += [("product", t) for t in range(len(out.terms))]
             if double:
@@ -556,8 +556,8 @@ def _perturbed(real: BuiltGraph, model: _Model) -> dict[tuple[str, str], torch.T
         computed, read = perturber.function(n, read)
         out = math_apply(computed, args, cls.shape, cls.dtype, cls.device, read)
         outs = [o if not isinstance(o, torch.Tensor) else perturber.output(n, k, o, computed, read)
-                for k, o in enumerate(out if fn.tuple_output else (out,))]
-        return tuple(outs) if fn.tuple_output else outs[0]
+                for k, o in enumerate(fn.unpack_outputs(out))]
+        return fn.pack_outputs(outs)
 
     found: dict[tuple[str, str], torch.Tensor | None] = {}
     for checkpoint, roles in _rerun(graph, apply).tensors.items():

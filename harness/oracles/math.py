@@ -137,14 +137,15 @@ def _as_float64(spec: GraphSpec) -> GraphSpec:
 
 def _compared_refs(spec64: GraphSpec) -> list[str]:
     """The Function outputs gradcheck compares. Finite differences also see what flows through
-    non-differentiable outputs, and through the outputs of Functions applied under no_grad, which
-    backward by definition does not: only outputs untouched by them are compared."""
+    non-differentiable outputs, outputs returned in a list (OutputSpec.listed), and the outputs of
+    Functions applied under no_grad, which backward by definition does not: only outputs untouched by
+    them are compared."""
     from harness.dataflow import Dataflow
 
     flow = Dataflow(spec64)
     no_grad_refs = {f"f{n}.{k}" for n, fn in enumerate(spec64.functions) if fn.grad_mode == "no_grad"
                     for k in fn.tensor_outputs}
-    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | no_grad_refs)
+    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | spec64.listed_refs() | no_grad_refs)
     return [r for r in spec64.value_refs()
             if r.startswith("f") and flow.requires_grad[r] and r not in through_nondiff]
 
