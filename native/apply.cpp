@@ -374,6 +374,18 @@ void fire_creation_hooks(const NodePtr& attached_node) {
   }
 }
 
+#ifdef HARNESS_SELFEVAL_FAULTS
+// "native_listed_output_tracked": the tensor of a one-element list output is wrapped as
+// if it were returned at the top level (eager's _wrap_outputs sees only top-level tensors,
+// so it stays untracked there); nullptr where `obj` is no such list.
+PyObject* listed_tensor(PyObject* obj) {
+  if (PyList_Check(obj) && PyList_GET_SIZE(obj) == 1 && THPVariable_Check(PyList_GET_ITEM(obj, 0))) {
+    return PyList_GET_ITEM(obj, 0);
+  }
+  return nullptr;
+}
+#endif
+
 // process_outputs + the Python-side _wrap_outputs of python_function.cpp.
 template <class Inputs>
 PyObject* process_outputs(
@@ -406,8 +418,16 @@ PyObject* process_outputs(
 
   std::vector<std::optional<Variable>> raw_output_vars;
   raw_output_vars.reserve(num_outputs);
+#ifdef HARNESS_SELFEVAL_FAULTS
+  const bool track_listed = seeded_fault("native_listed_output_tracked");
+#endif
   for (const auto i : c10::irange(num_outputs)) {
     PyObject* obj = PyTuple_GET_ITEM(raw_output.get(), i);
+#ifdef HARNESS_SELFEVAL_FAULTS
+    if (track_listed && listed_tensor(obj) != nullptr) {
+      obj = listed_tensor(obj);
+    }
+#endif
     if (THPVariable_Check(obj)) {
       raw_output_vars.emplace_back(THPVariable_Unpack(obj));
     } else {
@@ -432,6 +452,12 @@ PyObject* process_outputs(
   for (const auto i : c10::irange(num_outputs)) {
     PyObject* obj = PyTuple_GET_ITEM(raw_output.get(), i);
     auto& wrapped_output = wrapped_outputs[i];
+#ifdef HARNESS_SELFEVAL_FAULTS
+    PyObject* const list = obj;
+    if (track_listed && listed_tensor(obj) != nullptr) {
+      obj = listed_tensor(obj);
+    }
+#endif
     if (!THPVariable_Check(obj) || !wrapped_output.has_value()) {
       // Non-tensor outputs are returned as they are.
       if (is_executable) {
@@ -452,6 +478,17 @@ PyObject* process_outputs(
       if (!wrapped) {
         throw_python_error();
       }
+#ifdef HARNESS_SELFEVAL_FAULTS
+      if (obj != list) { // the tracked tensor goes back into a list of its own
+        PyObject* relisted = PyList_New(1);
+        if (!relisted) {
+          Py_DECREF(wrapped);
+          throw_python_error();
+        }
+        PyList_SET_ITEM(relisted, 0, wrapped);
+        wrapped = relisted;
+      }
+#endif
       PyTuple_SET_ITEM(outputs.get(), i, wrapped);
     }
   }

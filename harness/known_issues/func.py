@@ -49,19 +49,23 @@ def _tensor_hooked_values(spec: GraphSpec) -> set[str]:
 
 def _single_constant_outputs_vmapped(spec: GraphSpec) -> set[int]:
     """Functions with generate_vmap_rule whose forward returns one non-tensor value, not a
-    tuple: vmapify_autograd_function's forward ends with `return *outputs, out_dims`."""
+    tuple: vmapify_autograd_function's forward ends with `return *outputs, out_dims`. A list
+    (OutputSpec.listed: `return [z]`) is one too, and is splatted as well."""
     return {n for n, fn in enumerate(spec.functions)
-            if fn.vmap and not fn.tuple_output and fn.outputs[0].kind == "const"}
+            if fn.vmap and not fn.tuple_output and (fn.outputs[0].kind == "const" or fn.outputs[0].listed)}
 
 
 _vmap_unpack_error = raised("forward", r"Value after \* must be an iterable", TypeError)
+#: a one-element list splatted: its tensor is taken for the output and the out_dims for a second
+#: one, and vmap's unwrapping of the outputs finds no batch dims for them
+_vmap_list_unpacked_error = raised("forward", r"flat_bdims must not be None", AssertionError)
 
 
 def _constant_unpacked_by_vmap(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch]) -> bool:
     """`return *outputs, out_dims` unpacked such a value: a number, bool or None raises "Value
     after * must be an iterable"; a string of two or more characters unpacks into them, and the
     caller reads the first as the output (the rest as out_dims): 'tag' comes back as 't'."""
-    if _vmap_unpack_error(spec, result, mismatches):
+    if _vmap_unpack_error(spec, result, mismatches) or _vmap_list_unpacked_error(spec, result, mismatches):
         return True
     return any(m in _unpacked_strings(spec) for m in ((m.role, m.detail) for m in mismatches
                                                          if m.checkpoint == "forward"))
@@ -436,7 +440,9 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "non-tensor value (not a tuple) raises \"TypeError: Value after * must be an iterable\": "
                "vmapify_autograd_function's forward (torch/_functorch/autograd_function.py) ends with "
                "`return *outputs, out_dims`; eager returns the value, and returning (x, value) runs under vmap. "
-               "A string is iterable: it is unpacked into its characters and comes back as its first one, silently"),
+               "A string is iterable: it is unpacked into its characters and comes back as its first one, silently; "
+               "a one-element list of a tensor (`return [z]`) is unpacked too, and vmap raises \"AssertionError: "
+               "flat_bdims must not be None\""),
         first=(2, 13, 0), last=None,
         # every path that vmaps the forward with the generated rule (jacfwd vmaps its jvp, so its
         # forward); under torch.compile when Dynamo falls back to eager torch.func

@@ -37,6 +37,9 @@ FAULTS = {
         "(node.cpp apply, and the jvp callback)",
     "native_needs_input_grad_off_by_one":
         "ctx.needs_input_grad entry i holds argument i+1's flag (apply.cpp)",
+    "native_listed_output_tracked":
+        "a tensor returned inside a one-element list is wrapped as a top-level output: it gets a grad_fn "
+        "(apply.cpp, process_outputs; only the OutputSpec.listed axis returns one)",
 }
 
 

@@ -87,6 +87,10 @@ NATIVE_FAULTS = {
         _graph(FunctionSpec(args=(Arg(const=2), X0, X1), needs_input_grad="read", save=("inputs",),
                             outputs=(OutputSpec("compute", terms=(Term(1, "sin", 1.0), Term(2, "linear", 1.0))),))),
         "owned vs eager: backward grad:x1: got None, expected a tensor", False),
+    "native_listed_output_tracked": (
+        _graph(FunctionSpec(args=(X0, X1), save=("inputs",), outputs=(
+            SIN0, OutputSpec("compute", terms=(Term(1, "linear", 2.0),), listed=True)))),
+        "owned vs eager: forward requires_grad:f0.1: expected False, got True", False),
 }
 
 
