@@ -123,3 +123,49 @@ def test_the_side_by_side_script_measures_two_checkouts_at_once(tmp_path):
     assert "baseline" in done.stdout and "candidate" in done.stdout
     total = re.search(r"^all +(\d+)/(\d+) .*\| +(\d+)/(\d+) ", done.stdout, re.M)
     assert total is not None and int(total[1]) > 0 and int(total[3]) > 0, done.stdout[-2000:]
+
+
+NESTED_HELPERS = {"_nested_map", "_iter_filter", "_unflatten", "_iter_jit_values", "_iter_tensors",
+                  "_iter_tensors_permissive", "_iter_None_tensors", "_map_tensor_data"}
+
+
+def test_the_nested_structure_helpers_of_function_py_have_no_working_caller():
+    """Why no axis reaches function.py's nested-structure helpers (docs/coverage.md): they and the
+    helpers made from them are read only by each other and by NestedIOFunction, which torch 2.13
+    cannot call (its _do_forward calls a super()._do_forward that Function no longer has). Should a
+    torch release use them elsewhere, or make NestedIOFunction work, this fails, and an axis can
+    reach them."""
+    import ast
+
+    import torch
+    from torch.autograd.function import NestedIOFunction
+
+    tree = ast.parse((torch_root() / "autograd" / "function.py").read_text())
+    readers = set()
+    for node in tree.body:
+        name = getattr(node, "name", None) or next(
+            (t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)), None)
+        if any(isinstance(n, ast.Name) and n.id in NESTED_HELPERS for n in ast.walk(node)):
+            readers.add(name)
+    assert "NestedIOFunction" in readers and readers <= NESTED_HELPERS | {"NestedIOFunction"}, readers
+    # and no other module of torch imports them, but torch's own JIT test helpers (a test utility, not a
+    # path a Function takes; Dynamo's trace_rules names some of them in strings, which import nothing)
+    importers = set()
+    for path in torch_root().rglob("*.py"):
+        text = path.read_text(errors="replace")
+        if "autograd.function" in text and path.name != "function.py":
+            importers |= {str(path.relative_to(torch_root())) for node in ast.walk(ast.parse(text))
+                          if isinstance(node, ast.ImportFrom) and node.module == "torch.autograd.function"
+                          and {a.name for a in node.names} & (NESTED_HELPERS | {"NestedIOFunction"})}
+    assert importers <= {"testing/_internal/jit_utils.py"}, importers
+
+    class Doubled(NestedIOFunction):
+        def forward_extended(self, x):
+            return x * 2
+
+        def backward_extended(self, g):
+            return g * 2
+
+    with pytest.raises(AttributeError, match="'super' object has no attribute '_do_forward'"):
+        with pytest.warns(DeprecationWarning):
+            Doubled()(torch.ones(2, requires_grad=True))
