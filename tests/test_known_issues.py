@@ -678,6 +678,11 @@ CAMPAIGN_CAUSES = [
     # returns it as it is, a batched result beside a constant whose gradient requires grad
     ("func_grad_vmap_user_rule_batches_shared_input_2cd65206.json", "func.grad_vmap", False,
      "func-grad-vmap-once-differentiable-batched-result"),
+    # --- stop 49: OutputSpec.listed ---
+    # F0 returns f0.1 in a list and F1 reads it; under torch.compile it requires grad, so the loss reaches x0 through
+    # it too and x0 gets a gradient eager never gives it (retain: its second backward also); the comparison says
+    # "present on one side only"
+    ("dynamo_listed_output_gradient_presence_a0ef2594.json", "dynamo:aot_eager", False, "dynamo-listed-output-tracked"),
 ]
 
 

@@ -399,7 +399,8 @@ def _listed_output_damage(spec: GraphSpec, m: Mismatch) -> bool:
         return m.role.partition(":")[0] in _TRACKING_ROLES and _ref_of(m.role) in _listed_downstream(spec)
     if m.checkpoint in ("backward", "meta:backward", "double_backward"):
         return m.role == "skipped" or (m.role.partition(":")[0] in ("grad", "grad2", "agrad", "retained", "dgrad")
-                                       and m.detail in ("expected None", "got None, expected a tensor"))
+                                       and m.detail in ("expected None", "got None, expected a tensor",
+                                                        "present on one side only"))
     return False
 
 
