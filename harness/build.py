@@ -108,6 +108,10 @@ def math_apply(spec: FunctionSpec, args: Sequence[Any], shape, dtype, device,
     """
     # each tensor once: an argument read at many slots (the 23-26 band reads a few values over
     # and over) needs one zero, not one per slot
+    # a tensor passed in a list (Arg.listed) is read, and autograd does not see it: no gradient or
+    # tangent flows through it, and it does not make the outputs require grad
+    args = [a[0].detach() if arg.listed else a for arg, a in zip(spec.args, args)]
+    read = None if read is None else [a[0].detach() if isinstance(a, list) else a for a in read]
     grad_inputs = list({id(a): a for a in args if isinstance(a, torch.Tensor) and a.requires_grad}.values())
     anchor = None
     if grad_inputs and torch.is_grad_enabled():

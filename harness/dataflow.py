@@ -55,7 +55,7 @@ class Dataflow:
             rg[f"x{i}"] = i in leaves
         for n, fn in enumerate(self.spec.functions):
             # (applied under no_grad, a Function makes no node: its outputs never require grad)
-            any_input = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
+            any_input = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.is_tensor_input)
             for k in fn.tensor_outputs:
                 rg[f"f{n}.{k}"] = any_input and differentiable(fn, k)
         return rg
@@ -63,7 +63,7 @@ class Dataflow:
     def node_exists(self, n: int) -> bool:
         """Function n has a backward node (some tensor input requires grad, and grad mode is on)."""
         fn = self.spec.functions[n]
-        return fn.grad_mode != "no_grad" and any(self.requires_grad[a.ref] for a in fn.args if a.ref is not None)
+        return fn.grad_mode != "no_grad" and any(self.requires_grad[a.ref] for a in fn.args if a.is_tensor_input)
 
     def backward_runs(self, n: int) -> bool:
         """Does a backward pass call Function n's backward? Its node is in the loss's graph
@@ -90,7 +90,7 @@ class Dataflow:
                 return int(base_ref(ref)[1:]) in chosen
             return leads[int(ref[1:].split(".")[0])]
         for n, fn in enumerate(self.spec.functions):
-            leads[n] = any(edge_leads(a.ref) for s, a in enumerate(fn.args) if a.ref is not None and (n, s) not in cut)
+            leads[n] = any(edge_leads(a.ref) for s, a in enumerate(fn.args) if a.is_tensor_input and (n, s) not in cut)
         return leads
 
     def edges_into(self, ref: str) -> list[Edge]:
@@ -98,7 +98,7 @@ class Dataflow:
         if not self.requires_grad.get(ref, False):
             return []
         return [(n, s) for n, fn in enumerate(self.spec.functions) if self.node_exists(n)
-                for s, a in enumerate(fn.args) if a.ref == ref]
+                for s, a in enumerate(fn.args) if a.ref == ref and a.is_tensor_input]
 
     def gets_gradient(self, n: int, slot: int) -> bool:
         """Does Function n's backward return a tensor (not None) for this slot?
@@ -107,7 +107,7 @@ class Dataflow:
         Function returns zeros for unused inputs."""
         fn = self.spec.functions[n]
         arg = fn.args[slot]
-        if arg.ref is None or not self.requires_grad[arg.ref]:
+        if not arg.is_tensor_input or not self.requires_grad[arg.ref]:
             return False
         read = any(differentiable(fn, k) and self.requires_grad.get(f"f{n}.{k}", False)
                    and reads(o.kind, o, slot) for k, o in enumerate(fn.outputs))
@@ -164,7 +164,7 @@ class Dataflow:
             return frozenset({ref, base_ref(ref)})
         n = int(ref[1:].split(".")[0])
         return frozenset({ref}).union(*(self.upstream(a.ref) for a in self.spec.functions[n].args
-                                        if a.ref is not None))
+                                        if a.is_tensor_input))
 
     def upstream_leaves(self, ref: str) -> frozenset[str]:
         """Whole leaves ("x0") whose gradient can depend on `ref`'s gradient."""
@@ -233,7 +233,7 @@ def _simulate_forward_ad(spec: GraphSpec, tangent_leaves: frozenset[int], early_
     early: list[tuple[int, int]] = []
     dropped: set[str] = set()
     for n, fn in enumerate(spec.functions):
-        tangents = {s: a.ref in has for s, a in enumerate(fn.args) if a.ref is not None}
+        tangents = {s: a.ref in has for s, a in enumerate(fn.args) if a.is_tensor_input}
         if not any(tangents.values()):
             continue  # "If no input has forward grad, nothing to do here"
         if fn.api == "custom_op":

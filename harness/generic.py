@@ -235,8 +235,8 @@ def _backward(cls: type[GeneratedFunction], ctx: Any, saved_tensors: Sequence[to
     result: list[Any] = []
     masks = spec.mask_slots  # (a property that sorts: once, not per argument)
     for slot, arg in enumerate(spec.args):
-        if arg.ref is None or slot in masks or (spec.needs_input_grad != "ignore" and not needs[slot]):
-            result.append(None)  # a mask is an int64 / bool input: it has no gradient
+        if not arg.is_tensor_input or slot in masks or (spec.needs_input_grad != "ignore" and not needs[slot]):
+            result.append(None)  # a mask is an int64 / bool input, a list no tensor: no gradient
         elif slot in acc:
             result.append(acc[slot])
         else:
@@ -300,6 +300,7 @@ def forward_values(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype
         else:
             branch = "not positive"
         del branch  # both arms compute the same outputs
+    args = spec.unpack_args(args)  # (a tensor passed in a list, Arg.listed, read as itself)
     computed = inner.apply(*args) if spec.nested else None
     return _raw_outputs(spec, args, shape, dtype, device, computed=computed)
 
@@ -311,9 +312,12 @@ def batch_at(info: Any, in_dims: Sequence[int | None], args: Sequence[Any], dim:
     view, and a Function that modifies a view in place may return only one tensor (torch:
     "If your Function modifies inplace an input that is a view of another Tensor, your
     Function cannot return more than one Tensor"), which grad(vmap) then raises."""
-    return [a if not isinstance(a, torch.Tensor) or d == dim
-            else a.expand(info.batch_size, *a.shape).movedim(0, dim).clone() if d is None else a.movedim(d, dim)
-            for a, d in zip(args, in_dims)]
+    def at_dim(a: Any, d: Any) -> Any:
+        if isinstance(a, list):  # a tensor passed in a list (Arg.listed): in_dims follows the structure
+            return [at_dim(a[0], d[0])]
+        return (a if not isinstance(a, torch.Tensor) or d == dim
+                else a.expand(info.batch_size, *a.shape).movedim(0, dim).clone() if d is None else a.movedim(d, dim))
+    return [at_dim(a, d) for a, d in zip(args, in_dims)]
 
 
 def _with_parameters(forward: Callable[..., Any], spec: FunctionSpec, ctx: bool) -> Callable[..., Any]:
@@ -356,7 +360,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
     if spec.style == "old":
         def forward_old(ctx: Any, *args: Any) -> Any:
             outputs = run_forward(args)
-            _setup(cls, ctx, args, outputs)
+            _setup(cls, ctx, spec.unpack_args(args), outputs)
             return spec.pack_outputs(outputs)
         body["forward"] = staticmethod(_with_parameters(forward_old, spec, ctx=True))
     else:
@@ -364,7 +368,7 @@ def make_generic_function(spec: FunctionSpec, index: int, shape: tuple[int, ...]
             return spec.pack_outputs(run_forward(args))
 
         def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
-            _setup(cls, ctx, inputs, spec.unpack_outputs(output))
+            _setup(cls, ctx, spec.unpack_args(inputs), spec.unpack_outputs(output))
         body["forward"] = staticmethod(_with_parameters(forward_new, spec, ctx=False))
         body["setup_context"] = staticmethod(setup_context)
         body["generate_vmap_rule"] = spec.vmap

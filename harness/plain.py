@@ -168,6 +168,15 @@ class _Writer:
             c.add(f'{_INDENT}branch = "not positive"')
             c.add("del branch  # both arms compute the same outputs")
 
+    def listed_args(self) -> list[str]:
+        """The parameter names as the arguments arrive: a tensor passed in a list as `[a1]` (Arg.listed)."""
+        return [f"[{name}]" if arg.listed else name for arg, name in zip(self.spec.args, self.args)]
+
+    def unlisted(self, c: _Code) -> None:
+        """The forward's first lines: each tensor passed in a list taken out of it (`[a1] = a1`)."""
+        for slot in self.spec.listed_slots:
+            c.add(f"[{self.args[slot]}] = {self.args[slot]}  # a tensor passed in a list")
+
     def outputs(self, c: _Code) -> None:
         """The forward's values, in output order, as generic._raw_outputs makes them."""
         if self.inner is not None:
@@ -327,8 +336,8 @@ class _Writer:
         spec = self.spec
         grads: list[str] = []
         for slot, arg in enumerate(spec.args):
-            if arg.ref is None or slot in spec.mask_slots:
-                grads.append("None")  # a non-tensor, or an int64 / bool mask: no gradient
+            if not arg.is_tensor_input or slot in spec.mask_slots:
+                grads.append("None")  # a non-tensor, a list, or an int64 / bool mask: no gradient
                 continue
             if state[slot] == "none":
                 grad = self.zeros() if spec.unused_grad == "zeros" else "None"
@@ -413,6 +422,7 @@ class _Writer:
         if spec.style == "old":
             c.add(f"def forward({', '.join(['ctx', *self.args])}):")
             c.depth += 1
+            self.unlisted(c)
             self.untraceable(c)
             self.outputs(c)
             self.setup(c)
@@ -423,6 +433,7 @@ class _Writer:
             parameters = [f"{a}={literal(defaults[i])}" if i in defaults else a for i, a in enumerate(self.args)]
             c.add(f"def forward({', '.join(parameters)}):")
             c.depth += 1
+            self.unlisted(c)
             self.untraceable(c)
             self.outputs(c)
             c.add(self.returned(self.outs))
@@ -432,7 +443,7 @@ class _Writer:
             c.add("def setup_context(ctx, inputs, output):")
             c.depth += 1
             if self.args:
-                c.add(_unpack(self.args, "inputs"))
+                c.add(_unpack(self.listed_args(), "inputs"))
             c.add(_assigned(spec, self.outs, "output"))
             self.setup(c)
             c.depth -= 1
@@ -610,6 +621,8 @@ def graph_forward_source(spec: GraphSpec) -> GraphForwardSource:
         for a, arg in enumerate(fn.args):
             if arg.ref is None:
                 args.append(literal(arg.const))
+            elif arg.listed:  # in a list, as harness.run._argument passes it
+                args.append(f"[{value_name(arg.ref)}]")
             elif not arg.clone:
                 args.append(value_name(arg.ref))
             else:  # a fresh clone (and a view of it), as harness.run._argument makes it

@@ -140,6 +140,7 @@ def features(spec: GraphSpec) -> dict[str, Any]:
         "non_tensor_arg": {any(a.ref is None for a in f.args) for f in fns},
         "non_differentiable": {any(o.non_differentiable for o in f.outputs) for f in fns},
         "listed_output": {any(o.listed for o in f.outputs) for f in fns},
+        "listed_argument": {bool(f.listed_slots) for f in fns},
         "needs_input_grad": {f.needs_input_grad for f in fns}, "unused_grad": {f.unused_grad for f in fns},
         "materialize_grads": {f.materialize_grads for f in fns},
         "once_differentiable": {f.once_differentiable for f in fns}, "jvp": {f.jvp for f in fns},

@@ -283,6 +283,8 @@ def _argument(arg: Arg, values: dict[str, torch.Tensor]) -> Any:
     """What a Function receives for `arg` (see harness.spec.Arg)."""
     if arg.ref is None:
         return arg.const
+    if arg.listed:
+        return [values[arg.ref]]
     if not arg.clone:
         return values[arg.ref]
     copy = values[arg.ref].clone()

@@ -146,6 +146,17 @@ class Arg:
     clone: bool = False
     const: Any = None
     view: bool = False
+    #: the tensor is passed inside a one-element list (`F.apply(x, [y])`), as users pass extra
+    #: tensors: torch's apply sees a non-tensor argument (torch/csrc/autograd/python_function.cpp,
+    #: unpack_input checks each argument with THPVariable_Check), so the forward reads the value but
+    #: autograd does not: ctx.needs_input_grad is False there, backward returns None for it, the jvp
+    #: gets no tangent for it, and the outputs' history has no edge to it. Read by computed outputs only
+    listed: bool = False
+
+    @property
+    def is_tensor_input(self) -> bool:
+        """Does autograd see a tensor input here (a tensor argument not passed inside a list)?"""
+        return self.ref is not None and not self.listed
 
     def uncloned(self) -> "Arg":
         """The value itself, neither cloned nor a view of a clone (a view needs the clone)."""
@@ -210,6 +221,19 @@ class FunctionSpec:
         return tuple(k for k, o in enumerate(self.outputs) if o.kind != "const")
 
     @property
+    def listed_slots(self) -> tuple[int, ...]:
+        """Slots of the tensor arguments passed inside a list (Arg.listed)."""
+        return tuple(i for i, a in enumerate(self.args) if a.listed)
+
+    def pack_args(self, values: Sequence[Any]) -> list[Any]:
+        """The arguments as `apply` is called with them: a listed one inside a one-element list."""
+        return [[v] if a.listed else v for a, v in zip(self.args, values)]
+
+    def unpack_args(self, passed: Sequence[Any]) -> list[Any]:
+        """The argument values by slot from what the forward received: pack_args undone."""
+        return [v[0] if a.listed else v for a, v in zip(self.args, passed)]
+
+    @property
     def mask_slots(self) -> tuple[int, ...]:
         """Slots of the int64 / bool arguments that computed outputs are multiplied by (sorted)."""
         return tuple(sorted({o.mask for o in self.outputs if o.mask >= 0}))
@@ -268,7 +292,9 @@ class FunctionSpec:
         same."""
         outputs = tuple(dataclasses.replace(o, non_differentiable=False, listed=False) for o in self.outputs
                         if o.kind == "compute")
-        inner = FunctionSpec(args=tuple(a.uncloned() for a in self.args), outputs=outputs,
+        # (the outer forward passes the values themselves, taken out of their lists)
+        inner = FunctionSpec(args=tuple(dataclasses.replace(a.uncloned(), listed=False) for a in self.args),
+                             outputs=outputs,
                              style="setup_context", jvp=self.jvp, vmap=self.vmap, code=self.code)
         return dataclasses.replace(inner, save=("inputs",) if inner.nonlinear_slots else ())
 
@@ -471,6 +497,8 @@ def validate(g: GraphSpec) -> None:
                "a traced custom Function must return only tensors (the trace types every output as Tensor)")
         _check(not any(fn.grad_mode == "no_grad" for fn in g.functions), "trace", g.trace,
                "torch.jit.trace does not keep a no_grad block: the traced Function's outputs require grad")
+        _check(not any(fn.listed_slots for fn in g.functions), "trace", g.trace,
+               "torch.jit.trace of a Function given a list argument is not modelled: pass the tensor itself")
         _check(not g.listed_refs(), "trace", g.trace,
                "a traced custom Function returns tensors only (the trace types every output as Tensor), "
                "and a list is not one")
@@ -526,7 +554,11 @@ def _validate_mutated_outputs(g: GraphSpec) -> None:
     w = "mutated_outputs"
     _check(len(set(g.mutated_outputs)) == len(g.mutated_outputs), w, g.mutated_outputs, "each output at most once")
     aliased = {fn.args[o.slot].ref for fn in g.functions for o in fn.outputs if o.kind in ("input", "view")}
+    listed_reads = {a.ref for fn in g.functions for a in fn.args if a.listed}
     for ref in g.mutated_outputs:
+        _check(ref not in listed_reads, w, g.mutated_outputs,
+               f"{ref!r} is passed in a list to a later Function (the oracles read a clone of a modified output, "
+               "and a list has none)")
         kind, n, k = _parse_ref(ref)
         _check(kind == "f" and n < len(g.functions) and k < len(g.functions[n].outputs)
                and g.functions[n].outputs[k].kind == "compute", w, g.mutated_outputs,
@@ -592,8 +624,13 @@ def _validate_function(fn: FunctionSpec, w: str, made: set[str]) -> None:
     _check(len(fn.outputs) >= 1, f"{w}.outputs", fn.outputs, "a Function returns at least one output")
     _check(fn.tuple_output or len(fn.outputs) == 1, f"{w}.tuple_output", fn.tuple_output,
            "a single (non-tuple) return needs exactly one output")
+    aliased_slots = {o.slot for o in fn.outputs if o.kind != "compute"} | set(fn.mask_slots)
     for a, arg in enumerate(fn.args):
         _check(not arg.view or arg.clone, f"{w}.args[{a}].view", arg.view, "a view is taken of a clone (clone=True)")
+        if arg.listed:
+            _check(arg.ref is not None and not arg.clone and a not in aliased_slots, f"{w}.args[{a}].listed",
+                   arg.listed, "a tensor argument passed in a list is read by computed outputs only (not a mask, "
+                   "not returned or modified in place, not cloned)")
         if arg.ref is None:
             _check(not arg.clone, f"{w}.args[{a}].clone", arg.clone, "only tensor arguments can be cloned")
         else:
@@ -660,6 +697,10 @@ def custom_op_limit(fn: FunctionSpec) -> str | None:
     The op takes the tensor arguments (constants are part of the op), returns the computed
     outputs, and its Python wrapper returns the constant outputs beside them."""
     kinds = {o.kind for o in fn.outputs}
+    if fn.listed_slots:
+        return ("a custom_op takes Tensor, a list of Tensors, or constants (torch/_library/infer_schema.py): a tensor "
+                "in a list would be a Tensor[] argument the dispatcher tracks, not the untracked value a Function's "
+                "list argument is")
     if any(o.listed for o in fn.outputs):
         return ("a custom_op returns its outputs as tensors the dispatcher tracks (torch/_library/infer_schema.py "
                 "takes Tensor or a list of them, all of them outputs of the op): a tensor returned in a list "
@@ -751,7 +792,7 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
 #: fields added after specs were first saved, written only where they differ from their default:
 #: every spec saved before keeps its JSON, and so its spec_hash (records, databases, file names)
 _WRITTEN_WHEN_SET = {(FunctionSpec, "saved_read"): "saved_tensors", (FunctionSpec, "keyword_args"): 0,
-                     (FunctionSpec, "keyword_default"): False, (OutputSpec, "listed"): False,
+                     (FunctionSpec, "keyword_default"): False, (OutputSpec, "listed"): False, (Arg, "listed"): False,
                      (GraphSpec, "batch_shared"): (),
                      (GraphSpec, "compiled_backward"): False, (GraphSpec, "batch_dim"): 0}
 

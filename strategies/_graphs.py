@@ -440,6 +440,8 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     # (OutputSpec.listed; a traced Function returns tensors only)
     if not trace:
         functions = _listed_outputs(draw, functions, hooks, mutated_outputs)
+        # and after it, in 1 graph in 2 that has one to choose, a tensor argument passed in a list (Arg.listed)
+        functions = _listed_arguments(draw, functions, hooks, mutated_outputs)
     return GraphSpec(
         shape=shape, dtype=dtype, leaves=leaves, functions=tuple(functions), backward=backward,
         forward_ad=forward_ad, trace=trace, hooks=hooks, seed=seed,
@@ -499,6 +501,30 @@ def _listed_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple
     outputs = list(functions[n].outputs)
     outputs[k] = dataclasses.replace(outputs[k], listed=True)
     return [*functions[:n], dataclasses.replace(functions[n], outputs=tuple(outputs)), *functions[n + 1:]]
+
+
+def _listed_arguments(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...],
+                      mutated_outputs: tuple[str, ...]) -> list[FunctionSpec]:
+    """`functions` with, in 1 graph in 2 that has a candidate, one tensor argument passed inside a
+    one-element list (Arg.listed), which autograd does not see. Candidates: uncloned tensor arguments of
+    autograd.Function classes read by computed outputs only (not a mask, not returned as-is, as a view
+    or modified in place), not an output the user modifies in place after the forward, of a Function
+    with no hook on its outputs or on a value computed from them (the outputs may no longer require
+    grad, and torch refuses a hook on a tensor that does not)."""
+    hooked = {h.target for h in hooks if h.target is not None}
+    candidates = []
+    for n, fn in enumerate(functions):
+        if fn.api != "function" or any(_downstream(functions, f"f{n}.{k}") & hooked for k in fn.tensor_outputs):
+            continue
+        kept = {o.slot for o in fn.outputs if o.kind != "compute"} | set(fn.mask_slots)
+        candidates += [(n, s) for s, a in enumerate(fn.args) if a.ref is not None and not a.clone and not a.listed
+                       and s not in kept and a.ref not in mutated_outputs]
+    if not candidates or not _flip(draw):
+        return functions
+    n, slot = candidates[_integer(draw, 0, len(candidates) - 1)]
+    args = list(functions[n].args)
+    args[slot] = dataclasses.replace(args[slot], listed=True)
+    return [*functions[:n], dataclasses.replace(functions[n], args=tuple(args)), *functions[n + 1:]]
 
 
 def _downstream(functions: Sequence[FunctionSpec], ref: str) -> set[str]:

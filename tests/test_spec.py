@@ -152,3 +152,38 @@ def test_a_listed_output_is_neither_traced_nor_a_custom_op():
         dataclasses.replace(LISTED, trace=True)
     fn = dataclasses.replace(LISTED.functions[0], style="setup_context")
     assert as_custom_op(fn) is None and as_custom_op(dataclasses.replace(fn, outputs=fn.outputs[:1])) is not None
+
+
+#: F0 reads x1 passed in a list, beside x0
+LISTED_ARG = GraphSpec(leaves=(LeafSpec(), LeafSpec()), functions=(FunctionSpec(
+    args=(Arg("x0"), Arg("x1", listed=True)), outputs=(OutputSpec(terms=(Term(0), Term(1, "sin"))),),
+    save=("inputs",)),))
+
+
+def test_a_listed_argument_is_written_only_where_set_and_packs_as_apply_is_called():
+    assert '"listed": true' in LISTED_ARG.to_json() and GraphSpec.from_json(LISTED_ARG.to_json()) == LISTED_ARG
+    fn = LISTED_ARG.functions[0]
+    assert fn.pack_args(["a", "b"]) == ["a", ["b"]] and fn.unpack_args(["a", ["b"]]) == ["a", "b"]
+    assert fn.listed_slots == (1,) and not fn.args[1].is_tensor_input and fn.args[0].is_tensor_input
+    assert not fn.inner().listed_slots  # the outer forward passes the value itself
+
+
+@pytest.mark.parametrize("arg, output", [
+    (Arg("x1", listed=True, clone=True), OutputSpec(terms=(Term(1),))),
+    (Arg("x1", listed=True), OutputSpec("view", slot=1)),
+    (Arg(const=2, listed=True), OutputSpec(terms=(Term(0),))),
+])
+def test_a_listed_argument_is_an_uncloned_tensor_read_by_computed_outputs_only(arg, output):
+    with pytest.raises(SpecError, match=r"functions\[0\]\.args\[1\]\.listed=True is invalid: a tensor argument "
+                                        r"passed in a list is read by computed outputs only"):
+        GraphSpec(leaves=(LeafSpec(), LeafSpec()), functions=(FunctionSpec(args=(Arg("x0"), arg), outputs=(output,)),))
+
+
+def test_a_listed_argument_is_neither_traced_nor_a_custom_op_nor_modified_after_the_forward():
+    with pytest.raises(SpecError, match=r"trace=True is invalid: .*pass the tensor itself"):
+        dataclasses.replace(LISTED_ARG, trace=True)
+    fn = dataclasses.replace(LISTED_ARG.functions[0], style="setup_context")
+    assert as_custom_op(fn) is None
+    reader = FunctionSpec(args=(Arg("f0.0", listed=True), Arg("x0")), outputs=(OutputSpec(terms=(Term(0), Term(1))),))
+    with pytest.raises(SpecError, match=r"mutated_outputs=.* is invalid: 'f0.0' is passed in a list"):
+        dataclasses.replace(LISTED_ARG, functions=(LISTED_ARG.functions[0], reader), mutated_outputs=("f0.0",))

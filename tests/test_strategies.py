@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from harness.dataflow import version_error_expected
+from harness.dataflow import Dataflow, version_error_expected
 from strategies import INLINE_CAPACITY, function_specs, graphs, tensor_input_counts
 
 # find_any: the first example that has the feature, without shrinking it
@@ -151,6 +151,9 @@ AXES = {
         a.ref in g.listed_refs() for fn in fns(g) for a in fn.args),
     "an output returned in a list by a one-output Function, not in a tuple": lambda g: any(
         not fn.tuple_output and fn.outputs[0].listed for fn in fns(g)),
+    "the only argument that requires grad passed in a list": lambda g: any(
+        fn.listed_slots and not any(Dataflow(g).requires_grad[a.ref] for a in fn.args if a.is_tensor_input)
+        and any(Dataflow(g).requires_grad[fn.args[s].ref] for s in fn.listed_slots) for fn in fns(g)),
 }
 
 

@@ -551,8 +551,10 @@ def _perturbed(real: BuiltGraph, model: _Model) -> dict[tuple[str, str], torch.T
 
     def apply(n: int, cls: Any, args: Sequence[Any]) -> Any:
         fn = spec.functions[n]
-        # computed outputs read clones of values modified after the forward (as math_applier_for)
-        read = [a.clone() if arg.ref in mutated else a for arg, a in zip(fn.args, args)]
+        # computed outputs read clones of values modified after the forward (as math_applier_for), and a
+        # tensor passed in a list detached (autograd does not see it: build.math_apply)
+        read = [a[0].detach() if arg.listed else a.clone() if arg.ref in mutated else a
+                for arg, a in zip(fn.args, args)]
         computed, read = perturber.function(n, read)
         out = math_apply(computed, args, cls.shape, cls.dtype, cls.device, read)
         outs = [o if not isinstance(o, torch.Tensor) else perturber.output(n, k, o, computed, read)

@@ -137,15 +137,18 @@ def _as_float64(spec: GraphSpec) -> GraphSpec:
 
 def _compared_refs(spec64: GraphSpec) -> list[str]:
     """The Function outputs gradcheck compares. Finite differences also see what flows through
-    non-differentiable outputs, outputs returned in a list (OutputSpec.listed), and the outputs of
-    Functions applied under no_grad, which backward by definition does not: only outputs untouched by
-    them are compared."""
+    non-differentiable outputs, outputs returned in a list (OutputSpec.listed), the outputs of a
+    Function given a tensor in a list (Arg.listed), and the outputs of Functions applied under no_grad,
+    which backward by definition does not: only outputs untouched by them are compared."""
     from harness.dataflow import Dataflow
 
     flow = Dataflow(spec64)
     no_grad_refs = {f"f{n}.{k}" for n, fn in enumerate(spec64.functions) if fn.grad_mode == "no_grad"
                     for k in fn.tensor_outputs}
-    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | spec64.listed_refs() | no_grad_refs)
+    # (a Function given a tensor in a list, Arg.listed, reads it without autograd seeing it)
+    list_readers = {f"f{n}.{k}" for n, fn in enumerate(spec64.functions) if fn.listed_slots for k in fn.tensor_outputs}
+    through_nondiff = flow.downstream(set(spec64.non_differentiable_refs()) | spec64.listed_refs() | no_grad_refs
+                                      | list_readers)
     return [r for r in spec64.value_refs()
             if r.startswith("f") and flow.requires_grad[r] and r not in through_nondiff]
 
