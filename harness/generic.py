@@ -289,6 +289,7 @@ def forward_values(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype
                    device: torch.device, inner: Any, args: Sequence[Any]) -> list[Any]:
     """What a generic forward computes, in output order, with its untraceable code (the
     spec's `untraceable`) and its inner Function (`nested`; `inner` is its class)."""
+    args = spec.unpack_args(args)  # (a tensor passed in a list, Arg.listed, read as itself)
     if spec.untraceable == "print":
         print(end="")  # prints nothing, and still breaks Dynamo's graph
     elif spec.untraceable == "side_effect":
@@ -300,7 +301,6 @@ def forward_values(spec: FunctionSpec, index: int, shape: tuple[int, ...], dtype
         else:
             branch = "not positive"
         del branch  # both arms compute the same outputs
-    args = spec.unpack_args(args)  # (a tensor passed in a list, Arg.listed, read as itself)
     computed = inner.apply(*args) if spec.nested else None
     return _raw_outputs(spec, args, shape, dtype, device, computed=computed)
 

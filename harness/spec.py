@@ -240,8 +240,9 @@ class FunctionSpec:
 
     @property
     def float_slots(self) -> tuple[int, ...]:
-        """Tensor slots of the graph's float dtype: every tensor slot but the masks."""
-        return tuple(s for s in self.tensor_slots if s not in self.mask_slots)
+        """Tensor inputs of the graph's float dtype: every tensor slot but the masks and the tensors
+        passed in a list (Arg.listed: torch sees no tensor input there)."""
+        return tuple(s for s in self.tensor_slots if s not in self.mask_slots and self.args[s].is_tensor_input)
 
     @property
     def nonlinear_slots(self) -> tuple[int, ...]:

@@ -375,9 +375,9 @@ void fire_creation_hooks(const NodePtr& attached_node) {
 }
 
 #ifdef HARNESS_SELFEVAL_FAULTS
-// "native_listed_output_tracked": the tensor of a one-element list output is wrapped as
-// if it were returned at the top level (eager's _wrap_outputs sees only top-level tensors,
-// so it stays untracked there); nullptr where `obj` is no such list.
+// The tensor of a one-element list, or nullptr where `obj` is no such list. For
+// "native_listed_output_tracked" (such an output wrapped as if returned at the top level: eager's
+// _wrap_outputs sees only top-level tensors) and "native_listed_argument_counted" (apply_function).
 PyObject* listed_tensor(PyObject* obj) {
   if (PyList_Check(obj) && PyList_GET_SIZE(obj) == 1 && THPVariable_Check(PyList_GET_ITEM(obj, 0))) {
     return PyList_GET_ITEM(obj, 0);
@@ -547,6 +547,7 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
   variable_list released_owner;
   released_owner.reserve(num_args); // no reallocation: the handles stay put until the release
   const bool needs_off_by_one = seeded_fault("native_needs_input_grad_off_by_one");
+  const bool count_listed = seeded_fault("native_listed_argument_counted");
   std::vector<bool> requires_grad_of;
 #endif
   for (const auto i : c10::irange(num_args)) {
@@ -570,6 +571,11 @@ PyObject* apply_function(PyObject* cls, PyObject* args) {
       any_requires_grad |= requires_grad;
     }
 #ifdef HARNESS_SELFEVAL_FAULTS
+    // "native_listed_argument_counted": a tensor passed in a one-element list makes the node
+    // executable when it requires grad (torch's unpack_input sees a non-tensor there)
+    if (count_listed && listed_tensor(arg) != nullptr) {
+      any_requires_grad |= THPVariable_Unpack(listed_tensor(arg)).requires_grad();
+    }
     requires_grad_of.push_back(requires_grad);
     if (needs_off_by_one) {
       continue; // filled below, one place off

@@ -506,7 +506,7 @@ def _listed_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple
 def _listed_arguments(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...],
                       mutated_outputs: tuple[str, ...]) -> list[FunctionSpec]:
     """`functions` with, in 1 graph in 2 that has a candidate, one tensor argument passed inside a
-    one-element list (Arg.listed), which autograd does not see. Candidates: uncloned tensor arguments of
+    one-element list (Arg.listed), which autograd does not see (or every candidate of its Function). Candidates: uncloned tensor arguments of
     autograd.Function classes read by computed outputs only (not a mask, not returned as-is, as a view
     or modified in place), not an output the user modifies in place after the forward, of a Function
     with no hook on its outputs or on a value computed from them (the outputs may no longer require
@@ -517,13 +517,17 @@ def _listed_arguments(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tup
         if fn.api != "function" or any(_downstream(functions, f"f{n}.{k}") & hooked for k in fn.tensor_outputs):
             continue
         kept = {o.slot for o in fn.outputs if o.kind != "compute"} | set(fn.mask_slots)
+        if fn.error is not None:
+            kept.add(fn.float_slots[0])  # a deliberate error case needs a float tensor input (spec.validate)
         candidates += [(n, s) for s, a in enumerate(fn.args) if a.ref is not None and not a.clone and not a.listed
                        and s not in kept and a.ref not in mutated_outputs]
     if not candidates or not _flip(draw):
         return functions
     n, slot = candidates[_integer(draw, 0, len(candidates) - 1)]
-    args = list(functions[n].args)
-    args[slot] = dataclasses.replace(args[slot], listed=True)
+    # and for half of those, every candidate argument of that Function: then its outputs require grad
+    # only through the tensors it gets as themselves, if any (where Dynamo's tracking of lists shows)
+    slots = {s for m, s in candidates if m == n} if _flip(draw) else {slot}
+    args = [dataclasses.replace(a, listed=True) if s in slots else a for s, a in enumerate(functions[n].args)]
     return [*functions[:n], dataclasses.replace(functions[n], args=tuple(args)), *functions[n + 1:]]
 
 

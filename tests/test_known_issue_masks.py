@@ -226,6 +226,12 @@ CASES = {
            code="plain"),
         fn(X1, Arg("f0.1"), outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(1, "linear", 2.0))),),
            save=("inputs",), code="plain")), (1, 0), None),
+    # F0 gets x2, the only input that requires grad, in a list: eager's output does not require grad
+    "dynamo-listed-argument-tracked": ("dynamo", without_grad(
+        fn(X0, Arg("x2", listed=True), outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0), Term(1, "sin", 1.5))),),
+           save=("inputs",), code="plain"),
+        fn(Arg("x2"), X1, outputs=(OutputSpec("compute", terms=(Term(0, "sin", 1.5), Term(1, "linear", 2.0))),),
+           save=("inputs",), code="plain")), (1, 0), None),
     "dynamo-function-single-constant-output": ("dynamo", graph(
         fn(X0, outputs=(OutputSpec("const", value=1),), code="plain"), fn(X1, outputs=(lin(0),), code="plain")),
         (1, 0), None),

@@ -40,6 +40,9 @@ FAULTS = {
     "native_listed_output_tracked":
         "a tensor returned inside a one-element list is wrapped as a top-level output: it gets a grad_fn "
         "(apply.cpp, process_outputs; only the OutputSpec.listed axis returns one)",
+    "native_listed_argument_counted":
+        "a tensor passed inside a one-element list makes the node executable when it requires grad: outputs "
+        "get a grad_fn where no tensor input requires grad (apply.cpp, apply_function; only Arg.listed passes one)",
 }
 
 

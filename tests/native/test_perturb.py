@@ -91,6 +91,11 @@ NATIVE_FAULTS = {
         _graph(FunctionSpec(args=(X0, X1), save=("inputs",), outputs=(
             SIN0, OutputSpec("compute", terms=(Term(1, "linear", 2.0),), listed=True)))),
         "owned vs eager: forward requires_grad:f0.1: expected False, got True", False),
+    "native_listed_argument_counted": (  # x0 does not require grad, x1 (in the list) does
+        GraphSpec(shape=(2, 3), leaves=(LeafSpec(False), LeafSpec(True)), functions=(FunctionSpec(
+            args=(X0, Arg("x1", listed=True)), save=("inputs",), outputs=(
+                OutputSpec("compute", terms=(Term(0, "linear", 2.0), Term(1, "sin", 1.0))),)),)),
+        "owned vs eager: forward requires_grad:f0.0: expected False, got True", False),
 }
 
 
