@@ -683,6 +683,12 @@ CAMPAIGN_CAUSES = [
     # it too and x0 gets a gradient eager never gives it (retain: its second backward also); the comparison says
     # "present on one side only"
     ("dynamo_listed_output_gradient_presence_a0ef2594.json", "dynamo:aot_eager", False, "dynamo-listed-output-tracked"),
+    # --- stop 49: a 3-minute func+dynamo campaign ---
+    # F0 (clear_saved_tensors_on_access, a print in its forward) is inlined under grad (no input Dynamo sees
+    # requires grad); its print breaks the graph, and the twin's generic F0 (a user vmap rule) raises
+    # "saved_tensors can only be accessed once" where the plain original runs
+    ("func_dynamo_user_vmap_twin_inlined_print_cleared_34888d57.json", "func.grad+dynamo", "vmap_rule",
+     "dynamo-clear-saved-tensors-with-jvp"),
 ]
 
 
