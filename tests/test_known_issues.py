@@ -689,6 +689,11 @@ CAMPAIGN_CAUSES = [
     # "saved_tensors can only be accessed once" where the plain original runs
     ("func_dynamo_user_vmap_twin_inlined_print_cleared_34888d57.json", "func.grad+dynamo", "vmap_rule",
      "dynamo-clear-saved-tensors-with-jvp"),
+    # --- stop 49: Arg.listed, the 10-minute coverage campaign ---
+    # F0 reads two views of x1 (no gradient: AOT detaches them) and gets the leaf x0 in a list, which its
+    # forward does not read: Dynamo's subgraph has no such input, so nothing keeps the outputs requiring grad
+    ("dynamo_aot_detached_views_beside_unread_listed_leaf_bfb506cc.json", "dynamo:aot_eager", False,
+     "dynamo-aot-detached-input-drops-requires-grad"),
 ]
 
 

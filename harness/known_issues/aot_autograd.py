@@ -18,7 +18,7 @@ from harness.known_issues.shared import (
 )
 from harness.oracles.compare import Mismatch
 from harness.run import GRADIENT_ROLES, RunResult
-from harness.spec import COMPLEX_DTYPES, GraphSpec
+from harness.spec import COMPLEX_DTYPES, FunctionSpec, GraphSpec
 
 _VIEW_AS_COMPLEX = re.compile(r"to view (?:Float|Double) as Complex(?:Float|Double) \(different element sizes\)")
 
@@ -59,6 +59,15 @@ def _backwards_skipped_whole(spec: GraphSpec) -> frozenset[int]:
                             if flow.requires_grad[f"f{n}.{k}"]))
 
 
+def _inputs_dynamo_counts(fn: FunctionSpec) -> list[int]:
+    """The slots whose requires_grad Dynamo's autograd_function_apply gives the outputs: the tensor
+    inputs, and a tensor passed in a list (Arg.listed) that the forward reads (one it does not read is
+    not an input of the traced subgraph; one it reads counts, where eager's apply counts it not:
+    dynamo-listed-argument-tracked)."""
+    read = {t.slot for o in fn.outputs for t in o.terms}
+    return [s for s, a in enumerate(fn.args) if a.is_tensor_input or a.listed and s in read]
+
+
 def _outputs_cut_off_under_aot(spec: GraphSpec) -> frozenset[str]:
     """The Function outputs that require grad in eager but, inside the compiled graph, not once
     those views are detached: the ones computed from detached views only (every output, when all
@@ -69,7 +78,7 @@ def _outputs_cut_off_under_aot(spec: GraphSpec) -> frozenset[str]:
     flow = Dataflow(spec)
     rg = {r: flow.requires_grad[r] and r not in detached for r in flow.requires_grad if r.startswith("x")}
     for n, fn in enumerate(spec.functions):
-        any_input = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
+        any_input = fn.grad_mode != "no_grad" and any(rg[fn.args[s].ref] for s in _inputs_dynamo_counts(fn))
         rg.update({f"f{n}.{k}": any_input and differentiable(fn, k) for k in fn.tensor_outputs})
     return frozenset(r for r, eager_rg in flow.requires_grad.items() if r.startswith("f") and eager_rg and not rg[r])
 
@@ -92,7 +101,7 @@ def _outputs_that_may_lose_grad_in_a_region(spec: GraphSpec) -> frozenset[str]:
     flow = Dataflow(spec)
     lost: set[str] = set()
     for n, fn in enumerate(spec.functions):
-        inputs = [(slot, a.ref) for slot, a in enumerate(fn.args) if a.ref is not None and flow.requires_grad[a.ref]]
+        inputs = [(slot, fn.args[slot].ref) for slot in _inputs_dynamo_counts(fn) if flow.requires_grad[fn.args[slot].ref]]
         if inputs and all(ref in lost or ("[" in ref or ref.startswith("f")) and not flow.gets_gradient(n, slot)
                           for slot, ref in inputs):
             lost |= {f"f{n}.{k}" for k in fn.tensor_outputs if flow.requires_grad[f"f{n}.{k}"]}
@@ -204,7 +213,7 @@ def _none_into_a_compiled_region(spec: GraphSpec) -> frozenset[str]:
     flow = Dataflow(spec)
     return frozenset(fn.args[slot].ref for n, fn in enumerate(spec.functions) if flow.node_exists(n)
                      for slot, a in enumerate(fn.args)
-                     if a.ref is not None and (a.clone or a.ref.startswith("f")) and flow.requires_grad[a.ref]
+                     if a.is_tensor_input and (a.clone or a.ref.startswith("f")) and flow.requires_grad[a.ref]
                      and not flow.gets_gradient(n, slot))
 
 
