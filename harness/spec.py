@@ -225,12 +225,9 @@ class FunctionSpec:
         """Slots of the tensor arguments passed inside a list (Arg.listed)."""
         return tuple(i for i, a in enumerate(self.args) if a.listed)
 
-    def pack_args(self, values: Sequence[Any]) -> list[Any]:
-        """The arguments as `apply` is called with them: a listed one inside a one-element list."""
-        return [[v] if a.listed else v for a, v in zip(self.args, values)]
-
     def unpack_args(self, passed: Sequence[Any]) -> list[Any]:
-        """The argument values by slot from what the forward received: pack_args undone."""
+        """The argument values by slot from what the forward received: a listed one (Arg.listed)
+        taken out of its one-element list (harness.run._argument puts it in one)."""
         return [v[0] if a.listed else v for a, v in zip(self.args, passed)]
 
     @property

@@ -365,7 +365,11 @@ def graphs(draw: st.DrawFn, *, min_functions: int = 1, max_functions: int = 4, m
     one; forward AD (which needs a jvp in every Function, and Dynamo traces none with a jvp)
     in 1 of 8 of the others; the straight-line forward but for about 1 graph in 8; and in about 1 graph in 2
     with a first-order backward, that backward under compiled autograd (GraphSpec.compiled_backward, drawn
-    last). Off by default."""
+    last). Off by default.
+
+    Last of all, in every campaign (not with `trace`): in 1 graph in 2 with a candidate, a computed output
+    returned inside a one-element list (OutputSpec.listed), then in 1 in 2 with a candidate a tensor
+    argument passed inside one (Arg.listed; for half of those, every candidate of its Function)."""
     _check_bounds("functions", min_functions, max_functions)
     _check_bounds("inputs", min_inputs, max_inputs)
     if max_leaves < 1:
@@ -478,6 +482,7 @@ def _traceable(fn: FunctionSpec, forward_ad: bool, masks: Sequence[str], values:
                                backward_method="backward", untraceable="none", dirty_return="input",
                                vmap_rule="generate")
 
+
 def _listed_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...],
                     mutated_outputs: tuple[str, ...]) -> list[FunctionSpec]:
     """`functions` with, in 1 graph in 2 that has a candidate, one computed output returned inside a
@@ -506,9 +511,10 @@ def _listed_outputs(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple
 def _listed_arguments(draw: st.DrawFn, functions: list[FunctionSpec], hooks: tuple[HookSpec, ...],
                       mutated_outputs: tuple[str, ...]) -> list[FunctionSpec]:
     """`functions` with, in 1 graph in 2 that has a candidate, one tensor argument passed inside a
-    one-element list (Arg.listed), which autograd does not see (or every candidate of its Function). Candidates: uncloned tensor arguments of
-    autograd.Function classes read by computed outputs only (not a mask, not returned as-is, as a view
-    or modified in place), not an output the user modifies in place after the forward, of a Function
+    one-element list (Arg.listed), which autograd does not see, or every candidate of its Function.
+    Candidates: uncloned tensor arguments of autograd.Function classes read by computed outputs only
+    (not a mask, not returned as-is, as a view or modified in place; not the one float input a
+    deliberate error needs), not an output the user modifies in place after the forward, of a Function
     with no hook on its outputs or on a value computed from them (the outputs may no longer require
     grad, and torch refuses a hook on a tensor that does not)."""
     hooked = {h.target for h in hooks if h.target is not None}

@@ -16,8 +16,8 @@ torch and checks that it reproduces on the versions the entry names, so a fix is
 
 The entries live by family, each beside the predicates only it uses: `eager` (eager autograd
 and forward AD), `compiled_autograd`, `dynamo`, `aot_autograd` (AOTAutograd and the backends
-below it), `func` (torch.func, alone and under torch.compile); `dynamo_ctx` and `func_dynamo`
-hold part of the `dynamo` and `func` entries, which those two join in. `shared` holds the predicates
+below it), `func` (torch.func, alone and under torch.compile); `dynamo_ctx`, `dynamo_lists` and
+`func_dynamo` hold part of the `dynamo` and `func` entries, which those two join in. `shared` holds the predicates
 several modules use, `entry` the KnownIssue record and the witnesses every family uses.
 """
 

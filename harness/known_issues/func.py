@@ -162,7 +162,7 @@ def _marks_lost_by_vmap(spec: GraphSpec) -> set[int]:
     readers: dict[str, set[int]] = {}
     for m, fn in enumerate(spec.functions):
         for a in fn.args:
-            if a.ref is not None:
+            if a.is_tensor_input:  # (a tensor passed in a list has no gradient edge)
                 readers.setdefault(a.ref, set()).add(m)
     runs: set[int] = set()
     for n in reversed(range(len(spec.functions))):
@@ -214,7 +214,7 @@ def _requires_grad_under_grad_vmap(spec: GraphSpec) -> dict[str, bool]:
     batched = _batched_under_vmap(spec)
     for n, fn in enumerate(spec.functions):
         # (torch.func.grad respects a no_grad block inside the function: FunctionSpec.grad_mode)
-        from_inputs = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.ref is not None)
+        from_inputs = fn.grad_mode != "no_grad" and any(rg[a.ref] for a in fn.args if a.is_tensor_input)
         for k in fn.tensor_outputs:
             ref = f"f{n}.{k}"
             out = fn.outputs[k]
@@ -238,7 +238,7 @@ def _dirty_unbatched_views(spec: GraphSpec) -> tuple[tuple[int, int], ...]:
     batched = _batched_under_vmap(spec)
     rg = _requires_grad_under_grad_vmap(spec)
     return tuple((n, k) for n, fn in enumerate(spec.functions)
-                 if fn.vmap and any(rg[a.ref] for a in fn.args if a.ref is not None)
+                 if fn.vmap and any(rg[a.ref] for a in fn.args if a.is_tensor_input)
                  for k, o in enumerate(fn.outputs)
                  if o.kind == "dirty" and fn.args[o.slot].view and not batched[fn.args[o.slot].ref])
 
@@ -284,7 +284,7 @@ def _once_differentiable_given_an_unbatched_gradient_that_requires_grad(spec: Gr
         unbatched_varying = any(not batched[f"f{n}.{k}"] and varies.get(f"f{n}.{k}", False) for k in fn.tensor_outputs)
         batched_result = any(batched[a.ref] and rg[a.ref] and any(
             differentiable(fn, k) and batched[f"f{n}.{k}"] and reads(o.kind, o, s) for k, o in enumerate(fn.outputs))
-            for s, a in enumerate(fn.args) if a.ref is not None)
+            for s, a in enumerate(fn.args) if a.is_tensor_input)
         if unbatched_varying and batched_result:
             found.add(n)
     return found
