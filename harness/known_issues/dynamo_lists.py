@@ -32,19 +32,36 @@ def _listed_output_seen_tracked(spec: GraphSpec, result: RunResult, mismatches: 
                and _ref_of(m.role) in listed for m in mismatches)
 
 
+def _read_upstream(spec: GraphSpec, refs: frozenset[str]) -> frozenset[str]:
+    """`refs` and every value they were computed from, through any argument (in a list or not), with
+    the leaf of each view: where a gradient Dynamo sends through a tracked value can arrive."""
+    found, todo = set(), list(refs)
+    while todo:
+        ref = todo.pop()
+        if ref in found:
+            continue
+        found.add(ref)
+        if ref.startswith("x"):
+            found.add(ref.split("[")[0])
+        else:
+            todo += [a.ref for a in spec.functions[int(ref[1:].split(".")[0])].args if a.ref is not None]
+    return frozenset(found)
+
+
 def _tracked_through_lists(tracked: Callable[[GraphSpec], frozenset[str]]) -> Damage:
     """What Dynamo's tracking of a tensor in a list changes, where `tracked` are the values it makes
     require grad: whether they are tracked (their values are still compared); and at backward, the
     loss that then includes them, so the backward runs where eager's is skipped, and a gradient is
-    present where eager has None (or the reverse). A gradient's value, where both have one, is still
-    compared."""
+    present where eager has None (or the reverse) on a value they were computed from. A gradient's
+    value, where both have one, is still compared, and so is the presence of any other."""
     def damage(spec: GraphSpec, m: Mismatch) -> bool:
         if m.checkpoint in ("forward", "meta:forward"):
             return m.role.partition(":")[0] in _TRACKING_ROLES and _ref_of(m.role) in tracked(spec)
         if m.checkpoint in ("backward", "meta:backward", "double_backward"):
             return m.role == "skipped" or (
                 m.role.partition(":")[0] in ("grad", "grad2", "agrad", "retained", "dgrad")
-                and m.detail in ("expected None", "got None, expected a tensor", "present on one side only"))
+                and m.detail in ("expected None", "got None, expected a tensor", "present on one side only")
+                and _ref_of(m.role) in _read_upstream(spec, tracked(spec)))
         return False
     return damage
 
