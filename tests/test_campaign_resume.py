@@ -45,7 +45,9 @@ def test_a_killed_campaign_resumes_with_nothing_lost(tmp_path):
     assert killed.examples >= 15 and killed.failures
 
     summary_file = tmp_path / "summary.json"
-    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--resume", str(out), "--budget", "30s",
+    # 60 s: the session's start (imports, its worker's start and warm-up) takes about 16 s of it here, and
+    # the unshrunk causes keep half of it; at 30 s CI's loaded cores once left no time for a new example
+    done = subprocess.run([sys.executable, "-m", "harness", "fuzz", "--resume", str(out), "--budget", "60s",
                            "--json", str(summary_file)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr[-3000:]  # the seeded failures
     after = log_path(out).read_text()

@@ -44,9 +44,15 @@ def _agrees(name: str, min_share: float, specs=None) -> None:
     assert sum(checked) >= min_share * len(checked), f"{name} checked {sum(checked)} of {len(checked)}"
 
 
+#: the least share of drawn graphs a path must check. func.jacfwd checks 269 of 400 drawn (67%, stop 50);
+#: of 40 examples that is below one half about once in a hundred runs (CI once saw 18 of 40), and below
+#: 0.4 (16 of 40, 3.6 standard deviations under) about once in five thousand
+MIN_CHECKED_SHARE = 0.4
+
+
 @pytest.mark.parametrize("name", PLAIN)
 def test_func_path_agrees_with_eager(name: str) -> None:
-    _agrees(name, 0.5)
+    _agrees(name, MIN_CHECKED_SHARE)
 
 
 @pytest.mark.slow
