@@ -694,6 +694,12 @@ CAMPAIGN_CAUSES = [
     # forward does not read: Dynamo's subgraph has no such input, so nothing keeps the outputs requiring grad
     ("dynamo_aot_detached_views_beside_unread_listed_leaf_bfb506cc.json", "dynamo:aot_eager", False,
      "dynamo-aot-detached-input-drops-requires-grad"),
+    # --- stop 50: the README's main job (60 s) ---
+    # F0(a0, a1, a2, a3=None) applied to (3.0, -3, x0[1]) with a3 left to its default, no input requiring
+    # grad: Dynamo passes the ctx first and every input one place late, so the view output's
+    # a2.view_as(a2) meets the int -3 (AttributeError, rendered "ConstantVariable(str: 'view_as')")
+    ("dynamo_default_left_out_shifts_view_output_88f7dc6b.json", "dynamo:aot_eager", False,
+     "dynamo-function-default-arguments-not-filled"),
 ]
 
 

@@ -115,8 +115,10 @@ def _generic_function_with_grad_input(spec: GraphSpec) -> bool:
 
 
 def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
-    """forward(*args) or forward(ctx, *args) with a tensor to shift: Dynamo binds the inputs shifted."""
-    return any(_generic(fn) and fn.tensor_slots for fn in spec.functions)
+    """forward(*args) or forward(ctx, *args) with a tensor to shift: Dynamo binds the inputs shifted.
+    (A generic Function applied with keyword arguments has one named parameter per argument instead:
+    harness/generic.py _with_parameters.)"""
+    return any(_generic(fn) and fn.tensor_slots and not fn.keyword_args for fn in spec.functions)
 
 
 def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
@@ -327,6 +329,31 @@ _CTX_AS_FIRST_INPUT = (r"'AutogradFunctionContextVariable' object has no attribu
                        r"|Function \d+ returned Function for its output \d+, a tensor in its spec")
 
 
+#: What a Function's forward raises when Dynamo binds its inputs shifted by one (the ctx, or a
+#: constant, where the spec has a tensor), in every form seen: Dynamo renders an exception the traced
+#: forward raised as a constant (torch 2.13 "ConstantVariable(str: ...)", 2.14 "raised exception
+#: E(...)"), or an op given a constant raises a TypeError; the rest is where the shifted value goes
+_SHIFTED_INPUTS = (r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
+                   r"|raised exception \w+\()|index out of range"
+                   r"|unsupported operand type\(s\) for .*'NoneType'"
+                   r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
+                   r"|" + _CTX_AS_FIRST_INPUT +
+                   # an output returned as-is from a shifted input, a constant: the
+                   # straight forward's clone of it fails (harness/run.py recording_errors)
+                   r"|'(tuple|int|float|bool|str|NoneType)' object has no attribute 'clone'"
+                   # under a torch.func transform, a dirty input's in-place op lands
+                   # on the shifted input, a tensor the transform captured
+                   r"|attempted to call in-place operation \(aten::\w+\.\w+\) that would mutate "
+                   r"a captured Tensor"
+                   # under vmap, a shifted input of another rank meets its batch dim's move
+                   r"|number of dimensions in the tensor input does not match the length of "
+                   r"the desired ordering of dimensions"
+                   # or the in-place op of a dirty input lands on a shifted leaf (or leaf view)
+                   r"|a (view of a )?leaf Variable that requires grad is being used in an in-place operation"
+                   # or a shifted constant comes back where the spec's output is a tensor
+                   r"|^Function \d+ returned \w+ for its output \d+, a tensor in its spec$")
+
+
 def _anything(spec: GraphSpec, m: Mismatch) -> bool:
     return True
 
@@ -450,25 +477,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         # (or a TypeError of an op given a constant), where eager's forward raised nothing.
         # (torch 2.13 renders it "ConstantVariable(str: ...)", 2.14 "raised exception E(...)").
         # func.jvp+dynamo runs its forward inside forward AD: the error is at forward_ad there.
-        witness=raised(("forward", "forward_ad"), r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\(str: "
-                                  r"|raised exception \w+\()|index out of range"
-                                  r"|unsupported operand type\(s\) for .*'NoneType'"
-                                  r"|argument '\w+' \(position \d+\) must be Tensor, not \w+"
-                                  r"|" + _CTX_AS_FIRST_INPUT +
-                                  # an output returned as-is from a shifted input, a constant: the
-                                  # straight forward's clone of it fails (harness/run.py recording_errors)
-                                  r"|'(tuple|int|float|bool|str|NoneType)' object has no attribute 'clone'"
-                                  # under a torch.func transform, a dirty input's in-place op lands
-                                  # on the shifted input, a tensor the transform captured
-                                  r"|attempted to call in-place operation \(aten::\w+\.\w+\) that would mutate "
-                                  r"a captured Tensor"
-                                  # under vmap, a shifted input of another rank meets its batch dim's move
-                                  r"|number of dimensions in the tensor input does not match the length of "
-                                  r"the desired ordering of dimensions"
-                                  # or the in-place op of a dirty input lands on a shifted leaf (or leaf view)
-                                  r"|a (view of a )?leaf Variable that requires grad is being used in an in-place operation"
-                                  # or a shifted constant comes back where the spec's output is a tensor
-                                  r"|^Function \d+ returned \w+ for its output \d+, a tensor in its spec$"),
+        witness=raised(("forward", "forward_ad"), _SHIFTED_INPUTS),
         damage=error_at("forward", "forward_ad"),
         damages="the error at forward (at forward_ad under func.jvp+dynamo)",
         workaround=_all_plain,
@@ -820,8 +829,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         kind="crash",
         trigger=lambda spec: any(fn.keyword_default for fn in spec.functions),
         # (the last: where no input requires grad, forward gets the ctx as its first input)
-        witness=raised("forward", r"missing required argument|not enough values to unpack|index out of range|"
-                       + _CTX_AS_FIRST_INPUT),
+        # (and what the shifted inputs then break: a view output, `a2.view_as(a2)`, of an int constant)
+        witness=raised("forward", r"missing required argument|not enough values to unpack|" + _SHIFTED_INPUTS),
         damage=error_at("forward"),
         damages="the error at forward",
         # the default passed by keyword, as the call's other keyword arguments are

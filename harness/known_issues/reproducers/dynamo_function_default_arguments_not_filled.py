@@ -13,7 +13,10 @@ not fill them in:
      inlines forward and passes the ctx first unless the call has exactly one argument fewer
      than forward has parameters (AutogradFunctionVariable.call_apply), so forward gets the ctx
      as `x`, and the compiled function computes with, or returns, the ctx: no error where the
-     code only looks at what it got (below: whether apply returned a tensor).
+     code only looks at what it got (below: whether apply returned a tensor);
+  4. the same with more parameters: every input is passed one place late (forward's `x` gets the
+     argument before it), so the Function computes on the wrong values: below, eager's `x * 2`
+     comes back compiled as -6, the constant -3 doubled, with no error at all.
 
 Exit status 1 and "REPRODUCED" while any call fails, or differs, compiled (backend from argv[1],
 default aot_eager); 0 when all run as in eager.
@@ -64,16 +67,35 @@ def without_grad(x, y):
     return isinstance(Pass.apply(x.detach()), torch.Tensor)  # `unused` left to its default
 
 
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(alpha, beta, x, unused=None):
+        return x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, g * 2, None
+
+
+def shifted(x, y):
+    return Scaled.apply(3.0, -3, x.detach())  # `unused` left to its default
+
+
 backend = sys.argv[1] if len(sys.argv) > 1 else "aot_eager"
 x = torch.ones(3, requires_grad=True)
 y = torch.ones(3, requires_grad=True)
 failed = []
-for f in (middle, trailing, without_grad):
+for f in (middle, trailing, without_grad, shifted):
     expected = f(x, y)  # eager runs all three
     torch._dynamo.reset()
     try:
         observed = torch.compile(f, backend=backend, fullgraph=True)(x, y)
-        same = torch.equal(observed, expected) if isinstance(expected, torch.Tensor) else observed == expected
+        same = (isinstance(observed, torch.Tensor) and torch.equal(observed, expected)
+                if isinstance(expected, torch.Tensor) else observed == expected)
         print(f"{f.__name__}: compiled as eager: {same} (eager {expected!r:.40}, compiled {observed!r:.40})")
         if not same:
             failed.append(f.__name__)
