@@ -819,7 +819,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "fullgraph=False too); trailing defaults left out leave setup_context's inputs short, which raises "
                "under fullgraph=True; where no input requires grad (the inputs inside torch.func transforms), Dynamo "
                "inlines forward with the ctx as its first input (AutogradFunctionVariable.call_apply counts the "
-               "arguments against forward's parameters), so the Function computes with, or returns, the ctx"),
+               "arguments against forward's parameters), so the Function computes with, or returns, the ctx, and "
+               "every later input comes one place late (it computes on the wrong values, with no error)"),
         first=(2, 13, 0), last=None,
         paths=("dynamo", "func+dynamo"),
         reproducer="dynamo_function_default_arguments_not_filled.py",
