@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Iterator, Sequence
@@ -179,10 +180,24 @@ def campaign_status(result) -> int:
 def fuzz(args: argparse.Namespace) -> int:
     """`fuzz`: a campaign on this machine (in this process, or in --workers worker processes), a
     resumed one (--resume), or one in Ray shards (--cluster)."""
-    global EXIT_AT_ONCE
     # importing torch and the paths is inside the budget too; from the command line, all the
     # process's start-up (main's `started`)
     started = _started(args)
+    if args.workers <= 0 or args.cluster:
+        return _fuzz(args, started, [], None)
+    # the first workers import torch while this process does (harness/prestart.py)
+    from harness.prestart import prestart_workers, stop_unused
+
+    scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
+    prestarted = prestart_workers(args.workers, scratch)
+    try:
+        return _fuzz(args, started, prestarted, scratch)
+    finally:
+        stop_unused(prestarted)  # those no campaign was given (bad input, say)
+
+
+def _fuzz(args: argparse.Namespace, started: float, prestarted: list, scratch: Path | None) -> int:
+    global EXIT_AT_ONCE
     from harness.campaign import run_campaign
     from harness.progress import CampaignProgress
     from harness.records import DATABASE_NAME, ExampleLog, log_path, read_log
@@ -248,7 +263,8 @@ def fuzz(args: argparse.Namespace) -> int:
                              out_dir=out, database=database, max_examples=args.max_examples,
                              lifetimes=lifetimes, hang_s=args.hang_timeout, result=result,
                              on_record=on_record, replay_shared=not args.shard, uncharged_s=uncharged,
-                             seeds=seeds, twins=twins, every_path=args.every_path, **memory)
+                             seeds=seeds, twins=twins, every_path=args.every_path, prestarted=prestarted,
+                             scratch=scratch, **memory)
         if end.interrupted or end.error is not None:
             result.finish()
     log.close()

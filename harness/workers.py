@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engine import current_choices
+from harness.prestart import WAIT_FOR_CONFIG, Prestarted, stop_unused
 from harness.records import DATABASE_NAME, OnRecord, Record, crash_cause, now
 from harness.results import CampaignResult, Failure
 from harness.shrink import shrink_reserve, to_shrink, write_unshrunk_reproducers
@@ -82,7 +83,8 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
                  hang_s: float = 300.0, result: CampaignResult | None = None,
                  on_record: OnRecord | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
                  replay_shared: bool = True, uncharged_s: float = 0.0, seeds: bool = False,
-                 twins: bool = False, every_path: bool = False) -> CampaignResult:
+                 twins: bool = False, every_path: bool = False,
+                 prestarted: list[Prestarted] | None = None, scratch: Path | None = None) -> CampaignResult:
     """The campaign of run_campaign, in `workers` processes; `database` is a folder, a redis:// URL or
     github:OWNER/REPO[/ARTIFACT] (harness.cluster.example_database). A fuzzing worker retires after
     an example once its resident memory passes `memory_limit` bytes (0: never) and a fresh one
@@ -91,9 +93,11 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     then the known bugs' seeds (harness.seeds; not on resume). The first
     workers' warm-up checks (first-use imports and compile caches) are not charged to the budget:
     the campaign's clock moves on by the longest of them. uncharged_s: what the caller kept out of
-    the budget before (the native build), for the summary."""
+    the budget before (the native build), for the summary. prestarted: the first workers, started
+    by the caller (harness.prestart) with their logs in `scratch`, waiting for their configs."""
     out_dir = Path(out_dir)
-    scratch = Path(tempfile.mkdtemp(prefix="harness-workers-"))
+    scratch = scratch if scratch is not None else Path(tempfile.mkdtemp(prefix="harness-workers-"))
+    waiting = dict(enumerate(prestarted or []))  # by worker index
     result = result if result is not None else CampaignResult(path_names, device, lifetimes=lifetimes)
     start = time.perf_counter()
     end = start + budget_s
@@ -122,22 +126,35 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
     earlier = [_failure_config(f) for f in result.failures.values() if f.shrinkable]
 
     def spawn(index: int, generation: int, mode: str, until: float, **extra: Any) -> _Worker:
-        """A worker process; the shrinker reads its work from stdin when fuzzing ends."""
-        read_fd, write_fd = os.pipe()
+        """A worker process (a first one the caller prestarted, else a new one); the shrinker reads its
+        work from stdin when fuzzing ends."""
+        started = waiting.pop(index, None) if mode == "fuzz" and generation == 0 else None
+        read_fd, write_fd = (started.read_fd, started.write_fd) if started else os.pipe()
         name = f"w{index}.{generation}" if mode == "fuzz" else "shrink"
         config = {"mode": mode, "name": name, "paths": path_names, "device": device, "lifetimes": lifetimes,
                   "twins": twins, "every_path": every_path,
                   "database": database, "fd": write_fd, "out_dir": str(out_dir), "memory_limit": memory_limit,
-                  # a wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget
-                  "ends_at": time.time() + max(1.0, until - time.perf_counter()), **extra}
+                  # a wall-clock end, not a duration: the worker's start-up (importing torch) is inside the budget;
+                  # a budget spent before the worker was given its config leaves it nothing to check
+                  "ends_at": time.time() + max(0.0, until - time.perf_counter()), **extra}
         config_file = scratch / f"{name}.json"
         config_file.write_text(json.dumps(config))
-        with open(scratch / f"{name}.log", "w") as log:  # its own output, kept apart from the display
-            process = subprocess.Popen([sys.executable, "-m", "harness.workers", str(config_file)],
-                                       pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=log,
-                                       stdin=subprocess.PIPE if mode == "shrink" else subprocess.DEVNULL,
-                                       text=True)
-        os.close(write_fd)
+        if started:
+            started.taken = True
+            process = started.process
+            assert process.stdin is not None
+            try:
+                process.stdin.write(f"{config_file}\n")
+                process.stdin.close()
+            except BrokenPipeError:  # it died starting up: the loop below records its end as any other's
+                pass
+        else:
+            with open(scratch / f"{name}.log", "w") as log:  # its own output, kept apart from the display
+                process = subprocess.Popen([sys.executable, "-m", "harness.workers", str(config_file)],
+                                           pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=log,
+                                           stdin=subprocess.PIPE if mode == "shrink" else subprocess.DEVNULL,
+                                           text=True)
+            os.close(write_fd)
         worker = _Worker(name, index, process, time.perf_counter(), warming=bool(extra.get("warm_up")))
         threading.Thread(target=_read_lines, args=(read_fd, worker.lines), daemon=True).start()
         return worker
@@ -215,6 +232,7 @@ def run_parallel(path_names: list[str], *, workers: int, budget_s: float, device
             if w.process.poll() is None:
                 w.process.kill()
                 w.process.wait()
+        stop_unused(list(waiting.values()))
     write_unshrunk_reproducers(result, out_dir, record)
     record({"kind": "end", "t": now()})
     return result.finish()
@@ -362,10 +380,23 @@ def resident_bytes() -> int:
         return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
+def _config_of_prestarted() -> dict[str, Any] | None:
+    """A worker harness.prestart started: what it will need imported now, side by side with the
+    parent's own start-up; then its config, or None where the parent closed stdin without one."""
+    import harness.campaign  # noqa: F401 -- torch, torch._dynamo, Hypothesis and the paths with it
+    import harness.cluster  # noqa: F401
+    import harness.replay  # noqa: F401
+
+    config_file = sys.stdin.readline().strip()
+    return json.loads(Path(config_file).read_text()) if config_file else None
+
+
 if __name__ == "__main__":
     signal.signal(STOP_SIGNAL, signal.SIG_IGN)  # until fuzzing installs its handler
     try:
-        code = _worker_main(json.loads(Path(sys.argv[1]).read_text()))
+        config = (_config_of_prestarted() if sys.argv[1] == WAIT_FOR_CONFIG
+                  else json.loads(Path(sys.argv[1]).read_text()))
+        code = 0 if config is None else _worker_main(config)
     except (BrokenPipeError, KeyboardInterrupt):  # the parent is gone or was interrupted: nothing to add
         code = 1
     # Every record is flushed and the database written: skip the interpreter's teardown, which

@@ -23,8 +23,8 @@ NOT_MODULES = ("harness/known_issues/reproducers/", "harness/selfeval/site/")
 #: the oracles judge results; the machinery that runs campaigns and parses the command line is
 #: built on them, never the other way round
 ABOVE_THE_ORACLES = ("harness.cli", "harness.session", "harness.selection", "harness.nightly", "harness.cluster",
-                     "harness.workers", "harness.campaign", "harness.replay", "harness.seeds", "harness.shrink",
-                     "harness.engine", "harness.results", "harness.fuzz_target", "harness.report", "harness.progress")
+                     "harness.workers", "harness.prestart", "harness.campaign", "harness.replay", "harness.seeds",
+                     "harness.shrink", "harness.engine", "harness.results", "harness.fuzz_target", "harness.report", "harness.progress")
 
 #: the oracles: what judges a run (the runner below them only announces its checkpoints)
 ORACLES = tuple(f"harness.oracles.{p.stem}" for p in sorted((HARNESS / "oracles").glob("*.py"))
