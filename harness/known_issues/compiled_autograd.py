@@ -103,7 +103,8 @@ class _SecondBackwardNones:
         self.gets_gradient = functools.cache(self._gets_gradient)
 
     def edges_into(self, ref: str) -> list[tuple[int, int]]:
-        return [(n, s) for n in self.run for s, a in enumerate(self.spec.functions[n].args) if a.ref == ref]
+        return [(n, s) for n in self.run for s, a in enumerate(self.spec.functions[n].args)
+                if a.ref == ref and a.is_tensor_input]
 
     def _gets_gradient(self, ref: str) -> bool:
         """Does a defined gradient arrive at `ref`'s node at run time?"""
@@ -240,7 +241,7 @@ def _zeros_into_unmaterialized_outputs(spec: GraphSpec) -> GraphSpec:
 def _last_arg_is_tensor(spec: GraphSpec, n: int) -> bool:
     """The gradient a too-short backward leaves out belongs to a tensor input (whether or not it
     requires grad: compiled autograd indexes every tensor input's gradient)."""
-    return spec.functions[n].args[-1].ref is not None
+    return spec.functions[n].args[-1].is_tensor_input  # (a tensor in a list is no input of the node)
 
 
 def _too_few_gradients_for_a_tensor(spec: GraphSpec, n: int) -> bool:
@@ -336,7 +337,7 @@ def _second_backward_entries(spec: GraphSpec) -> frozenset[str]:
         fn = spec.functions[n]
         out = fn.outputs[k]
         return any(reads(out.kind, out, s) and reaches_chosen(a.ref)
-                   for s, a in enumerate(fn.args) if a.ref is not None)
+                   for s, a in enumerate(fn.args) if a.is_tensor_input)
 
     entries: set[str] = set()
     for m, fn in enumerate(spec.functions):
@@ -345,7 +346,8 @@ def _second_backward_entries(spec: GraphSpec) -> frozenset[str]:
         for k, out in enumerate(fn.outputs):
             if out.kind == "compute" and flow.requires_grad.get(f"f{m}.{k}", False):
                 entries |= {fn.args[t.slot].ref for t in out.terms
-                            if t.op != "linear" and reaches_chosen(fn.args[t.slot].ref)}
+                            if t.op != "linear" and fn.args[t.slot].is_tensor_input
+                            and reaches_chosen(fn.args[t.slot].ref)}
     return frozenset(entries)
 
 
@@ -363,7 +365,7 @@ def _second_backward_reach(spec: GraphSpec) -> tuple[frozenset[str], frozenset[i
         fn = spec.functions[n]
         if flow.backward_runs(n) and any(f"f{n}.{k}" in reached for k in fn.tensor_outputs):
             run.add(n)
-            reached |= {a.ref for a in fn.args if a.ref is not None and flow.requires_grad[a.ref]}
+            reached |= {a.ref for a in fn.args if a.is_tensor_input and flow.requires_grad[a.ref]}
     return frozenset(reached), frozenset(run)
 
 

@@ -237,7 +237,8 @@ def _gradients_dropped_by_needs_input_grad(spec: GraphSpec, path: str) -> dict[i
             continue
         leaves = set().union(*(
             _gradient_reaches(spec, trace.requires, a.ref) for s, a in enumerate(fn.args)
-            if a.ref is not None and not a.clone and trace.requires[a.ref] and not trace.seen[a.ref]
+            # (a tensor in a list gets None from the backward in eager too: nothing is dropped)
+            if a.is_tensor_input and not a.clone and trace.requires[a.ref] and not trace.seen[a.ref]
             and any(differentiable(fn, k) and reads(o.kind, o, s) for k, o in enumerate(fn.outputs))))
         if leaves:
             found[n] = leaves
