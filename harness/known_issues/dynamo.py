@@ -114,11 +114,15 @@ def _generic_function_with_grad_input(spec: GraphSpec) -> bool:
     return any(_generic(fn) and flow.node_exists(n) for n, fn in enumerate(spec.functions))
 
 
+def _varargs_functions(spec: GraphSpec) -> set[int]:
+    """Functions whose forward is forward(*args) or forward(ctx, *args) with a tensor to shift: Dynamo
+    binds their inputs shifted. (A generic Function applied with keyword arguments has one named
+    parameter per argument instead: harness/generic.py _with_parameters.)"""
+    return {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots and not fn.keyword_args}
+
+
 def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
-    """forward(*args) or forward(ctx, *args) with a tensor to shift: Dynamo binds the inputs shifted.
-    (A generic Function applied with keyword arguments has one named parameter per argument instead:
-    harness/generic.py _with_parameters.)"""
-    return any(_generic(fn) and fn.tensor_slots and not fn.keyword_args for fn in spec.functions)
+    return bool(_varargs_functions(spec))
 
 
 def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
@@ -128,7 +132,7 @@ def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
     an earlier Function's output that a generic Function modifying an input in place was
     passed as is: with the inputs shifted, the in-place update lands on a neighbour of its
     (cloned) dirty input."""
-    shifted = {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots}
+    shifted = _varargs_functions(spec)
     overwritten = {a.ref for n in shifted for a in spec.functions[n].args
                    if a.ref is not None and not a.clone and any(o.kind == "dirty" for o in spec.functions[n].outputs)}
     return any(
