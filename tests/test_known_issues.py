@@ -700,6 +700,15 @@ CAMPAIGN_CAUSES = [
     # a2.view_as(a2) meets the int -3 (AttributeError, rendered "ConstantVariable(str: 'view_as')")
     ("dynamo_default_left_out_shifts_view_output_88f7dc6b.json", "dynamo:aot_eager", False,
      "dynamo-function-default-arguments-not-filled"),
+    # --- stop 51: graphs that pass one tensor both as itself and in a list ---
+    # generic F0(-1.25, c0_1_view, [x0], x0) on an empty x0: Dynamo binds forward(*args) shifted, so
+    # the list's place gets the tensor before it, and the forward's listed[0] meets an empty tensor
+    ("dynamo_varargs_listed_slot_gets_empty_tensor.json", "dynamo:aot_eager", False,
+     "dynamo-function-varargs-forward"),
+    # under torch.utils.checkpoint, F0(x0, x3.clone()) returns the clone as-is and a view of it: AOT regenerates
+    # them from the intermediate outside the graph and skips F0's backward, so x0 gets None, not its zeros
+    ("dynamo_checkpoint_intermediate_alias_skips_backward.json", "dynamo:aot_eager", False,
+     "dynamo-aot-intermediate-alias-skips-backward"),
 ]
 
 

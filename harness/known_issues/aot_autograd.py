@@ -314,8 +314,10 @@ def _storage_roots(spec: GraphSpec) -> dict[str, str]:
 def _traced_as_one_graph(spec: GraphSpec) -> bool:
     """Dynamo traces the whole forward into one graph: every Function is one it traces
     (strategies/_graphs.py `_traceable`), so the graph's outputs are all the Functions' outputs.
+    Under a checkpoint too: Dynamo traces torch.utils.checkpoint (non-reentrant) as a higher-order
+    op that AOT Autograd inlines, so the same outputs leave the same graph.
     (The loop form can still break the graph elsewhere: the witness then decides.)"""
-    return (not spec.checkpoint and all(
+    return (all(
         fn.code == "plain" and not fn.jvp and fn.untraceable == "none" and not _breaks_the_graph_itself(fn)
         and (fn.dirty_return == "input" or all(o.kind != "dirty" for o in fn.outputs)) for fn in spec.functions))
 

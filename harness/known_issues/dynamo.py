@@ -355,7 +355,10 @@ _SHIFTED_INPUTS = (r"^['\"]?((LazyVariableTracker\(realized: )?ConstantVariable\
                    # or the in-place op of a dirty input lands on a shifted leaf (or leaf view)
                    r"|a (view of a )?leaf Variable that requires grad is being used in an in-place operation"
                    # or a shifted constant comes back where the spec's output is a tensor
-                   r"|^Function \d+ returned \w+ for its output \d+, a tensor in its spec$")
+                   r"|^Function \d+ returned \w+ for its output \d+, a tensor in its spec$"
+                   # or a tensor lands where a list was passed (Arg.listed): the forward's
+                   # `listed[0]` indexes that tensor, which fails on a 0-dim or empty one
+                   r"|^invalid index of a 0-dim tensor|^index 0 is out of bounds for dimension 0 with size 0")
 
 
 def _anything(spec: GraphSpec, m: Mismatch) -> bool:

@@ -25,9 +25,10 @@ def _without_errors(which: Callable[[int, FunctionSpec], bool]) -> Workaround:
 
 def _breaks_the_graph_itself(fn: FunctionSpec) -> bool:
     """Dynamo cannot trace this Function's apply as a whole: a user jvp, a `vjp` instead of
-    `backward` ("Unsupported custom vjp"), one tensor passed twice, or a print or a branch on a
-    tensor's value in its forward (a Python side effect it traces; the dynamo audits)."""
-    refs = [a.ref for a in fn.args if a.ref is not None and not a.clone]
+    `backward` ("Unsupported custom vjp"), one tensor passed twice as a tensor input (inside a list
+    it is no input, and Dynamo traces it whole), or a print or a branch on a tensor's value in its
+    forward (a Python side effect it traces; the dynamo audits)."""
+    refs = [a.ref for a in fn.args if a.is_tensor_input and not a.clone]
     return (fn.jvp or fn.backward_method == "vjp" or len(refs) != len(set(refs))
             or fn.untraceable in ("print", "data_branch"))
 
@@ -43,7 +44,8 @@ def _inputs_returned_without_grad(spec: GraphSpec) -> set[str]:
 def _given_one_tensor_twice_under_dynamo(spec: GraphSpec) -> set[int]:
     """The Functions given one tensor twice under Dynamo alone (its graph break "duplicate tensor
     input"): an argument is an input another Function returned as-is without grad, which Dynamo
-    hands back as that input itself, beside that input."""
+    hands back as that input itself, beside that input. A tensor inside a list is no tensor input
+    and counts for neither copy."""
     as_is = _inputs_returned_without_grad(spec)
 
     def source(ref: str) -> str:
@@ -53,7 +55,7 @@ def _given_one_tensor_twice_under_dynamo(spec: GraphSpec) -> set[int]:
         return ref
     twice = set()
     for n, fn in enumerate(spec.functions):
-        refs = [source(a.ref) for a in fn.args if a.ref is not None and not a.clone]
+        refs = [source(a.ref) for a in fn.args if a.is_tensor_input and not a.clone]
         if len(refs) != len(set(refs)):
             twice.add(n)
     return twice
