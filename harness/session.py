@@ -80,9 +80,30 @@ def parse_size(text: str) -> int:
     return int(float(number) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[unit.upper()])
 
 
-def add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) -> list[argparse.Action]:
+#: the memory each default worker is counted to need: a worker's resident size in a campaign of
+#: minutes stays under it (it retires at --worker-memory, 4 GiB by default)
+MEMORY_PER_WORKER = 2 * 2**30
+
+
+def default_workers() -> int:
+    """Worker processes for a campaign on this machine: one per core this process may run on (each
+    runs torch on one thread, harness.workers), at most one per MEMORY_PER_WORKER of memory, at
+    least one. On the 2-core machines here two workers check about twice the examples of one in
+    the README's 60 s job (docs/profile.md)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # not a POSIX system: the cores alone decide
+        memory = cores * MEMORY_PER_WORKER
+    return max(1, min(cores, memory // MEMORY_PER_WORKER))
+
+
+def add_campaign_options(parser: argparse.ArgumentParser, *, workers: int | None = None) -> list[argparse.Action]:
     """The options of a campaign on this machine, shared by fuzz and coverage (`workers`: the
-    default), added to `parser`; returns them (campaign_argv writes them back)."""
+    default, default_workers() when None), added to `parser`; returns them (campaign_argv writes
+    them back)."""
+    if workers is None:
+        workers = default_workers()
     added: list[argparse.Action] = []
 
     def add(*flags: str, **how: Any) -> None:
@@ -109,8 +130,8 @@ def add_campaign_options(parser: argparse.ArgumentParser, *, workers: int = 1) -
                            "DIR/examples-db which gets the writes (default: DIR/examples-db)")
     add("--max-examples", type=int, help="stop after this many examples")
     add("--workers", type=int, default=workers,
-        help=f"worker processes, each isolated from crashes and hangs (default {workers}; "
-             "0 runs in this process, without isolation)")
+        help=f"worker processes, each isolated from crashes and hangs (default {workers} here: one per "
+             "core, at most one per 2 GiB of memory; 0 runs in this process, without isolation)")
     add("--hang-timeout", type=parse_duration, default=300.0,
         help="a worker with no progress for this long is killed and its example "
              "recorded as a hang (default 300s)")
@@ -461,7 +482,8 @@ def write_reports(result, out: Path, json_file: str | None) -> None:
     print(f"log {log_path(out)}, reports {md} and {page}" if log_path(out).exists() else f"reports {md} and {page}")
 
 
-__all__ = ["CLUSTER_SLACK_S", "DEVICE_HELP", "FAILED", "HARNESS_ERROR", "INTERRUPTED", "NOTHING_CHECKED", "OK",
-           "REPORT_S", "WORKER_MEMORY_ENV", "add_campaign_options", "campaign_argv", "campaign_status", "coverage",
+__all__ = ["CLUSTER_SLACK_S", "DEVICE_HELP", "FAILED", "HARNESS_ERROR", "INTERRUPTED", "MEMORY_PER_WORKER",
+           "NOTHING_CHECKED", "OK", "REPORT_S", "WORKER_MEMORY_ENV", "add_campaign_options", "campaign_argv",
+           "campaign_status", "coverage", "default_workers",
            "ending", "example_database", "finish", "fuzz", "nightly", "parse_duration", "parse_size",
            "process_started", "reached_database", "without_reports", "write_reports"]

@@ -297,12 +297,17 @@ def _failures(configs: list[dict[str, Any]]) -> list[Failure]:
 
 
 def _worker_main(config: dict[str, Any]) -> int:
+    import torch
+
     from harness import paths
     from harness.campaign import fuzz, warm_up
     from harness.shrink import shrink_failures
     from harness.cluster import example_database
     from harness.replay import replay_first
 
+    # One thread a worker: the graphs are a few elements each, so intra-op threads would only
+    # compete with the other workers (default_workers gives each one a core) and the parent.
+    torch.set_num_threads(1)
     pipe = os.fdopen(config["fd"], "w", encoding="utf-8")
 
     def send(rec: Record) -> None:
