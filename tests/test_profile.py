@@ -83,3 +83,24 @@ def test_the_side_by_side_script_alternates_two_checkouts_and_prints_the_ratio()
     assert done.returncode == 0, done.stderr
     assert "round 1 base" in done.stdout and "round 1 cand" in done.stdout, done.stdout
     assert "wall ms/example, baseline: [" in done.stdout and "median ratio baseline/candidate: " in done.stdout
+
+
+def test_the_readme_job_script_alternates_two_option_sets_and_prints_their_counts():
+    """scripts/readme_job_side_by_side.sh as docs/profile.md shows it: one checkout, --workers 1
+    against the default, with a short budget and the eager path only (the README job's form)."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(["bash", str(root / "scripts/readme_job_side_by_side.sh"), str(root), str(root), "1",
+                           "--workers 1 --paths eager --no-seeds", "--paths eager --no-seeds"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHON": sys.executable, "BUDGET": "20s"})
+    assert done.returncode == 0, done.stderr
+    for side in ("a", "b"):
+        line = next(x for x in done.stdout.splitlines() if x.startswith(f"round 1 {side} "))
+        assert "exit 0" in line, done.stdout
+        assert int(re.search(r"eager (\d+),", line).group(1)) > 0, done.stdout  # it did check examples
