@@ -709,6 +709,14 @@ CAMPAIGN_CAUSES = [
     # them from the intermediate outside the graph and skips F0's backward, so x0 gets None, not its zeros
     ("dynamo_checkpoint_intermediate_alias_skips_backward.json", "dynamo:aot_eager", False,
      "dynamo-aot-intermediate-alias-skips-backward"),
+    # F0([x1[0]]) with its own jvp, under func.jvp+dynamo: the transform differentiates the inlined forward,
+    # through the listed view, where eager's Function sees no input there and its output's tangent is zero
+    ("func_jvp_dynamo_listed_argument_differentiated.json", "func.jvp+dynamo", False,
+     "func-dynamo-custom-rules-dropped"),
+    # the output side: F0(x1[0]) returns [0.5 - 2 * a0 ** 2]; eager's apply does not wrap the list, so its tensor has
+    # no tangent, and the transform over the inlined forward gives it one
+    ("func_jvp_dynamo_listed_output_differentiated.json", "func.jvp+dynamo", False,
+     "func-dynamo-custom-rules-dropped"),
 ]
 
 

@@ -135,22 +135,42 @@ def _backward_error_not_raised(spec: GraphSpec, result: RunResult, mismatches: l
         for m in mismatches)
 
 
+def _outputs_reading_listed_arguments(spec: GraphSpec) -> dict[str, frozenset[str]]:
+    """Each output computed from a tensor passed in a list (Arg.listed), with those tensors' refs:
+    eager's Function gives such a tensor no tangent and no gradient (its rules see no input
+    there), the transform over the inlined forward differentiates through it."""
+    return {f"f{n}.{k}": frozenset(fn.args[t.slot].ref for t in o.terms if fn.args[t.slot].listed)
+            for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs)
+            if o.kind == "compute" and any(fn.args[t.slot].listed for t in o.terms)}
+
+
+def _untracked_by_the_rules(spec: GraphSpec) -> frozenset[str]:
+    """The outputs to which eager's Function gives no tangent and no gradient path, and the
+    transform over the inlined forward does: those marked non-differentiable, those returned in a
+    list (OutputSpec.listed: torch's apply does not wrap them), and those computed from a tensor
+    passed in a list."""
+    return spec.non_differentiable_refs() | spec.listed_refs() | _outputs_reading_listed_arguments(spec).keys()
+
+
 def _rules_drop_visible(spec: GraphSpec) -> bool:
     """Where torch.compile dropping a Function's own rules under a transform shows: a backward
-    that would raise (eager runs a backward), or an output marked non-differentiable, which the
+    that would raise (eager runs a backward), or an output the rules leave untracked, which the
     transform then differentiates through (the generated rules are otherwise true derivatives)."""
     return (_eager_backward_runs(spec) and (_invalid_backward_runs(spec) or version_error_expected(spec))
-            or bool(spec.non_differentiable_refs()))
+            or bool(_untracked_by_the_rules(spec)))
 
 
 def _through_unmarked_outputs(spec: GraphSpec, m: Mismatch) -> bool:
-    """A tangent of a non-differentiable output or of a value computed from one, or the gradient
-    of a leaf it was computed from: what differentiating through the unmarked output changes."""
+    """A tangent of an output the rules leave untracked (_untracked_by_the_rules) or of a value
+    computed from one, or the gradient of a leaf it was computed from (through a listed tensor
+    too): what differentiating through the unmarked output changes."""
     flow = Dataflow(spec)
-    marked = spec.non_differentiable_refs()
+    listed = _outputs_reading_listed_arguments(spec)
+    marked = _untracked_by_the_rules(spec)
     if m.checkpoint == "forward_ad":
         return m.role.startswith("tangent:") and _ref_of(m.role) in flow.downstream(set(marked))
     leaves = {leaf for ref in marked for leaf in flow.upstream_leaves(ref)}
+    leaves |= {leaf for refs in listed.values() for ref in refs for leaf in flow.upstream_leaves(ref)}
     return (m.checkpoint in ("backward", "double_backward") and m.role.startswith(("grad:", "agrad:", "dgrad:"))
             and _ref_of(m.role) in leaves)
 
@@ -161,11 +181,12 @@ def _rules_dropped(spec: GraphSpec, result: RunResult, mismatches: list[Mismatch
 
 
 def _nothing_marked_or_raised(spec: GraphSpec) -> GraphSpec:
-    """No output marked non-differentiable, no deliberate backward error, no saved output
-    modified in place after the forward."""
+    """No output marked non-differentiable or returned in a list, no tensor passed in a list, no
+    deliberate backward error, no saved output modified in place after the forward."""
     spec = dataclasses.replace(_without_errors(lambda n, fn: fn.error is not None)(spec), mutated_outputs=())
     return _functions_replaced(spec, lambda n, fn: dataclasses.replace(fn, outputs=tuple(
-        dataclasses.replace(o, non_differentiable=False) for o in fn.outputs)))
+        dataclasses.replace(o, non_differentiable=False, listed=False) for o in fn.outputs),
+        args=tuple(dataclasses.replace(a, listed=False) for a in fn.args)))
 
 
 def _scalar_terms_below_float64(spec: GraphSpec) -> bool:
@@ -294,7 +315,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
                "custom backward, jvp or vmap, and ignoring ctx.mark_non_differentiable, with no error or graph "
                "break even under fullgraph=True: a backward whose "
                "results autograd would reject raises nothing, and a non-differentiable output gets a tangent and "
-               "passes gradients"),
+               "passes gradients, and so do an output returned in a list and a tensor passed in one (to which "
+               "eager's Function gives none)"),
         first=(2, 13, 0), last=None,
         paths=("func+dynamo",),
         reproducer="func_dynamo_custom_rules_dropped.py",

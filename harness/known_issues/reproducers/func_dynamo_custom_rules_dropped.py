@@ -4,8 +4,10 @@ forward as plain code and the transform differentiates (or batches) the inlined 
 custom backward, jvp and vmap staticmethods are never called, and ctx.mark_non_differentiable
 is ignored. No error, no graph break, even with fullgraph=True; eager torch.func honours them. A
 backward that would raise (an invalid gradient) therefore raises nothing either, a
-non-differentiable output gets a tangent and passes a gradient, and an output saved for backward
-and then modified in place raises no version-counter error.
+non-differentiable output gets a tangent and passes a gradient, a tensor passed in a list (which
+eager's apply does not see as an input) and one returned in a list (which it does not wrap) get a
+tangent, and an output saved for backward and then
+modified in place raises no version-counter error.
 
 Upstream: pytorch/pytorch#193279 (backward, under torch.func.grad) and #192985 (jvp, under
 torch.func.jvp), "Dynamo silently drops custom backward/jvp of autograd.Function".
@@ -57,6 +59,46 @@ class MarkedNonDifferentiable(torch.autograd.Function):
         return None, t * 2
 
 
+class NegatedFromList(torch.autograd.Function):
+    """-lst[0]: the tensor comes in a list, so eager's apply sees no input and its jvp no tangent."""
+
+    @staticmethod
+    def forward(lst):
+        return -lst[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+    @staticmethod
+    def jvp(ctx):
+        return torch.zeros(())
+
+
+class ReturnedInList(torch.autograd.Function):
+    """(2 * x, [-x]): eager's apply does not wrap the list, so its tensor has no tangent."""
+
+    @staticmethod
+    def forward(x):
+        return x * 2, [-x]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g, g_list):
+        return g * 2
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 2, None
+
+
 class DoubleSavingOutput(torch.autograd.Function):
     """2 * x, saving its output for backward."""
 
@@ -88,6 +130,14 @@ def marked_tangent(x):
     return jvp(lambda x: MarkedNonDifferentiable.apply(x)[0], (x,), (torch.ones_like(x),))[1]
 
 
+def listed_tangent(x):
+    return jvp(lambda x: NegatedFromList.apply([x]), (x,), (torch.ones_like(x),))[1]
+
+
+def returned_in_list_tangent(x):
+    return jvp(lambda x: ReturnedInList.apply(x)[1][0], (x,), (torch.ones_like(x),))[1]
+
+
 def tangent(x):
     return jvp(SinWithOwnRules.apply, (x,), (torch.ones_like(x),))[1]
 
@@ -115,6 +165,24 @@ def main() -> int:
     if not torch.equal(got, torch.zeros(3)):
         assert torch.allclose(got, x.cos()), got
         dropped.append("jvp of a non-differentiable output")
+    assert not listed_tangent(x).any(), listed_tangent(x)  # eager: zeros, the list's tensor has no tangent
+    try:
+        got = torch.compile(listed_tangent, backend="eager", fullgraph=True)(x)
+    except torch._dynamo.exc.Unsupported as e:
+        print(f"jvp through a listed tensor: torch.compile refuses it ({str(e).splitlines()[0]})")
+        got = torch.zeros(3)
+    if got.any():
+        assert torch.allclose(got, -torch.ones(3)), got
+        dropped.append("jvp of a Function given its tensor in a list")
+    assert not returned_in_list_tangent(x).any(), returned_in_list_tangent(x)  # eager: no tangent in the list
+    try:
+        got = torch.compile(returned_in_list_tangent, backend="eager", fullgraph=True)(x)
+    except torch._dynamo.exc.Unsupported as e:
+        print(f"jvp of a tensor returned in a list: torch.compile refuses it ({str(e).splitlines()[0]})")
+        got = torch.zeros(3)
+    if got.any():
+        assert torch.allclose(got, -torch.ones(3)), got
+        dropped.append("jvp of a Function's output returned in a list")
     try:
         grad(loss_after_modifying_the_saved_output)(x)
         raise AssertionError("eager torch.func raised no version-counter error")
