@@ -717,6 +717,12 @@ CAMPAIGN_CAUSES = [
     # no tangent, and the transform over the inlined forward gives it one
     ("func_jvp_dynamo_listed_output_differentiated.json", "func.jvp+dynamo", False,
      "func-dynamo-custom-rules-dropped"),
+    # --- stop 51: a 2-minute eager,func.jvp+dynamo,func.grad+dynamo campaign ---
+    # F0 applied with a keyword argument (F0.apply(x0, a1=c0_1)); its user-vmap-rule twin is generic code, which
+    # reads the spec from its enclosing scope: "Unexpected type in sourceless builder". Stop 50 had narrowed the
+    # entry's func+dynamo trigger to the varargs Functions, which leave out those applied with keywords
+    ("func_grad_dynamo_keyword_twin_closure_object_4dc2296d.json", "func.grad+dynamo", "vmap_rule",
+     "dynamo-function-closure-object"),
 ]
 
 

@@ -121,8 +121,14 @@ def _varargs_functions(spec: GraphSpec) -> set[int]:
     return {n for n, fn in enumerate(spec.functions) if _generic(fn) and fn.tensor_slots and not fn.keyword_args}
 
 
-def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
+def _varargs_function_with_tensor_input(spec: GraphSpec) -> bool:
     return bool(_varargs_functions(spec))
+
+
+def _generic_function_with_tensor_input(spec: GraphSpec) -> bool:
+    """A generic Function with a tensor input, applied with keyword arguments or not (its class
+    body reads the spec, an ordinary object, from its enclosing scope either way)."""
+    return any(_generic(fn) and fn.tensor_slots for fn in spec.functions)
 
 
 def _wrong_forward_value_of_varargs_function(spec: GraphSpec, result: RunResult,
@@ -477,7 +483,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         upstream=(),
         related=("pytorch/pytorch#137809 (the closed 2024 pull request whose heuristic binds forward(*args))",),
         kind="limitation",
-        trigger=_generic_function_with_tensor_input,
+        trigger=_varargs_function_with_tensor_input,
         # What the shift breaks first varies with the graph (an input past the end, the ctx
         # or a constant where a tensor was passed, an output that is then no tensor); all of
         # it is an exception the traced forward raised, which Dynamo renders as a constant
@@ -538,7 +544,7 @@ ENTRIES: tuple[KnownIssue, ...] = (
         upstream=(),
         related=("pytorch/pytorch#137809 (the closed 2024 pull request whose heuristic binds forward(*args))",),
         kind="silent wrong result",
-        trigger=_generic_function_with_tensor_input,
+        trigger=_varargs_function_with_tensor_input,
         witness=_wrong_forward_value_of_varargs_function,
         damage=_anything,
         damages="every value: the forward computes with shifted inputs, so all that follows differs",
