@@ -93,7 +93,7 @@ def default_workers() -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):  # not a POSIX system: the cores alone decide
+    except (AttributeError, ValueError, OSError):  # no sysconf, or no such name: the cores alone decide
         memory = cores * MEMORY_PER_WORKER
     return max(1, min(cores, memory // MEMORY_PER_WORKER))
 

@@ -139,9 +139,13 @@ def _outputs_reading_listed_arguments(spec: GraphSpec) -> dict[str, frozenset[st
     """Each output computed from a tensor passed in a list (Arg.listed), with those tensors' refs:
     eager's Function gives such a tensor no tangent and no gradient (its rules see no input
     there), the transform over the inlined forward differentiates through it."""
-    return {f"f{n}.{k}": frozenset(fn.args[t.slot].ref for t in o.terms if fn.args[t.slot].listed)
-            for n, fn in enumerate(spec.functions) for k, o in enumerate(fn.outputs)
-            if o.kind == "compute" and any(fn.args[t.slot].listed for t in o.terms)}
+    found = {}
+    for n, fn in enumerate(spec.functions):
+        for k, o in enumerate(fn.outputs):
+            refs = frozenset(fn.args[s].ref for s in fn.listed_slots if reads(o.kind, o, s))
+            if refs:
+                found[f"f{n}.{k}"] = refs
+    return found
 
 
 def _untracked_by_the_rules(spec: GraphSpec) -> frozenset[str]:

@@ -6,8 +6,8 @@ is ignored. No error, no graph break, even with fullgraph=True; eager torch.func
 backward that would raise (an invalid gradient) therefore raises nothing either, a
 non-differentiable output gets a tangent and passes a gradient, a tensor passed in a list (which
 eager's apply does not see as an input) and one returned in a list (which it does not wrap) get a
-tangent, and an output saved for backward and then
-modified in place raises no version-counter error.
+tangent, and an output saved for backward and then modified in place raises no version-counter
+error.
 
 Upstream: pytorch/pytorch#193279 (backward, under torch.func.grad) and #192985 (jvp, under
 torch.func.jvp), "Dynamo silently drops custom backward/jvp of autograd.Function".
