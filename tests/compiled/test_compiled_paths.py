@@ -234,6 +234,35 @@ def test_one_example_cannot_poison_the_next():
     assert torch._C._dynamo.compiled_autograd.set_autograd_compiler(None, False)[0] is None
 
 
+def test_a_capture_that_raised_leaves_no_compile_context_for_the_collector():
+    """ca-capture-error-leaks-compile-context: a compiled autograd capture that raises (here a tensor
+    hook traced with None under a compiled region, ca-tensor-hook-unreached-output) never leaves the
+    compile context it entered. Left to the garbage collector, a collection inside a later compile
+    would clear that compile's context ("compile_context is not set" once its analysis restarts).
+    The path closes it: a later compile keeps its context through a full collection."""
+    import gc
+    from pathlib import Path
+
+    from harness.spec import load_spec
+
+    spec = load_spec(str(Path(__file__).resolve().parents[2] / "docs/func_repros"
+                         / "dynamo_compiled_backward_tensor_hook_traced_with_none_cefdceca.json"))
+    result = dynamo_path("aot_eager").run(build(spec))
+    assert result.status == "error" and type(result.error) is AttributeError, result  # the capture raised
+    assert torch._guards.CompileContext.try_get() is None
+    del result  # it held the capture's frames
+    seen = []
+
+    def backend(gm, inputs):
+        before = torch._guards.CompileContext.try_get()
+        gc.collect()
+        seen.append((before, torch._guards.CompileContext.try_get()))
+        return gm.forward
+
+    torch.compile(lambda t: t + 1, backend=backend)(torch.ones(2))
+    assert seen and seen[0][0] is not None and seen[0][1] is seen[0][0], seen
+
+
 def test_without_the_reset_state_carries_over():
     """The control for the test above: the reset is what isolates (compiled autograd's
     counters, caches and compiled graphs otherwise accumulate across examples)."""
