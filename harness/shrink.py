@@ -30,8 +30,8 @@ from hypothesis.errors import Flaky
 from harness.check import Verdict, check, gradcheck_verdict
 from harness.engine import CauseDatabase, Drawing, Found, HarnessFailed, drawing, graph_test, graph_test_key
 from harness.paths import Path as ExecPath
-from harness.records import (GRADCHECK_CAUSE, HARNESS_ERROR, HarnessError, OnRecord, causes_of, crash_cause,
-                             gradcheck_cause, harness_error_record, now, same_cause, spec_size)
+from harness.records import (GRADCHECK_CAUSE, HARNESS_ERROR, Cause, HarnessError, OnRecord, cause_family, causes_of,
+                             crash_cause, gradcheck_cause, harness_error_record, now, same_cause, spec_size)
 from harness.repro import write_crash_reproducer, write_gradcheck_reproducer, write_reproducer
 from harness.results import CampaignResult, Failure, smaller
 from harness.spec import GraphSpec
@@ -201,6 +201,32 @@ def checked_paths(failure: Failure, paths: list[ExecPath]) -> list[ExecPath]:
     return [p for p in paths if p.name in failure.paths or p.name == "eager"]
 
 
+#: the families whose causes `causes_of` tells apart by owned's and borrowed's outcomes together
+_NATIVE_FAMILIES = ("native", "owned", "borrowed")
+
+
+def shrinking_paths(failure: Failure, paths: list[ExecPath]) -> list[ExecPath]:
+    """The paths each shrinking candidate is checked on: of `checked_paths`, those that decide whether
+    the cause shows. `causes_of` words a path's cause from that path's outcome and eager's (and for
+    the native apply, owned's and borrowed's together), so a cause of one family shows on a candidate
+    exactly when it shows on that family's paths and eager, whatever the other paths do. A cause
+    eager shows (the Function's, or stock autograd's, seen on every path) is so shrunk on eager
+    alone, not through a compile per candidate. A cause without a family (a crash, a hang, an older
+    harness's words) keeps every path it was seen on."""
+    checked = checked_paths(failure, paths)
+    family = Cause.parse(failure.signature).family
+    if not family or failure.in_child:
+        return checked
+
+    def in_family(path: ExecPath) -> bool:
+        own = cause_family(path.name)
+        return own == family or (family in _NATIVE_FAMILIES and own in _NATIVE_FAMILIES)
+
+    narrowed = [p for p in checked if p.name == "eager" or in_family(p)]
+    # (a family none of them is in, as a cause saved by another harness version may name, keeps them all)
+    return narrowed if any(in_family(p) for p in narrowed) else checked
+
+
 def _causes(verdict: Verdict) -> set[str]:
     return set(causes_of(verdict.outcomes.values()).values())
 
@@ -235,7 +261,7 @@ def _shrunk_with_reproducer(failure: Failure, failing: list[ExecPath], paths: li
     """One cause shrunk (until `until`) and its reproducer written and reduced (until `cause_until`):
     (spec, how shrinking ended, report, reproducer)."""
     seen: dict[GraphSpec, Verdict] = {}
-    spec, how = shrink(failure, checked_paths(failure, paths), device, database, lifetimes, until=until,
+    spec, how = shrink(failure, shrinking_paths(failure, paths), device, database, lifetimes, until=until,
                        drawn=drawing(paths), seen=seen)
     destination = Path(out_dir) / reproducer_name(failure.signature, name_prefix)
     if failure.in_child:  # checked here, the example would kill this process: its script runs in a child
@@ -276,5 +302,5 @@ def reproducer_name(cause: str, prefix: str = "") -> str:
     return f"{prefix}failure_{hashlib.sha1(cause.encode()).hexdigest()[:8]}.py"
 
 
-__all__ = ["MAX_SHRINK_SHARE", "SHRINK_PART", "SHRINK_PER_CAUSE_S", "SHRINK_SHARE", "checked_paths", "reproducer_name", "shows", "shrink", "shrink_failures", "shrink_reserve", "to_shrink",
+__all__ = ["MAX_SHRINK_SHARE", "SHRINK_PART", "SHRINK_PER_CAUSE_S", "SHRINK_SHARE", "checked_paths", "reproducer_name", "shrinking_paths", "shows", "shrink", "shrink_failures", "shrink_reserve", "to_shrink",
            "twins_of_cause", "write_unshrunk_reproducers"]

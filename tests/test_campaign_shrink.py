@@ -120,3 +120,48 @@ def test_a_shrinking_cut_short_is_taken_up_again_by_the_next_one(monkeypatch, se
     # more than the replay of the saved example (and the final one that reports it): candidates were tried
     assert len(calls) > 2, (how, calls)
     assert seeded_path.bug(spec)
+
+
+def test_a_cause_is_shrunk_on_the_paths_that_decide_it():
+    """A candidate shows a cause of one family exactly when that family's paths and eager show it
+    (records.causes_of), so shrinking checks those alone: an eager cause, seen on every path, on
+    eager only (no compile per candidate); the native apply's on eager, owned and borrowed; a
+    compiling path's on eager and that path. A cause without a family keeps every path."""
+    from harness import paths as registry
+    from harness.records import Cause
+    from harness.results import Failure
+    from harness.shrink import shrinking_paths
+    from harness.spec import GraphSpec
+
+    campaign = [registry.get(n) for n in ("eager", "owned", "borrowed", "compiled", "dynamo")]
+    seen_on = {"eager", "owned", "borrowed", "compiled", "dynamo"}
+
+    def narrowed(family: str) -> list[str]:
+        cause = str(Cause("mismatch vs math at backward grad", family, "values"))
+        return [p.name for p in shrinking_paths(Failure(cause, GraphSpec(), "", paths=seen_on), campaign)]
+
+    assert narrowed("eager") == ["eager"]
+    assert narrowed("native") == narrowed("owned") == ["eager", "owned", "borrowed"]
+    assert narrowed("compiled") == ["eager", "compiled"]
+    assert narrowed("dynamo") == ["eager", "dynamo"]
+    crash = Failure("crash (signal SIGSEGV) while checking paths owned,compiled", GraphSpec(), "", paths=seen_on)
+    assert [p.name for p in shrinking_paths(crash, campaign)] == ["eager", "owned", "borrowed", "compiled", "dynamo"]
+
+
+def test_an_eager_cause_shows_on_eager_alone_as_on_every_path():
+    """The equivalence the narrowing rests on, on a real fault: a Function's backward 1.5x too large
+    (selfeval wrong_backward) is eager's cause on every path, and eager alone shows the same cause."""
+    from harness import paths as registry
+    from harness import selfeval
+    from harness.records import causes_of
+    from harness.spec import Arg, FunctionSpec, GraphSpec, LeafSpec, OutputSpec, Term
+
+    spec = GraphSpec(leaves=(LeafSpec(),), functions=(FunctionSpec(
+        args=(Arg("x0"),), outputs=(OutputSpec("compute", terms=(Term(0, "linear", 2.0),)),), code="plain"),))
+    every = [registry.get(n) for n in ("eager", "owned", "borrowed", "compiled")]
+    with selfeval.installed("wrong_backward"):
+        on_every = causes_of(check(spec, every, "cpu", lifetimes=False).outcomes.values())
+        on_eager = causes_of(check(spec, every[:1], "cpu", lifetimes=False).outcomes.values())
+    assert set(on_every) == {"eager", "owned", "borrowed", "compiled"}, on_every
+    assert set(on_every.values()) == set(on_eager.values()) == {on_eager["eager"]}
+    assert on_eager["eager"].endswith("on eager [values]")

@@ -96,12 +96,14 @@ def close_abandoned_compile_context() -> bool:
     if left is None:
         return False
     code = guards.compile_context.__wrapped__.__code__  # the generator behind the context manager
-    for holder in gc.get_referrers(left):
-        if type(holder) is types.GeneratorType and holder.gi_code is code and holder.gi_frame is not None:
-            holder.close()
-    if guards.CompileContext.try_get() is not None:
-        raise RuntimeError("a compile context is left set after a compiled run and no abandoned compile_context "
-                           "holds it; the harness cannot keep examples apart")
+    while left is not None:  # (a capture that raised inside another abandoned one: each in turn)
+        for holder in gc.get_referrers(left):
+            if type(holder) is types.GeneratorType and holder.gi_code is code and holder.gi_frame is not None:
+                holder.close()
+        if guards.CompileContext.try_get() is left:
+            raise RuntimeError("a compile context is left set after a compiled run and no abandoned "
+                               "compile_context holds it; the harness cannot keep examples apart")
+        left = guards.CompileContext.try_get()
     return True
 
 
