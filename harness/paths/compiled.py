@@ -77,7 +77,7 @@ def isolated(reset: bool = True) -> Iterator[None]:
         close_abandoned_compile_context()
 
 
-def close_abandoned_compile_context() -> bool:
+def close_abandoned_compile_context() -> None:
     """Known torch issue ca-capture-error-leaks-compile-context: compiled autograd enters a compile
     context by hand in `begin_capture` and leaves it in `end_capture` (torch/_dynamo/compiled_autograd.py);
     a capture that raises in between (ca-tensor-hook-unreached-output, say) never leaves it. The thread's
@@ -86,16 +86,14 @@ def close_abandoned_compile_context() -> bool:
     moment the collector runs, possibly inside another example's torch.compile, which then fails with
     "AssertionError: compile_context is not set" when its analysis restarts. So that no example is
     judged on what an earlier one left, the abandoned context is closed here, at once (it restores what
-    was there before the capture). Outside any compile: returns whether there was one to close."""
+    was there before the capture). Called outside any compile."""
     import gc
     import types
 
     import torch._guards as guards
 
-    left = guards.CompileContext.try_get()
-    if left is None:
-        return False
     code = guards.compile_context.__wrapped__.__code__  # the generator behind the context manager
+    left = guards.CompileContext.try_get()
     while left is not None:  # (a capture that raised inside another abandoned one: each in turn)
         for holder in gc.get_referrers(left):
             if type(holder) is types.GeneratorType and holder.gi_code is code and holder.gi_frame is not None:
@@ -104,7 +102,6 @@ def close_abandoned_compile_context() -> bool:
             raise RuntimeError("a compile context is left set after a compiled run and no abandoned "
                                "compile_context holds it; the harness cannot keep examples apart")
         left = guards.CompileContext.try_get()
-    return True
 
 
 @contextlib.contextmanager
